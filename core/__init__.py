@@ -1,0 +1,4 @@
+"""Transformer Bottleneck Lab's library: models, tasks, the measurement harness, experiments, results, charts.
+
+Never imports streamlit; the CLI path (`python -m core`) needs only torch, numpy and pandas.
+"""

@@ -1,0 +1,147 @@
+"""Experiment configs: frozen dataclasses whose fields carry their allowed range, and one validator for all.
+
+A field's metadata says what a learner may set (`spec(...)`); `make_config` turns strings from the CLI's
+`--set FIELD=VALUE` or a page's controls into a validated config, raising ValueError that names the field.
+"""
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Any, Callable
+
+import pandas as pd
+
+
+def spec(default, *, lo=None, hi=None, choices=None, help: str = "", min_len: int = 1):
+    """A config field with its allowed range (`lo`..`hi` inclusive) or `choices`, for validation and widgets."""
+    meta = {"lo": lo, "hi": hi, "choices": tuple(choices) if choices else None, "help": help, "min_len": min_len}
+    if isinstance(default, (list, tuple)):
+        return dataclasses.field(default=tuple(default), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _base_type(tp) -> tuple[type, bool]:
+    """(element type, is_sequence) for int, float, str, bool and tuple[X, ...] annotations."""
+    origin = typing.get_origin(tp)
+    if origin in (tuple, list):
+        return typing.get_args(tp)[0], True
+    return tp, False
+
+
+def field_info(cls) -> list[dict]:
+    """One dict per config field: name, type, is_sequence, default, lo, hi, choices, help."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        elem, seq = _base_type(hints[f.name])
+        out.append({"name": f.name, "type": elem, "sequence": seq, "default": f.default, **f.metadata})
+    return out
+
+
+def describe_range(info: dict) -> str:
+    if info.get("choices"):
+        return ("any of " if info["sequence"] else "one of ") + ", ".join(map(str, info["choices"]))
+    lo, hi = info.get("lo"), info.get("hi")
+    if lo is not None and hi is not None:
+        return f"{lo}..{hi}"
+    if lo is not None:
+        return f">= {lo}"
+    if hi is not None:
+        return f"<= {hi}"
+    return info["type"].__name__
+
+
+def _parse_scalar(name: str, elem: type, value: Any):
+    if isinstance(value, str):
+        value = value.strip()
+    try:
+        if elem is bool:
+            if isinstance(value, str):
+                if value.lower() in ("1", "true", "yes", "on"):
+                    return True
+                if value.lower() in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError
+            return bool(value)
+        if elem is int:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            return int(float(value)) if isinstance(value, str) and "e" in value.lower() else int(value)
+        if elem is float:
+            return float(value)
+        return str(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: {value!r} is not a valid {elem.__name__}") from None
+
+
+def _check(info: dict, v) -> None:
+    name = info["name"]
+    if info.get("choices") and v not in info["choices"]:
+        raise ValueError(f"{name}: {v!r} is not allowed; choose {describe_range(info)}")
+    if info["type"] in (int, float):
+        if v != v or v in (float("inf"), float("-inf")):
+            raise ValueError(f"{name}: {v!r} must be a finite number")
+        lo, hi = info.get("lo"), info.get("hi")
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            raise ValueError(f"{name}: {v} is out of range; allowed {describe_range(info)}")
+
+
+def parse_value(info: dict, value: Any):
+    """Parse and range-check one field's value; lists may be given as 'a,b,c'."""
+    name = info["name"]
+    if info["sequence"]:
+        items = [s for s in value.split(",") if s.strip()] if isinstance(value, str) else list(value)
+        if len(items) < info.get("min_len", 1):
+            raise ValueError(f"{name}: give at least {info.get('min_len', 1)} value(s); allowed {describe_range(info)}")
+        parsed = tuple(_parse_scalar(name, info["type"], x) for x in items)
+        for v in parsed:
+            _check(info, v)
+        if len(set(parsed)) != len(parsed):
+            raise ValueError(f"{name}: values must not repeat")
+        return parsed
+    v = _parse_scalar(name, info["type"], value)
+    _check(info, v)
+    return v
+
+
+def make_config(cls, overrides: dict | None = None, base=None):
+    """A validated config of `cls`: `base` (or the defaults) with `overrides` applied; ValueError names the field."""
+    infos = {i["name"]: i for i in field_info(cls)}
+    current = dataclasses.asdict(base) if base is not None else {n: i["default"] for n, i in infos.items()}
+    for name, value in (overrides or {}).items():
+        if name not in infos:
+            raise ValueError(f"unknown field {name!r}; fields are: {', '.join(infos)}")
+        current[name] = value
+    parsed = {n: parse_value(infos[n], current[n]) for n in infos}
+    config = cls(**parsed)
+    check = getattr(config, "check", None)
+    if check is not None:
+        check()  # cross-field rules, e.g. distance < sequence length
+    return config
+
+
+@dataclasses.dataclass(frozen=True)
+class Progress:
+    """What an experiment reports after each point: done of total, a short message, and the new row(s)."""
+    done: int
+    total: int
+    message: str = ""
+    rows: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """A registry entry: the config class, its presets (field overrides) and the run function."""
+    name: str
+    config_cls: type
+    run: Callable[..., pd.DataFrame]
+    presets: dict
+    summary: str
+    # takeaways(df, tr) -> list of sentences computed from df; tr is core.i18n.translator(lang)
+    takeaways: Callable[[pd.DataFrame, Callable[..., str]], list[str]] | None = None
+
+    def config(self, preset: str = "quick", overrides: dict | None = None):
+        if preset not in self.presets:
+            raise ValueError(f"preset: {preset!r} is not one of {', '.join(self.presets)}")
+        base = make_config(self.config_cls, self.presets[preset])
+        return make_config(self.config_cls, overrides, base=base)

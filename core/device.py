@@ -1,0 +1,160 @@
+"""Which device to measure on, how many threads to use, and one lock so two sessions never time at once.
+
+A 2-core machine running two torch processes with all threads each slowed an LSTM step ~10x (EXPERIMENTS.md),
+so threads are set deliberately and every measurement in this process takes `MEASURE_LOCK`.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import functools
+import os
+import platform
+import subprocess
+import threading
+
+import torch
+
+DEVICES = ("auto", "cpu", "cuda", "mps")
+
+# One process-wide lock: Streamlit runs each browser session in its own thread of one process.
+MEASURE_LOCK = threading.Lock()
+
+
+def physical_cores() -> int:
+    """CPU cores this process may use (affinity-aware)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def configure_threads(n: int | None = None) -> int:
+    """Give torch exactly one thread per usable core (or `n`); return the count in force."""
+    n = n or int(os.environ.get("LAB_THREADS", 0)) or physical_cores()
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    return torch.get_num_threads()
+
+
+def available(kind: str) -> bool:
+    if kind == "cpu":
+        return True
+    if kind == "cuda":
+        return torch.cuda.is_available()
+    if kind == "mps":
+        return bool(getattr(torch.backends, "mps", None)) and torch.backends.mps.is_available()
+    return False
+
+
+def resolve_device(name: str = "auto") -> torch.device:
+    """'auto' picks CUDA, then MPS, then CPU; an explicit device that is absent raises ValueError."""
+    if name not in DEVICES:
+        raise ValueError(f"device: {name!r} is not one of {', '.join(DEVICES)}")
+    if name == "auto":
+        for kind in ("cuda", "mps"):
+            if available(kind):
+                return torch.device(kind)
+        return torch.device("cpu")
+    if not available(name):
+        raise ValueError(f"device: {name!r} is not available on this machine (available: {', '.join(available_devices())})")
+    return torch.device(name)
+
+
+def available_devices() -> list[str]:
+    return [d for d in DEVICES[1:] if available(d)]
+
+
+@functools.lru_cache(maxsize=1)
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "CPU"
+
+
+def total_memory_bytes(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def free_memory_bytes(device: torch.device) -> int:
+    """Memory a new allocation could use now: CUDA's free memory, or the OS's MemAvailable."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return total_memory_bytes(device) // 2
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "mps":
+        return f"Apple MPS ({platform.machine()})"
+    return f"{_cpu_name()}"
+
+
+def device_label(device: torch.device) -> str:
+    """Short label for chart titles and result rows, e.g. 'cpu · AMD EPYC · 2 threads'."""
+    if device.type == "cpu":
+        return f"cpu · {device_name(device)} · {torch.get_num_threads()} threads"
+    return f"{device.type} · {device_name(device)}"
+
+
+@functools.lru_cache(maxsize=1)
+def git_commit() -> str:
+    try:
+        here = os.path.dirname(os.path.abspath(__file__))
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() if out.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def environment(device: torch.device) -> dict:
+    """The columns every result row carries, so a CSV says where and how it was measured."""
+    return {
+        "device": device_label(device),
+        "device_type": device.type,
+        "device_memory_bytes": total_memory_bytes(device),
+        "torch_version": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "git_commit": git_commit(),
+    }
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+@contextlib.contextmanager
+def measuring(on_wait=None):
+    """Hold the process-wide measurement lock; while another session holds it, call `on_wait()` every half second.
+
+    Waiting in short slices (not one blocking acquire) lets a page's Stop interrupt the wait.
+    """
+    while not MEASURE_LOCK.acquire(timeout=0.5):
+        if on_wait is not None:
+            on_wait()
+    try:
+        yield
+    finally:
+        MEASURE_LOCK.release()

@@ -1,0 +1,47 @@
+"""Analytic FLOP counts (a multiply-add = 2 FLOPs), as nanoGPT's estimate_mfu and flash-attention's flops() do.
+
+`torch.utils.flop_counter.FlopCounterMode` reports 0 for fused kernels (oneDNN/cuDNN LSTM, CPU flash SDPA), so
+these formulas are the count; tests check them against the counter on the unfused paths.
+"""
+from __future__ import annotations
+
+# Per token, per layer, forward: gates × (input matmul + recurrent matmul) × 2 FLOPs per multiply-add.
+GATES = {"rnn": 1, "gru": 3, "lstm": 4, "lstm_loop": 4}
+
+
+def recurrent_forward(kind: str, batch_size: int, seq_len: int, d_in: int, hidden: int, n_layers: int = 1) -> int:
+    """LSTM 8·h·(d_in+h), GRU 6·h·(d_in+h), tanh RNN 2·h·(d_in+h) per token per layer (layers ≥2 take d_in=h)."""
+    tokens = batch_size * seq_len
+    per_token = 2 * GATES[kind] * hidden * (d_in + hidden)
+    per_token += (n_layers - 1) * 2 * GATES[kind] * hidden * (2 * hidden)
+    return tokens * per_token
+
+
+def attention_forward(batch_size: int, seq_len: int, d_model: int, kv_len: int | None = None) -> int:
+    """QKᵀ and (probabilities)V: 4·B·T·S·d for all heads together (causal kernels can skip about half)."""
+    return 4 * batch_size * seq_len * (kv_len or seq_len) * d_model
+
+
+def transformer_layer_forward(batch_size: int, seq_len: int, d_model: int, mlp_ratio: int = 4) -> int:
+    """One block: QKV + output projection 8·d², MLP 2·2·ratio·d², per token; plus attention's 4·B·T²·d."""
+    tokens = batch_size * seq_len
+    dense = tokens * (8 + 4 * mlp_ratio) * d_model * d_model
+    return dense + attention_forward(batch_size, seq_len, d_model)
+
+
+def head_forward(batch_size: int, seq_len: int, d_model: int, vocab_size: int) -> int:
+    return 2 * batch_size * seq_len * d_model * vocab_size
+
+
+def model_forward(model: str, batch_size: int, seq_len: int, d_model: int, n_layers: int, vocab_size: int) -> int:
+    """Forward FLOPs of one of the serial page's language models (embedding lookups cost no FLOPs)."""
+    if model == "transformer":
+        body = n_layers * transformer_layer_forward(batch_size, seq_len, d_model)
+    else:
+        body = recurrent_forward(model, batch_size, seq_len, d_model, d_model, n_layers)
+    return body + head_forward(batch_size, seq_len, d_model, vocab_size)
+
+
+def training_step(forward_flops: int) -> int:
+    """Forward + backward ≈ 3 × forward (backward computes gradients for inputs and weights: two matmuls each)."""
+    return 3 * forward_flops

@@ -1,0 +1,48 @@
+"""The one translation layer: every string a learner reads is a key looked up here (English and 中文).
+
+A language's catalogue is the folder core/locales/<lang>/: one JSON file per page or topic, merged, so that pages
+can be written side by side. `t(key, lang, **values)` formats with str.format; a missing key shows as «key» so a
+test can find it on a page.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+LOCALES = Path(__file__).resolve().parent / "locales"
+LANGS = ("en", "zh")
+DEFAULT_LANG = "en"
+
+
+@functools.lru_cache(maxsize=None)
+def catalogue(lang: str) -> dict[str, str]:
+    merged: dict[str, str] = {}
+    for path in sorted((LOCALES / lang).glob("*.json")):
+        with open(path, encoding="utf-8") as f:
+            for key, text in json.load(f).items():
+                if key in merged:
+                    raise ValueError(f"{path.name}: key {key!r} is defined twice in the {lang} catalogue")
+                merged[key] = text
+    return merged
+
+
+def normalize_lang(lang: str | None) -> str:
+    """'zh-CN', 'zh_TW' → 'zh'; anything unknown → English."""
+    base = (lang or "").replace("_", "-").split("-")[0].lower()
+    return base if base in LANGS else DEFAULT_LANG
+
+
+def t(key: str, lang: str = DEFAULT_LANG, **values) -> str:
+    """The text for `key` in `lang` (falling back to English), formatted with `values`."""
+    text = catalogue(normalize_lang(lang)).get(key)
+    if text is None:
+        text = catalogue(DEFAULT_LANG).get(key)
+    if text is None:
+        return f"«{key}»"
+    return text.format(**values) if values else text
+
+
+def translator(lang: str):
+    """A one-argument-plus-values function bound to `lang`: `tr('key', n=3)`."""
+    return functools.partial(t, lang=lang)

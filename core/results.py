@@ -1,0 +1,69 @@
+"""Results as tidy CSV files: atomic writes, tolerant reads, and the shipped reference data under data/reference/.
+
+One row per measured point (zoology's records → DataFrame). A corrupt or foreign file is reported and skipped,
+never raised into a page.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = ROOT / "data"
+REFERENCE_DIR = DATA_DIR / "reference"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")[:60] or "device"
+
+
+def save_csv(df: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """Write `df` to `path` atomically: a temp file in the same folder, then rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            df.to_csv(f, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def load_csv(path: str | os.PathLike, required: tuple[str, ...] = ()) -> tuple[pd.DataFrame | None, str | None]:
+    """(frame, None) for a readable file holding the `required` columns, else (None, why)."""
+    try:
+        df = pd.read_csv(path)
+    except Exception as e:  # noqa: BLE001 - any unreadable file is a result to report, not a crash
+        return None, f"{Path(path).name}: unreadable ({type(e).__name__})"
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        return None, f"{Path(path).name}: not a result of this experiment (missing {', '.join(missing)})"
+    return df, None
+
+
+def reference_path(experiment: str, device_label: str, device_type: str) -> Path:
+    return REFERENCE_DIR / f"{experiment}-{device_type}-{slug(device_label.split('·')[1] if '·' in device_label else device_label)}.csv"
+
+
+def load_reference(experiment: str, required: tuple[str, ...] = ("device",), folder: Path | None = None
+                   ) -> tuple[pd.DataFrame, list[str]]:
+    """Every reference file of `experiment`, concatenated with a `source` column; plus problems found."""
+    folder = Path(folder or REFERENCE_DIR)
+    frames, problems = [], []
+    for path in sorted(folder.glob(f"{experiment}-*.csv")):
+        df, why = load_csv(path, required)
+        if df is None:
+            problems.append(why)
+            continue
+        frames.append(df.assign(source="reference"))
+    if not frames:
+        return pd.DataFrame(columns=list(required)), problems
+    return pd.concat(frames, ignore_index=True), problems
