@@ -1,0 +1,141 @@
+"""Charts of the attention-cost page: memory and time vs n (log-log, with slope-1 and slope-2 guides), the wall
+extrapolated to long contexts, and the KV cache (measured and by formula) against the device's memory."""
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import pandas as pd
+
+from core.charts.common import device_subtitle, lines, log_x, log_y, titled
+
+GUIDE_COLOR = "#9a9a9a"
+
+
+def _ok(df: pd.DataFrame) -> pd.DataFrame:
+    if not len(df):
+        return df
+    d = df[df["status"] == "ok"] if "status" in df else df
+    return d[d["point"] == "sweep"] if "point" in d else d
+
+
+def impl_label(row, tr) -> str:
+    """'naive', 'sdpa · flash', 'sdpa · math (forced)', 'linear', 'LSTM state (inference)'."""
+    if row["impl"] == "sdpa":
+        forced = row.get("requested_backend", "auto") not in ("auto", "-")
+        return f"sdpa · {row['backend']}" + (f" ({tr('attention_cost.forced')})" if forced else "")
+    return tr(f"attention_cost.impl.{row['impl']}")
+
+
+def with_labels(df: pd.DataFrame, tr) -> pd.DataFrame:
+    if not len(df):
+        return df.assign(label=pd.Series(dtype=str))
+    return df.assign(label=[impl_label(r, tr) for _, r in df.iterrows()])
+
+
+def guides(x_min: float, x_max: float, y0: float, tr, slopes=(1, 2)) -> pd.DataFrame:
+    """Reference lines y = y0·(x/x_min)^k through the smallest point, for judging a slope by eye."""
+    rows = []
+    if not (x_min > 0 and x_max > x_min and y0 > 0):
+        return pd.DataFrame(columns=["x", "y", "guide"])
+    for k in slopes:
+        for x in (x_min, x_max):
+            rows.append({"x": x, "y": y0 * (x / x_min) ** k, "guide": tr("attention_cost.guide", k=k)})
+    return pd.DataFrame(rows)
+
+
+def _guide_layer(d: pd.DataFrame, y: str, tr) -> alt.Chart:
+    if not len(d):
+        g = guides(0, 0, 0, tr)
+    else:
+        first = d[d["seq_len"] == d["seq_len"].min()][y]
+        g = guides(d["seq_len"].min(), d["seq_len"].max(), float(first.median()), tr)
+    return alt.Chart(g).mark_line(color=GUIDE_COLOR, strokeDash=[2, 3]).encode(
+        x="x:Q", y="y:Q", detail="guide:N", tooltip=["guide"])
+
+
+def _guide_labels(d: pd.DataFrame, y: str, tr) -> alt.Chart:
+    g = _guide_layer(d, y, tr).data
+    ends = g.groupby("guide", as_index=False).last() if len(g) else g
+    return alt.Chart(ends).mark_text(align="left", dx=4, color=GUIDE_COLOR).encode(x="x:Q", y="y:Q", text="guide:N")
+
+
+def memory_chart(df: pd.DataFrame, tr, metric: str = "saved_bytes") -> alt.Chart:
+    """Bytes vs n on log-log axes, one line per implementation, with slope guides and one score matrix dashed."""
+    d = with_labels(_ok(df), tr)
+    d = d[d[metric].notna()] if len(d) else d
+    d = d.assign(mib=d[metric] / 2**20) if len(d) else d.assign(mib=pd.Series(dtype=float))
+    main = lines(d, log_x("seq_len", tr("attention_cost.axis.seq_len")),
+                 log_y("mib", tr(f"attention_cost.axis.{metric}")), "label", tr("attention_cost.axis.impl"),
+                 tooltip=["label", "seq_len", "mib", "peak_kind", "run"] if "run" in d else
+                 ["label", "seq_len", "mib", "peak_kind"])
+    score = d.drop_duplicates(["seq_len"]).assign(score_mib=lambda x: x["analytic_bytes"] / 2**20) if len(d) else d
+    one_matrix = alt.Chart(score).mark_line(color="black", strokeDash=[6, 3], opacity=0.5).encode(
+        x="seq_len:Q", y="score_mib:Q", tooltip=["seq_len", "score_mib"])
+    chart = main + _guide_layer(d.assign(y=d["mib"]), "y", tr) + _guide_labels(d.assign(y=d["mib"]), "y", tr) + \
+        one_matrix
+    return titled(chart, tr(f"attention_cost.chart.{metric}"),
+                  tr("attention_cost.chart.memory_sub") + " " + device_subtitle(d))
+
+
+def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
+    d = with_labels(_ok(df), tr)
+    tooltip = ["label", "seq_len", "time_ms", "time_iqr_ms"] + (["run"] if "run" in d else [])
+    main = lines(d, log_x("seq_len", tr("attention_cost.axis.seq_len")),
+                 log_y("time_ms", tr("attention_cost.axis.time_ms")), "label", tr("attention_cost.axis.impl"),
+                 tooltip=tooltip)
+    att = d[d["impl"] != "lstm"] if len(d) else d
+    chart = main + _guide_layer(att.assign(y=att["time_ms"]), "y", tr) + \
+        _guide_labels(att.assign(y=att["time_ms"]), "y", tr)
+    return titled(chart, tr("attention_cost.chart.time"), device_subtitle(d))
+
+
+def wall_chart(extrap: pd.DataFrame, tr, budget_bytes: float) -> alt.Chart:
+    """Formula bytes of a whole model at 8K … 1M tokens, with this device's memory budget as a rule."""
+    d = extrap.assign(gib=extrap["bytes"] / 2**30,
+                      what_label=[tr(f"attention_cost.wall.what.{w}") for w in extrap["what"]])
+    main = alt.Chart(d).mark_line(point=True).encode(
+        x=log_x("seq_len", tr("attention_cost.axis.seq_len")), y=log_y("gib", tr("attention_cost.axis.gib")),
+        color=alt.Color("what_label:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)),
+        tooltip=["what_label", "seq_len", "gib", "fits_budget", "time_s", "memory_kind", "time_kind"])
+    layers = [main]
+    if budget_bytes and math.isfinite(budget_bytes):
+        rule = pd.DataFrame({"gib": [budget_bytes / 2**30], "label": [tr("attention_cost.budget_rule")]})
+        layers.append(alt.Chart(rule).mark_rule(color="crimson").encode(y="gib:Q", tooltip=["label", "gib"]))
+        layers.append(alt.Chart(rule).mark_text(color="crimson", align="left", dy=-6, x=5).encode(
+            y="gib:Q", text="label:N"))
+    model = str(extrap["model"].iloc[0]) if len(extrap) else ""
+    return titled(alt.layer(*layers), tr("attention_cost.chart.wall", model=model), tr("attention_cost.chart.wall_sub"))
+
+
+def kv_measured_chart(df: pd.DataFrame, tr) -> alt.Chart:
+    """Measured cache bytes of the tiny decoder per scheme (points) on the formula (lines); the RNN's flat state."""
+    d = df[df["kind"] == "measured"] if len(df) else df
+    d = d.assign(kib=d["measured_bytes"] / 1024, formula_kib=d["cache_bytes"] / 1024,
+                 scheme_label=[tr(f"attention_cost.kv.scheme.{s.replace(' ', '_')}") for s in d["scheme"]])
+    color = alt.Color("scheme_label:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400))
+    x = alt.X("seq_len:Q", title=tr("attention_cost.axis.tokens"))
+    formula = alt.Chart(d).mark_line(opacity=0.6).encode(x=x, y=alt.Y("formula_kib:Q",
+                                                                      title=tr("attention_cost.axis.cache_kib")),
+                                                         color=color)
+    measured = alt.Chart(d).mark_point(filled=True, size=45).encode(
+        x="seq_len:Q", y="kib:Q", color=color, tooltip=["scheme_label", "seq_len", "measured_bytes", "cache_bytes"])
+    return titled(formula + measured, tr("attention_cost.chart.kv_measured"),
+                  tr("attention_cost.chart.kv_measured_sub") + " " + device_subtitle(d))
+
+
+def kv_models_chart(df: pd.DataFrame, tr, memory_bytes: float | None = None) -> alt.Chart:
+    """Cache size by formula vs context for real model configs; a rule at the device's memory."""
+    d = df[df["kind"] == "formula"] if len(df) else df
+    d = d.assign(gib=d["cache_bytes"] / 2**30, who=d["model"] + " · " + d["scheme"].str.upper())
+    main = alt.Chart(d).mark_line(point=True).encode(
+        x=log_x("seq_len", tr("attention_cost.axis.seq_len")), y=log_y("gib", tr("attention_cost.axis.gib")),
+        color=alt.Color("who:N", title=None, legend=alt.Legend(orient="bottom", columns=2, labelLimit=400)),
+        tooltip=["model", "scheme", "n_layers", "n_heads", "n_kv_heads", "head_dim", "seq_len", "gib"])
+    layers = [main]
+    if memory_bytes:
+        rule = pd.DataFrame({"gib": [memory_bytes / 2**30], "label": [tr("attention_cost.kv.memory_rule")]})
+        layers.append(alt.Chart(rule).mark_rule(color="crimson").encode(y="gib:Q", tooltip=["label", "gib"]))
+        layers.append(alt.Chart(rule).mark_text(color="crimson", align="left", dy=-6, x=5).encode(
+            y="gib:Q", text="label:N"))
+    return titled(alt.layer(*layers), tr("attention_cost.chart.kv_models"), tr("attention_cost.chart.kv_models_sub"))

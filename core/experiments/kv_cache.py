@@ -1,0 +1,304 @@
+"""The KV cache at inference: multi-head (MHA) vs grouped-query (GQA) vs multi-query attention (MQA).
+
+A decoder generating token t attends to the keys and values of all earlier tokens, so it keeps them: per layer and
+per KV head, two head_dim vectors per token. The cache grows linearly with the context and, for a large model and
+a long context, outgrows the weights. GQA (Ainslie et al. 2023) and MQA (Shazeer 2019) share each K/V head among
+several query heads, shrinking the cache by n_heads / n_kv_heads. An RNN keeps a fixed-size state instead.
+
+Rows of three kinds: `formula` (real open models' configs, `core.kv_cache_bytes`), `measured` (a tiny decoder
+with n_kv_heads ∈ {H, H/4, 1} generating tokens with a real cache, whose tensors are counted byte by byte) and the
+`measured` state of an LSTM of the same width on the same tokens.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import time
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from core.config import Experiment, Progress, spec
+from core.device import DEVICES, environment, resolve_device, synchronize
+from core.guard import format_bytes
+from core.memory_formulas import DTYPE_BYTES, MODEL_PRESETS, ModelShape, kv_cache_bytes
+from core.models import sinusoidal_positions
+
+SCHEMES = ("mha", "gqa", "mqa")
+DTYPES = ("float32", "bfloat16", "float16")
+COLUMNS = ("model", "scheme", "kind", "n_layers", "n_heads", "n_kv_heads", "head_dim", "seq_len", "batch_size",
+           "bytes_per_elem", "cache_bytes", "measured_bytes", "ms_per_token", "device", "status", "note", "seed")
+
+
+@dataclasses.dataclass(frozen=True)
+class KVCacheConfig:
+    schemes: tuple[str, ...] = spec(SCHEMES, choices=SCHEMES, help="mha: H KV heads, gqa: H/4, mqa: 1")
+    models: tuple[str, ...] = spec(("Llama-2-7B", "Llama-2-70B", "Llama-3-8B", "Falcon-7B"),
+                                   choices=tuple(MODEL_PRESETS), help="real model configs for the formula rows")
+    contexts: tuple[int, ...] = spec((1024, 4096, 32768, 131072, 1048576), lo=1, hi=2**24,
+                                     help="context lengths for the formula rows")
+    model_dtype: str = spec("bfloat16", choices=tuple(DTYPE_BYTES), help="cache precision of the real models")
+    n_layers: int = spec(2, lo=1, hi=16, help="tiny decoder: layers")
+    n_heads: int = spec(8, lo=1, hi=64, help="tiny decoder: query heads")
+    head_dim: int = spec(16, lo=1, hi=256, help="tiny decoder: head size")
+    gen_tokens: int = spec(256, lo=1, hi=16384, help="tokens the tiny decoder generates")
+    record_every: int = spec(32, lo=1, hi=16384, help="measure the cache every this many tokens")
+    batch_size: int = spec(1, lo=1, hi=64)
+    dtype: str = spec("float32", choices=DTYPES, help="tiny decoder's precision")
+    vocab_size: int = spec(64, lo=2, hi=65536)
+    device: str = spec("auto", choices=DEVICES)
+    seed: int = spec(0, lo=0, hi=2**31 - 1)
+
+    def check(self):
+        if "gqa" in self.schemes and (self.n_heads % 4 or self.n_heads < 4):
+            raise ValueError(f"n_heads: {self.n_heads} must be a multiple of 4 for gqa (H/4 KV heads)")
+        if self.record_every > self.gen_tokens:
+            raise ValueError(f"record_every: {self.record_every} must be <= gen_tokens ({self.gen_tokens})")
+
+
+PRESETS = {
+    "quick": {"gen_tokens": 128, "record_every": 16},
+    "full": {"gen_tokens": 2048, "record_every": 128, "models": tuple(MODEL_PRESETS),
+             "contexts": (1024, 2048, 4096, 8192, 32768, 131072, 524288, 1048576)},
+}
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Decode steps are tiny: split over threads on a busy 2-core machine, the hand-off costs more than the work
+    (measured here: ~90 ms per token with 2 threads under load, ~1-3 ms with one)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def kv_heads(scheme: str, n_heads: int) -> int:
+    return {"mha": n_heads, "gqa": max(1, n_heads // 4), "mqa": 1}[scheme]
+
+
+def crossing_tokens(shape: ModelShape, bytes_per_elem: float, batch_size: int, memory_bytes: float) -> float:
+    """Context length at which the cache alone fills `memory_bytes` (formula)."""
+    per_token = kv_cache_bytes(shape.n_layers, shape.n_kv_heads, shape.head_dim, 1, batch_size, bytes_per_elem)
+    return memory_bytes / per_token
+
+
+def calculator_frame(shape: ModelShape, bytes_per_elem: float, batch_size: int, contexts) -> pd.DataFrame:
+    """Formula rows for one model shape under MHA (all heads), its own scheme, and MQA (one K/V head)."""
+    variants = dict.fromkeys([shape.n_heads, shape.n_kv_heads, 1])  # ordered, without repeats
+    rows = []
+    for n_kv in variants:
+        scheme = "mha" if n_kv == shape.n_heads else "mqa" if n_kv == 1 else "gqa"
+        for n in contexts:
+            rows.append({"model": shape.name, "scheme": scheme, "kind": "formula", "n_layers": shape.n_layers,
+                         "n_heads": shape.n_heads, "n_kv_heads": n_kv, "head_dim": shape.head_dim, "seq_len": n,
+                         "batch_size": batch_size, "bytes_per_elem": bytes_per_elem,
+                         "cache_bytes": kv_cache_bytes(shape.n_layers, n_kv, shape.head_dim, n, batch_size,
+                                                       bytes_per_elem)})
+    return pd.DataFrame(rows)
+
+
+# ---- a tiny decoder with a real KV cache ---------------------------------------------------------------------
+
+class CachedAttention(nn.Module):
+    """Causal self-attention with n_kv_heads ≤ n_heads K/V heads (MHA, GQA, MQA) and an explicit KV cache."""
+
+    def __init__(self, n_heads: int, n_kv_heads: int, head_dim: int):
+        super().__init__()
+        self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, head_dim
+        d = n_heads * head_dim
+        self.q = nn.Linear(d, d, bias=False)
+        self.kv = nn.Linear(d, 2 * n_kv_heads * head_dim, bias=False)  # only the KV heads are projected and cached
+        self.proj = nn.Linear(d, d, bias=False)
+
+    def forward(self, x, cache: tuple | None):
+        B, T, C = x.shape  # batch, new tokens, channels
+        q = self.q(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, hs)
+        k, v = self.kv(x).view(B, T, 2, self.n_kv_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # (B, Hkv, T, hs)
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)  # (B, Hkv, past+T, hs)
+        if cache is not None and T > 1:
+            raise ValueError("seq_len: feed one token at a time once the cache holds tokens")
+        # each group of n_heads / n_kv_heads query heads reads the same K/V head
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=cache is None and T > 1,
+                                           enable_gqa=self.n_kv_heads != self.n_heads)
+        return self.proj(y.transpose(1, 2).reshape(B, T, C)), (k, v)
+
+
+class TinyDecoder(nn.Module):
+    """Pre-LN decoder: embedding + sinusoidal positions → blocks of cached attention and MLP → vocabulary head."""
+
+    def __init__(self, vocab_size: int, n_layers: int, n_heads: int, n_kv_heads: int, head_dim: int):
+        super().__init__()
+        d = n_heads * head_dim
+        self.embed = nn.Embedding(vocab_size, d)
+        self.attn = nn.ModuleList(CachedAttention(n_heads, n_kv_heads, head_dim) for _ in range(n_layers))
+        self.ln1 = nn.ModuleList(nn.LayerNorm(d) for _ in range(n_layers))
+        self.ln2 = nn.ModuleList(nn.LayerNorm(d) for _ in range(n_layers))
+        self.mlp = nn.ModuleList(nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+                                 for _ in range(n_layers))
+        self.head = nn.Linear(d, vocab_size)
+
+    def forward(self, tokens, cache: list | None = None):
+        """(logits (B, T, vocab), new cache: one (K, V) pair per layer)."""
+        past = 0 if cache is None else cache[0][0].shape[2]
+        x = self.embed(tokens)
+        x = x + sinusoidal_positions(past + x.shape[1], x.shape[2], x.device, x.dtype)[past:]
+        new_cache = []
+        for i, attn in enumerate(self.attn):
+            a, kv = attn(self.ln1[i](x), None if cache is None else cache[i])
+            x = x + a
+            x = x + self.mlp[i](self.ln2[i](x))
+            new_cache.append(kv)
+        return self.head(x), new_cache
+
+
+def cache_storage_bytes(cache) -> int:
+    """Bytes of the tensors the cache actually holds, each storage counted once."""
+    storages = {}
+    for pair in cache:
+        for t in pair:
+            storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+    return int(sum(storages.values()))
+
+
+def _generate(cfg: KVCacheConfig, scheme: str, device: torch.device):
+    """Greedy generation with the cache; yields (tokens so far, measured cache bytes, ms per token) every few steps."""
+    torch.manual_seed(cfg.seed)
+    dtype = getattr(torch, cfg.dtype)
+    model = TinyDecoder(cfg.vocab_size, cfg.n_layers, cfg.n_heads, kv_heads(scheme, cfg.n_heads),
+                        cfg.head_dim).to(device, dtype).eval()
+    token = torch.zeros(cfg.batch_size, 1, dtype=torch.long, device=device)
+    cache = None
+    t0 = time.perf_counter()
+    with torch.no_grad(), one_thread():
+        for step in range(1, cfg.gen_tokens + 1):
+            logits, cache = model(token, cache)
+            token = logits[:, -1:].argmax(-1)
+            if step % cfg.record_every == 0 or step == cfg.gen_tokens:
+                synchronize(device)
+                ms = (time.perf_counter() - t0) * 1e3 / cfg.record_every
+                yield step, cache_storage_bytes(cache), ms
+                t0 = time.perf_counter()
+
+
+def _rnn_states(cfg: KVCacheConfig, device: torch.device):
+    """An LSTM as wide as the decoder reads the same number of tokens; yields its (h, c) state bytes."""
+    torch.manual_seed(cfg.seed)
+    d = cfg.n_heads * cfg.head_dim
+    dtype = getattr(torch, cfg.dtype)
+    embed = nn.Embedding(cfg.vocab_size, d).to(device, dtype)
+    lstm = nn.LSTM(d, d, num_layers=cfg.n_layers, batch_first=True).to(device, dtype)
+    token = torch.zeros(cfg.batch_size, 1, dtype=torch.long, device=device)
+    state = None
+    with torch.no_grad(), one_thread():
+        for step in range(1, cfg.gen_tokens + 1):
+            _, state = lstm(embed(token), state)  # the state is replaced each step, never appended to
+            if step % cfg.record_every == 0 or step == cfg.gen_tokens:
+                yield step, sum(s.untyped_storage().nbytes() for s in state)
+
+
+def run(cfg: KVCacheConfig, on_progress=None) -> pd.DataFrame:
+    device = resolve_device(cfg.device)
+    env = environment(device)
+    e_model, e_tiny = DTYPE_BYTES[cfg.model_dtype], DTYPE_BYTES[cfg.dtype]
+    rows = []
+    total = len(cfg.schemes) + 2  # formula rows, one generation per scheme, the LSTM
+    done = iter(range(1, total + 1))
+
+    def report(message, new):
+        step = next(done)
+        if on_progress is not None:
+            on_progress(Progress(step, total, message, tuple(new)))
+
+    new = []
+    for name in cfg.models:
+        m = MODEL_PRESETS[name]
+        variants = [(m.scheme, m.n_kv_heads)] + ([("mha (if)", m.n_heads)] if m.scheme != "mha" else [])
+        for scheme, n_kv in variants:
+            for n in cfg.contexts:
+                new.append({"model": name, "scheme": scheme, "kind": "formula", "n_layers": m.n_layers,
+                            "n_heads": m.n_heads, "n_kv_heads": n_kv, "head_dim": m.head_dim, "seq_len": n,
+                            "batch_size": cfg.batch_size, "bytes_per_elem": e_model,
+                            "cache_bytes": kv_cache_bytes(m.n_layers, n_kv, m.head_dim, n, cfg.batch_size, e_model),
+                            "measured_bytes": math.nan, "status": "ok", "note": m.source})
+    new = [{**r, "seed": cfg.seed, **env} for r in new]
+    rows += new
+    report("formula rows", new)
+    for scheme in cfg.schemes:
+        n_kv = kv_heads(scheme, cfg.n_heads)
+        new = []
+        for step, measured, ms in _generate(cfg, scheme, device):
+            new.append({"model": "tiny decoder", "scheme": scheme, "kind": "measured", "n_layers": cfg.n_layers,
+                        "n_heads": cfg.n_heads, "n_kv_heads": n_kv, "head_dim": cfg.head_dim, "seq_len": step,
+                        "batch_size": cfg.batch_size, "bytes_per_elem": e_tiny,
+                        "cache_bytes": kv_cache_bytes(cfg.n_layers, n_kv, cfg.head_dim, step, cfg.batch_size,
+                                                      e_tiny),
+                        "measured_bytes": measured, "ms_per_token": ms, "status": "ok", "note": "",
+                        "seed": cfg.seed, **env, "threads": 1})
+        rows += new
+        report(f"tiny decoder, {scheme}", new)
+    new = []
+    d = cfg.n_heads * cfg.head_dim
+    for step, measured in _rnn_states(cfg, device):
+        new.append({"model": "tiny LSTM", "scheme": "rnn state", "kind": "measured", "n_layers": cfg.n_layers,
+                    "n_heads": math.nan, "n_kv_heads": math.nan, "head_dim": d, "seq_len": step,
+                    "batch_size": cfg.batch_size, "bytes_per_elem": e_tiny,
+                    "cache_bytes": 2 * cfg.n_layers * cfg.batch_size * d * e_tiny,  # h and c per layer
+                    "measured_bytes": measured, "status": "ok", "note": "", "seed": cfg.seed, **env,
+                    "threads": 1})
+    rows += new
+    report("LSTM state", new)
+    return to_frame(rows)
+
+
+def to_frame(rows: list[dict]) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    for c in COLUMNS:
+        if c not in df.columns:
+            df[c] = math.nan
+    return df[list(COLUMNS) + [c for c in df.columns if c not in COLUMNS]]
+
+
+def takeaways(df: pd.DataFrame, tr) -> list[str]:
+    """Sentences computed from the rows: per-token cache of real models, the GQA saving, measured vs formula."""
+    out = []
+    if df is None or len(df) == 0:
+        return out
+    formula = df[df.kind == "formula"]
+    for name, g in formula.groupby("model", sort=False):
+        real = g[~g.scheme.str.endswith("(if)")]
+        row = real.sort_values("seq_len").iloc[-1]
+        per_token = row.cache_bytes / row.seq_len
+        mha = g[g.scheme.str.endswith("(if)") & (g.seq_len == row.seq_len)]
+        if len(mha):
+            out.append(tr("attention_cost.kv.take.gqa", model=name, per_token=format_bytes(per_token),
+                          scheme=row.scheme.upper(), n_kv=int(row.n_kv_heads), n_heads=int(row.n_heads),
+                          ratio=mha.cache_bytes.iloc[0] / row.cache_bytes, n=f"{int(row.seq_len):,}",
+                          total=format_bytes(row.cache_bytes)))
+        else:
+            out.append(tr("attention_cost.kv.take.model", model=name, per_token=format_bytes(per_token),
+                          n=f"{int(row.seq_len):,}", total=format_bytes(row.cache_bytes)))
+    measured = df[(df.kind == "measured") & (df.model == "tiny decoder")]
+    if len(measured):
+        exact = bool((measured.measured_bytes == measured.cache_bytes).all())
+        last = measured[measured.seq_len == measured.seq_len.max()]
+        sizes = ", ".join(f"{r.scheme.upper()} {format_bytes(r.measured_bytes)}" for r in last.itertuples())
+        out.append(tr("attention_cost.kv.take.measured" if exact else "attention_cost.kv.take.mismatch",
+                      n=int(last.seq_len.iloc[0]), sizes=sizes, points=len(measured)))
+    rnn = df[df.scheme == "rnn state"]
+    if len(rnn):
+        flat = rnn.measured_bytes.nunique() == 1
+        out.append(tr("attention_cost.kv.take.rnn" if flat else "attention_cost.kv.take.rnn_grew",
+                      lo=int(rnn.seq_len.min()), hi=int(rnn.seq_len.max()), state=format_bytes(rnn.measured_bytes.max())))
+    return out
+
+
+EXPERIMENT = Experiment("kv_cache", KVCacheConfig, run, PRESETS,
+                        "KV cache bytes vs context: MHA vs GQA vs MQA (real configs by formula, a tiny decoder "
+                        "measured) vs an RNN's state", takeaways)
