@@ -1,4 +1,4 @@
-"""The command line: `python -m core list | run | reference`. Needs torch, numpy and pandas only.
+"""The command line: `python -m core list | run | reference | checkpoints`. Needs torch, numpy and pandas only.
 
 Bad input (unknown experiment or field, a value out of range, an absent device) exits with status 2 and one line
 on stderr naming the field and what is allowed; never a traceback.
@@ -106,6 +106,11 @@ def cmd_reference(args) -> int:
     return 0
 
 
+def cmd_checkpoints(args) -> int:
+    from core.checkpoints import cli
+    return cli(args)
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m core", description="Transformer Bottleneck Lab: run experiments "
                                  "without the dashboard.")
@@ -123,10 +128,13 @@ def parser() -> argparse.ArgumentParser:
     ref.add_argument("--preset", default="full")
     ref.add_argument("--only", nargs="*", help="only these experiments")
     ref.add_argument("--out-dir", default=None)
+    ck = sub.add_parser("checkpoints", help="train the small recall models shipped in data/checkpoints/")
+    ck.add_argument("--out-dir", default=None)
+    ck.add_argument("--steps", default=None, help="training steps per model (default: the shipped spec's)")
     return ap
 
 
-COMMANDS = {"list": cmd_list, "run": cmd_run, "reference": cmd_reference}
+COMMANDS = {"list": cmd_list, "run": cmd_run, "reference": cmd_reference, "checkpoints": cmd_checkpoints}
 
 
 def main(argv: list[str] | None = None) -> int:

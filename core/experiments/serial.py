@@ -13,7 +13,8 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from core import bench, flops as fl, guard
+from core import bench, fit, guard, roofline
+from core import flops as fl
 from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device
 from core.models import LoopLSTMLM, RecurrentLM, TransformerLM, n_heads_for, n_params
@@ -45,7 +46,7 @@ class SerialConfig:
 
 
 PRESETS = {
-    "quick": {"seq_lens": (32, 128, 512), "warmup": 1, "repeats": 3, "max_point_s": 1.0},
+    "quick": {"seq_lens": (32, 128, 512, 1024), "warmup": 1, "repeats": 3, "max_point_s": 1.0},
     "full": {"seq_lens": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096), "warmup": 2, "repeats": 7,
              "max_point_s": 10.0},
 }
@@ -130,5 +131,83 @@ def to_frame(rows: list[dict]) -> pd.DataFrame:
     return df[list(COLUMNS) + [c for c in df.columns if c not in COLUMNS]]
 
 
+def scaling_exponents(df: pd.DataFrame) -> pd.DataFrame:
+    """Per model (and device): fitted log-log slope of step time and of saved bytes against seq_len."""
+    ok = df[df["status"] == "ok"]
+    rows = []
+    for (model, device), g in ok.groupby(["model", "device"], sort=False):
+        rows.append({"model": model, "device": device, "time_slope": fit.tail_slope(g["seq_len"], g["train_ms"]),
+                     "memory_slope": fit.tail_slope(g["seq_len"], g["saved_bytes"]), "points": len(g)})
+    return pd.DataFrame(rows)
+
+
+def hardware_for(df: pd.DataFrame) -> list[roofline.Hardware]:
+    """This device as measured (peak matmul FLOP/s, tiny-recurrence step latency), then the assumed GPU."""
+    ok = df[df["status"] == "ok"]
+    hw = []
+    if len(ok):
+        peak, lat = float(ok["peak_flops_per_s"].median()), float(ok["step_latency_s"].median())
+        label = f"{ok['device'].iloc[0]} (measured: {peak / 1e9:.0f} GFLOP/s, {lat * 1e6:.0f} µs/step)"
+        hw.append(roofline.Hardware(label, peak, lat, True))
+    hw.append(roofline.DATACENTRE_GPU)
+    return hw
+
+
+def roofline_frame(df: pd.DataFrame, models=("lstm", "transformer")) -> pd.DataFrame:
+    """The model's predicted step time for each hardware preset, at the lengths and shapes measured in `df`."""
+    ok = df[(df["status"] == "ok") & df["model"].isin(models)]
+    rows = []
+    for hw in hardware_for(df):
+        for _, r in ok.drop_duplicates(["model", "seq_len"]).iterrows():
+            ms = roofline.predict_ms(r["flops"], int(r["seq_steps"]), hw)
+            rows.append({"hardware": hw.name, "model": r["model"], "seq_len": int(r["seq_len"]), "predicted_ms": ms,
+                         "bound": roofline.bound(r["flops"], int(r["seq_steps"]), hw), "measured": hw.measured})
+    return pd.DataFrame(rows)
+
+
+def takeaways(df: pd.DataFrame, tr) -> list[str]:
+    """Sentences computed from the rows of one run (one device)."""
+    ok = df[df["status"] == "ok"]
+    if not len(ok):
+        return [tr("serial.take.none")]
+    out = []
+    T = int(ok["seq_len"].max())
+    at = ok[ok["seq_len"] == T].set_index("model")
+    fastest = at["train_ms"].idxmin()
+    out.append(tr("serial.take.fastest", T=T, model=fastest, ms=f"{at.loc[fastest, 'train_ms']:.3g}"))
+    if {"lstm", "transformer"} <= set(at.index):
+        lstm, tf = at.loc["lstm"], at.loc["transformer"]
+        ratio = tf["train_ms"] / lstm["train_ms"]
+        key = "serial.take.tf_slower" if ratio > 1 else "serial.take.tf_faster"
+        out.append(tr(key, T=T, ratio=f"{max(ratio, 1 / ratio):.2g}", lstm_steps=int(lstm["seq_steps"]),
+                      tf_steps=int(tf["seq_steps"]), flop_ratio=f"{tf['flops'] / lstm['flops']:.2g}",
+                      gflops=f"{lstm['peak_flops_per_s'] / 1e9:.0f}"))
+        out.append(tr("serial.take.utilization", tf=f"{100 * tf['utilization']:.0f}",
+                      lstm=f"{100 * lstm['utilization']:.0f}"))
+        if "lstm_loop" in at.index:
+            out.append(tr("serial.take.loop", ratio=f"{at.loc['lstm_loop', 'train_ms'] / lstm['train_ms']:.2g}",
+                          util=f"{100 * at.loc['lstm_loop', 'utilization']:.0f}"))
+        gpu = [h for h in hardware_for(ok) if not h.measured][0]
+        pl = roofline.predict_ms(lstm["flops"], int(lstm["seq_steps"]), gpu)
+        pt = roofline.predict_ms(tf["flops"], int(tf["seq_steps"]), gpu)
+        out.append(tr("serial.take.model_gpu", T=T, lstm=f"{pl:.2g}", tf=f"{pt:.2g}",
+                      bound=tr(f"serial.bound.{roofline.bound(lstm['flops'], int(lstm['seq_steps']), gpu)}")))
+    slopes = scaling_exponents(ok).set_index("model")
+    rec = [m for m in ("lstm", "gru", "rnn") if m in slopes.index and slopes.loc[m, "points"] >= 2]
+    if rec:
+        m = rec[0]
+        mib = ok[(ok["model"] == m) & (ok["seq_len"] == T)]["saved_bytes"].iloc[0] / 2**20
+        out.append(tr("serial.take.memory", model=m, slope=f"{slopes.loc[m, 'memory_slope']:.2f}", T=T,
+                      mib=f"{mib:.3g}"))
+    if "transformer" in slopes.index and "lstm" in slopes.index and slopes.loc["lstm", "points"] >= 2:
+        out.append(tr("serial.take.slopes", lstm=f"{slopes.loc['lstm', 'time_slope']:.2f}",
+                      tf=f"{slopes.loc['transformer', 'time_slope']:.2f}"))
+    noisy = int(ok["noisy"].astype(bool).sum()) if "noisy" in ok else 0
+    if noisy:
+        out.append(tr("serial.take.noisy", n=noisy))
+    return out
+
+
 EXPERIMENT = Experiment("serial", SerialConfig, run, PRESETS,
-                        "training-step time, FLOP/s and BPTT memory vs sequence length: RNN/LSTM/GRU vs Transformer")
+                        "training-step time, FLOP/s and BPTT memory vs sequence length: RNN/LSTM/GRU vs Transformer",
+                        takeaways)

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Install what the tests need into .venv (and Debian's chromium for the browser test), then run the whole suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
+  if command -v apt-get >/dev/null 2>&1; then
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null
+  else
+    echo "Install Chromium (the browser test drives /usr/bin/chromium)" >&2
+  fi
+fi
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+exec .venv/bin/python -m pytest -q "$@"

@@ -1,0 +1,104 @@
+"""A real browser: `streamlit run dashboard.py`, every page opened in headless Chromium (Debian's, via Playwright).
+
+Asserts no exception element on any page, a drawn chart on every measuring page, and one live Run. A missing
+browser fails the test (set LAB_SKIP_BROWSER=1 to skip it deliberately on a machine without one).
+"""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from ui.common import PAGES
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHROMIUM = os.environ.get("LAB_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+CHART = "[data-testid='stVegaLiteChart'], .vega-embed"
+
+if os.environ.get("LAB_SKIP_BROWSER") == "1":
+    pytest.skip("LAB_SKIP_BROWSER=1", allow_module_level=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    assert os.path.exists(CHROMIUM), f"no browser at {CHROMIUM}: install Debian's chromium (scripts/test.sh does)"
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.headless", "true",
+                             "--server.port", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        os.killpg(proc.pid, signal.SIGTERM)
+        pytest.fail("streamlit did not become healthy in 60 s")
+    yield url
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def _settle(page, timeout_s=60):
+    page.wait_for_selector("[data-testid='stAppViewContainer']", timeout=60000)
+    page.wait_for_timeout(800)
+    deadline = time.time() + timeout_s
+    while time.time() < deadline and page.query_selector("[data-testid='stStatusWidget']") is not None:
+        page.wait_for_timeout(300)
+    page.wait_for_timeout(500)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("key", ["home"] + [k for k, _ in PAGES])
+def test_every_page_renders_in_a_real_browser(app_url, browser, key, lang):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    path = "" if key == "home" else key
+    page.goto(f"{app_url}/{path}?lang={lang}")
+    _settle(page)
+    if key != "home":
+        page.wait_for_selector(CHART, timeout=30000)
+    errors = page.query_selector_all("[data-testid='stException']")
+    assert not errors, errors[0].inner_text()[:500]
+    if key != "home":
+        assert len(page.query_selector_all(CHART)) >= 1
+    page.close()
+
+
+def test_serial_page_runs_live_in_the_browser(app_url, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{app_url}/serial?lang=en")
+    _settle(page)
+    box = page.get_by_role("textbox", name="Sequence lengths")
+    box.fill("16, 32")
+    box.press("Enter")  # inside a form, Enter does not submit; the Run button does
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_timeout(1000)
+    _settle(page, 90)
+    assert not page.query_selector_all("[data-testid='stException']")
+    assert "your run" in page.inner_text("body")
+    page.close()

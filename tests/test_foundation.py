@@ -1,0 +1,104 @@
+"""Config validation, the memory guard, result files, device handling."""
+import math
+import time
+
+import pandas as pd
+import pytest
+import torch
+
+from core import guard
+from core.config import make_config
+from core.device import configure_threads, environment, measuring, resolve_device
+from core.experiments.serial import SerialConfig
+from core.results import load_csv, load_reference, save_csv
+
+
+def test_config_validation_names_the_field():
+    with pytest.raises(ValueError, match=r"^seq_lens: 70000 is out of range; allowed 2..65535"):
+        make_config(SerialConfig, {"seq_lens": "64,70000"})
+    with pytest.raises(ValueError, match="^models: 'cnn' is not allowed"):
+        make_config(SerialConfig, {"models": "lstm,cnn"})
+    with pytest.raises(ValueError, match="^d_model: 'wide' is not a valid int"):
+        make_config(SerialConfig, {"d_model": "wide"})
+    with pytest.raises(ValueError, match="^unknown field 'width'"):
+        make_config(SerialConfig, {"width": 3})
+    with pytest.raises(ValueError, match="^seq_lens: give at least 1"):
+        make_config(SerialConfig, {"seq_lens": ""})
+    cfg = make_config(SerialConfig, {"seq_lens": "8, 16", "d_model": "64", "models": ["lstm"]})
+    assert cfg.seq_lens == (8, 16) and cfg.d_model == 64 and cfg.models == ("lstm",)
+
+
+def test_absent_device_is_a_clear_error():
+    assert resolve_device("cpu").type == "cpu"
+    assert resolve_device("auto").type in ("cpu", "cuda", "mps")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="^device: 'cuda' is not available"):
+            resolve_device("cuda")
+    with pytest.raises(ValueError, match="^device: 'tpu'"):
+        resolve_device("tpu")
+
+
+def test_environment_columns_describe_the_device():
+    configure_threads()
+    env = environment(torch.device("cpu"))
+    assert env["threads"] == torch.get_num_threads()
+    assert env["device"].startswith("cpu") and env["torch_version"] == torch.__version__
+
+
+def test_guard_refuses_what_cannot_fit_without_running_it():
+    ran = []
+    t0 = time.perf_counter()
+    row = guard.guarded(lambda: ran.append(1) or {}, predicted_bytes=1e15, device=torch.device("cpu"))
+    assert time.perf_counter() - t0 < 1.0
+    assert row["status"] == "skipped" and not ran and "would need 909.5 TiB" in row["note"]
+
+
+def test_guard_turns_oom_into_a_status_and_reraises_other_errors():
+    def oom():
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    row = guard.guarded(oom, 10, torch.device("cpu"))
+    assert row["status"] == "oom" and "out of memory" in row["note"]
+
+    def bug():
+        raise RuntimeError("shape mismatch")
+    with pytest.raises(RuntimeError):
+        guard.guarded(bug, 10, torch.device("cpu"))
+    assert guard.guarded(lambda: {"x": 1}, 10, torch.device("cpu")) == {"status": "ok", "predicted_bytes": 10, "x": 1}
+
+
+def test_format_bytes():
+    assert guard.format_bytes(2 * 2**30) == "2.0 GiB"
+    assert guard.format_bytes(512) == "512 B"
+    assert guard.format_bytes(math.nan) == "?"
+
+
+def test_results_are_written_atomically_and_bad_files_are_reported(tmp_path):
+    df = pd.DataFrame({"model": ["lstm"], "seq_len": [8], "device": ["cpu"]})
+    save_csv(df, tmp_path / "serial-cpu-a.csv")
+    assert not list(tmp_path.glob("*.tmp"))
+    back, why = load_csv(tmp_path / "serial-cpu-a.csv", ("model", "seq_len"))
+    assert why is None and back.equals(df)
+    (tmp_path / "serial-cpu-b.csv").write_bytes(b"\x00\xff\x00garbage\n\x01")
+    (tmp_path / "serial-cpu-c.csv").write_text("a,b\n1,2\n")
+    ref, problems = load_reference("serial", ("model", "seq_len", "device"), folder=tmp_path)
+    assert len(ref) == 1 and len(problems) == 2
+    assert any("missing" in p for p in problems)
+
+
+def test_measuring_lock_waits_for_another_session():
+    import threading
+    seen = []
+    release = threading.Event()
+
+    def holder():
+        with measuring():
+            release.wait(5)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    time.sleep(0.1)
+    threading.Timer(0.8, release.set).start()
+    with measuring(on_wait=lambda: seen.append(1)):
+        pass
+    t.join()
+    assert seen  # the second session was told it had to wait

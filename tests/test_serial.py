@@ -1,0 +1,121 @@
+"""The serial experiment: the columns, BPTT memory linear in n, the dependent-step count, the CLI."""
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from core.experiments import serial
+from core.i18n import translator
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REQUIRED = ("model", "n_layers", "d_model", "batch_size", "seq_len", "params", "train_ms", "train_iqr_ms",
+            "tokens_per_s", "saved_bytes", "seq_steps", "flops", "achieved_flops_per_s", "device", "status")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    cfg = serial.EXPERIMENT.config("quick", {"seq_lens": "64,128,256", "d_model": "16", "n_layers": "2",
+                                             "batch_size": "2", "device": "cpu", "repeats": "1", "warmup": "0"})
+    progress = []
+    df = serial.run(cfg, on_progress=progress.append)
+    return cfg, df, progress
+
+
+def test_columns_status_and_progress(tiny):
+    cfg, df, progress = tiny
+    assert set(REQUIRED) <= set(df.columns)
+    assert (df["status"] == "ok").all()
+    assert len(df) == len(cfg.models) * len(cfg.seq_lens)
+    assert [p.done for p in progress] == list(range(1, len(df) + 1))
+    assert sum(len(p.rows) for p in progress) == len(df)
+
+
+def test_sequential_steps_are_n_times_layers_for_recurrent_models(tiny):
+    _, df, _ = tiny
+    for _, r in df.iterrows():
+        expected = r["n_layers"] if r["model"] == "transformer" else r["seq_len"] * r["n_layers"]
+        assert r["seq_steps"] == expected
+
+
+@pytest.mark.parametrize("model", serial.RECURRENT_MODELS + ("transformer",))
+def test_saved_bytes_grow_exactly_linearly(tiny, model):
+    _, df, _ = tiny
+    s = df[df["model"] == model].set_index("seq_len")["saved_bytes"]
+    assert s[128] - s[64] == (s[256] - s[128]) / 2 > 0  # equal increments per token: linear in n
+
+
+def test_params_equal_across_lengths_and_flops_positive(tiny):
+    _, df, _ = tiny
+    assert (df.groupby("model")["params"].nunique() == 1).all()
+    assert (df["flops"] > 0).all() and (df["achieved_flops_per_s"] > 0).all()
+
+
+def test_takeaways_are_computed_from_the_rows(tiny):
+    _, df, _ = tiny
+    lines = serial.takeaways(df, translator("en"))
+    fastest = df[df["seq_len"] == 256].set_index("model")["train_ms"].idxmin()
+    assert f"**{fastest}**" in lines[0]
+    # change the data, and the sentence changes with it
+    flipped = df.copy()
+    flipped.loc[flipped["model"] == "transformer", "train_ms"] = 1e-3
+    assert "faster" in serial.takeaways(flipped, translator("en"))[1]
+    flipped.loc[flipped["model"] == "transformer", "train_ms"] = 1e6
+    assert "slower" in serial.takeaways(flipped, translator("en"))[1]
+    assert serial.takeaways(df.assign(status="oom"), translator("en")) == [translator("en")("serial.take.none")]
+
+
+def test_guard_skips_an_impossible_point_and_the_sweep_continues():
+    cfg = serial.EXPERIMENT.config("quick", {"seq_lens": "8,65535", "d_model": "16", "batch_size": "1024",
+                                             "models": "lstm", "device": "cpu", "repeats": "1", "warmup": "0"})
+    df = serial.run(cfg)
+    assert list(df["status"]) == ["ok", "skipped"]
+    assert "would need" in df["note"].iloc[1] and pd.isna(df["train_ms"].iloc[1])
+
+
+def cli(*args, timeout=120):
+    code = ("import sys; from core.cli import main; rc = main(sys.argv[1:]); "
+            "assert 'streamlit' not in sys.modules and 'altair' not in sys.modules, 'CLI imported UI packages'; "
+            "sys.exit(rc)")
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_cli_run_writes_the_csv(tmp_path):
+    out = tmp_path / "x.csv"
+    r = cli("run", "serial", "--device", "cpu", "--set", "seq_lens=8,16", "--set", "models=lstm,transformer",
+            "--set", "d_model=16", "--set", "repeats=1", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    df = pd.read_csv(out)
+    assert set(REQUIRED) <= set(df.columns) and len(df) == 4
+    assert "transformer" in r.stdout and "•" in r.stdout  # the table and the computed takeaways
+
+
+@pytest.mark.parametrize("args, field", [
+    (("run", "serial", "--set", "seq_lens=8,999999"), "seq_lens"),
+    (("run", "serial", "--set", "d_model=0"), "d_model"),
+    (("run", "serial", "--set", "colour=red"), "colour"),
+    (("run", "serial", "--set", "models"), "--set"),
+    (("run", "serial", "--preset", "huge"), "preset"),
+    (("run", "transformers"), "experiment"),
+])
+def test_cli_bad_input_exits_2_with_one_line_naming_the_field(args, field):
+    r = cli(*args)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0] and "Traceback" not in r.stderr
+
+
+def test_cli_absent_cuda_exits_2():
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    r = cli("run", "serial", "--device", "cuda")
+    assert r.returncode == 2 and "device: 'cuda' is not available" in r.stderr
+
+
+def test_cli_list_shows_fields_and_ranges():
+    r = cli("list")
+    assert r.returncode == 0
+    assert "serial" in r.stdout and "seq_lens" in r.stdout and "2..65535" in r.stdout
