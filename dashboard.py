@@ -10,4 +10,6 @@ tr = translator(lang)
 
 home = st.Page("pages/home.py", title=tr("nav.home"), icon="🏠", default=True)
 pages = [st.Page(path, title=tr(f"nav.{key}"), url_path=key) for key, path in ui.PAGES]
-st.navigation([home, *pages]).run()
+nav = st.navigation([home, *pages])
+ui.NAVIGATION_READY = True
+nav.run()

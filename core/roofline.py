@@ -19,7 +19,7 @@ class Hardware:
 
 # Assumed: an H100-class GPU at fp32 (~60 TFLOP/s sustained without TF32) and ~10 µs per dependent step
 # (a few kernel launches forward and backward). The page says these are assumptions.
-DATACENTRE_GPU = Hardware("data-centre GPU (assumed: 60 TFLOP/s, 10 µs/step)", 60e12, 10e-6, False)
+DATACENTRE_GPU = Hardware("data-centre GPU", 60e12, 10e-6, False)
 
 
 def predict_ms(flops: float, seq_steps: int, hw: Hardware) -> float:

@@ -1,4 +1,5 @@
 """Bottleneck 1 — serial computation: h_t = f(h_{t-1}, x_t) forces n dependent steps; attention takes one."""
+import pandas as pd
 import streamlit as st
 
 from core.charts import serial as charts
@@ -8,39 +9,41 @@ from ui import common as ui
 PAGE = "serial"
 tr = ui.page_ui(PAGE)
 ui.predict_ui(tr, PAGE, 3)
+reveal = st.container()  # filled below, once the live run (if any) has added its rows
 
 st.subheader(tr("ui.live_header"))
 st.caption(tr("ui.live_intro"))
 cfg = ui.config_form_ui(tr, serial.EXPERIMENT, PAGE, ["models", "seq_lens", "d_model", "n_layers", "batch_size",
                                                       "device", "seed"])
 live = ui.run_ui(tr, serial.EXPERIMENT, cfg, PAGE)
-both, primary = ui.shown_data(tr, PAGE, live)
 
-if not len(both):
-    st.info(tr("ui.no_data"))
-    st.stop()
+with reveal:
+    both, primary = ui.shown_data(tr, PAGE, live)
+    if not len(both):
+        st.info(tr("ui.no_data"))
+        st.stop()
+    ui.status_ui(tr, both)
+    left, right = st.columns(2)
+    with left:
+        ui.chart_ui(charts.time_chart(both, tr))
+        ui.chart_ui(charts.steps_chart(both, tr))
+        ui.chart_ui(charts.memory_chart(both, tr))
+    with right:
+        ui.chart_ui(charts.tokens_chart(both, tr))
+        ui.chart_ui(charts.utilization_chart(both, tr))
+        st.caption(tr("serial.slopes_header"))
+        slopes = serial.scaling_exponents(both)
+        st.dataframe(slopes.rename(columns={c: tr(f"serial.slopes.{c}") for c in ("time_slope", "memory_slope")}),
+                     hide_index=True)
 
-ui.status_ui(tr, both)
-left, right = st.columns(2)
-with left:
-    ui.chart_ui(charts.time_chart(both, tr))
-    ui.chart_ui(charts.steps_chart(both, tr))
-    ui.chart_ui(charts.memory_chart(both, tr))
-with right:
-    ui.chart_ui(charts.tokens_chart(both, tr))
-    ui.chart_ui(charts.utilization_chart(both, tr))
-    st.caption(tr("serial.slopes_header"))
-    slopes = serial.scaling_exponents(both)
-    st.dataframe(slopes.rename(columns={c: tr(f"serial.slopes.{c}") for c in ("time_slope", "memory_slope")}),
-                 hide_index=True)
+    st.subheader(tr("serial.model_header"))
+    st.markdown(tr("serial.model_intro"))
+    gpu_rows = both[both["device_type"] == "cuda"]
+    measured = pd.concat([primary, gpu_rows]).drop_duplicates() if len(gpu_rows) else primary
+    measured = measured[measured["model"].isin(["lstm", "transformer"])]
+    ui.chart_ui(charts.roofline_chart(serial.roofline_frame(primary, tr), measured, tr))
 
-st.subheader(tr("serial.model_header"))
-st.markdown(tr("serial.model_intro"))
-gpu_rows = both[both["device_type"] == "cuda"] if "device_type" in both else both.iloc[0:0]
-measured = primary if not len(gpu_rows) else ui.pd.concat([primary, gpu_rows]).drop_duplicates()
-ui.chart_ui(charts.roofline_chart(serial.roofline_frame(primary), measured[measured["model"].isin(["lstm", "transformer"])], tr))
-
-ui.caption_source_ui(tr, primary)
-ui.takeaways_ui(tr, serial.takeaways(primary, tr))
-ui.method_ui(tr, PAGE)
-ui.table_ui(tr, both, PAGE)
+    ui.caption_source_ui(tr, primary)
+    ui.takeaways_ui(tr, serial.takeaways(primary, tr))
+    ui.method_ui(tr, PAGE)
+    ui.table_ui(tr, both, PAGE)

@@ -74,7 +74,8 @@ def _settle(page, timeout_s=60):
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-@pytest.mark.parametrize("key", ["home"] + [k for k, _ in PAGES])
+# A deep link first: on a fresh server Streamlit serves /serial from pages/ directly until navigation exists.
+@pytest.mark.parametrize("key", [k for k, _ in PAGES] + ["home"])
 def test_every_page_renders_in_a_real_browser(app_url, browser, key, lang):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     path = "" if key == "home" else key
@@ -84,6 +85,7 @@ def test_every_page_renders_in_a_real_browser(app_url, browser, key, lang):
         page.wait_for_selector(CHART, timeout=30000)
     errors = page.query_selector_all("[data-testid='stException']")
     assert not errors, errors[0].inner_text()[:500]
+    assert page.query_selector("[data-testid='stSidebar'] [data-testid='stSelectbox']"), "not served via dashboard.py"
     if key != "home":
         assert len(page.query_selector_all(CHART)) >= 1
     page.close()

@@ -21,8 +21,15 @@ LANG_NAMES = {"en": "English", "zh": "中文"}
 # home page links to each. A page's title is the catalogue key nav.<key>.
 PAGES = [
     ("serial", "pages/serial.py"),
+    ("depth", "pages/depth.py"),
     ("attention_cost", "pages/attention_cost.py"),
 ]
+
+
+# Set by dashboard.py once it has built the navigation. Until some session has run dashboard.py, Streamlit serves
+# a deep link (/serial) from the pages/ folder directly (its old multipage mode), skipping the language switch and
+# our navigation; a page that finds this flag unset reruns, and the rerun goes through dashboard.py.
+NAVIGATION_READY = False
 
 
 # ---- language -------------------------------------------------------------------------------------------------
@@ -75,6 +82,12 @@ def device_card_ui(tr, where=None) -> dict:
 # ---- the page frame -------------------------------------------------------------------------------------------
 def page_ui(page: str):
     """Title, claim, and the sidebar's device card; returns the page's translator."""
+    if not NAVIGATION_READY:
+        # Calling st.navigation switches Streamlit out of its old pages/-folder mode for the whole server;
+        # the rerun then goes through dashboard.py and lands on this same page by its URL.
+        st.navigation([st.Page(path, url_path=key) for key, path in PAGES] + [st.Page("pages/home.py")],
+                      position="hidden")
+        st.rerun()
     tr = translator(st.session_state.get("lang") or current_lang())
     st.title(tr(f"{page}.title"))
     st.markdown(tr(f"{page}.claim"))

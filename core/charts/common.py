@@ -18,7 +18,7 @@ def lines(df: pd.DataFrame, x, y, color: str, color_title: str, dash: str = "run
     enc = dict(x=x, y=y, color=alt.Color(f"{color}:N", title=color_title),
                tooltip=list(tooltip) or [color, dash])
     if dash in df.columns and df[dash].nunique() > 1:
-        enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=500))
+        enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None, legend=alt.Legend(orient="right", labelLimit=240))
         enc["shape"] = alt.Shape(f"{dash}:N", title=None, legend=None)
     return alt.Chart(df).mark_line(point=True).encode(**enc)
 

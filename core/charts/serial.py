@@ -26,9 +26,12 @@ def tokens_chart(df: pd.DataFrame, tr) -> alt.Chart:
 
 
 def steps_chart(df: pd.DataFrame, tr) -> alt.Chart:
-    d = _ok(df).drop_duplicates(["model", "seq_len", "n_layers"])
+    """Recurrent models all share n·L steps, so they are drawn as one line."""
+    d = _ok(df).assign(kind=lambda x: x["model"].map(
+        lambda m: tr("serial.kind.transformer") if m == "transformer" else tr("serial.kind.recurrent")))
+    d = d.drop_duplicates(["kind", "seq_len", "n_layers"])
     c = lines(d, log_x("seq_len", tr("serial.axis.seq_len")), log_y("seq_steps", tr("serial.axis.seq_steps")),
-              "model", tr("serial.axis.model"), dash="", tooltip=["model", "seq_len", "n_layers", "seq_steps"])
+              "kind", tr("serial.axis.model"), dash="", tooltip=["kind", "seq_len", "n_layers", "seq_steps"])
     return titled(c, tr("serial.chart.steps"), tr("serial.chart.steps_sub"))
 
 
@@ -53,10 +56,11 @@ def roofline_chart(model_df: pd.DataFrame, measured: pd.DataFrame, tr) -> alt.Ch
         x=log_x("seq_len", tr("serial.axis.seq_len")), y=log_y("predicted_ms", tr("serial.axis.train_ms")),
         color=alt.Color("model:N", title=tr("serial.axis.model")),
         strokeDash=alt.StrokeDash("hardware:N", title=tr("serial.axis.hardware"),
-                                  legend=alt.Legend(orient="bottom", labelLimit=500)),
+                                  legend=alt.Legend(orient="right", labelLimit=240)),
         tooltip=["hardware", "model", "seq_len", "predicted_ms", "bound"])
-    pts = alt.Chart(_ok(measured)).mark_point(filled=True, size=70).encode(
-        x="seq_len:Q", y="train_ms:Q", color="model:N", shape=alt.Shape("run:N", title=tr("serial.axis.measured"),
-                                                                       legend=alt.Legend(orient="bottom", labelLimit=500)),
-        tooltip=["model", "seq_len", "train_ms", "run"])
+    pts = alt.Chart(_ok(measured).rename(columns={"train_ms": "predicted_ms"})).mark_point(filled=True, size=70).encode(
+        x=log_x("seq_len", tr("serial.axis.seq_len")), y=log_y("predicted_ms", tr("serial.axis.train_ms")),
+        color="model:N", shape=alt.Shape("run:N", title=tr("serial.axis.measured"),
+                                                                       legend=alt.Legend(orient="right", labelLimit=240)),
+        tooltip=["model", "seq_len", alt.Tooltip("predicted_ms", title="measured ms"), "run"])
     return titled(base + pts, tr("serial.chart.roofline"), tr("serial.chart.roofline_sub"))

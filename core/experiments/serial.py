@@ -17,6 +17,7 @@ from core import bench, fit, guard, roofline
 from core import flops as fl
 from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device
+from core.i18n import translator
 from core.models import LoopLSTMLM, RecurrentLM, TransformerLM, n_heads_for, n_params
 
 MODELS = ("rnn", "lstm", "gru", "lstm_loop", "transformer")
@@ -141,23 +142,26 @@ def scaling_exponents(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def hardware_for(df: pd.DataFrame) -> list[roofline.Hardware]:
+def hardware_for(df: pd.DataFrame, tr=None) -> list[roofline.Hardware]:
     """This device as measured (peak matmul FLOP/s, tiny-recurrence step latency), then the assumed GPU."""
+    tr = tr or translator("en")
     ok = df[df["status"] == "ok"]
     hw = []
     if len(ok):
         peak, lat = float(ok["peak_flops_per_s"].median()), float(ok["step_latency_s"].median())
-        label = f"{ok['device'].iloc[0]} (measured: {peak / 1e9:.0f} GFLOP/s, {lat * 1e6:.0f} µs/step)"
+        label = tr("serial.hw.measured", gflops=f"{peak / 1e9:.0f}", us=f"{lat * 1e6:.0f}")
         hw.append(roofline.Hardware(label, peak, lat, True))
-    hw.append(roofline.DATACENTRE_GPU)
+    gpu = roofline.DATACENTRE_GPU
+    label = tr("serial.hw.assumed", tflops=f"{gpu.peak_flops_per_s / 1e12:.0f}", us=f"{gpu.step_latency_s * 1e6:.0f}")
+    hw.append(dataclasses.replace(gpu, name=label))
     return hw
 
 
-def roofline_frame(df: pd.DataFrame, models=("lstm", "transformer")) -> pd.DataFrame:
+def roofline_frame(df: pd.DataFrame, tr=None, models=("lstm", "transformer")) -> pd.DataFrame:
     """The model's predicted step time for each hardware preset, at the lengths and shapes measured in `df`."""
     ok = df[(df["status"] == "ok") & df["model"].isin(models)]
     rows = []
-    for hw in hardware_for(df):
+    for hw in hardware_for(df, tr):
         for _, r in ok.drop_duplicates(["model", "seq_len"]).iterrows():
             ms = roofline.predict_ms(r["flops"], int(r["seq_steps"]), hw)
             rows.append({"hardware": hw.name, "model": r["model"], "seq_len": int(r["seq_len"]), "predicted_ms": ms,
@@ -187,7 +191,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         if "lstm_loop" in at.index:
             out.append(tr("serial.take.loop", ratio=f"{at.loc['lstm_loop', 'train_ms'] / lstm['train_ms']:.2g}",
                           util=f"{100 * at.loc['lstm_loop', 'utilization']:.0f}"))
-        gpu = [h for h in hardware_for(ok) if not h.measured][0]
+        gpu = [h for h in hardware_for(ok, tr) if not h.measured][0]
         pl = roofline.predict_ms(lstm["flops"], int(lstm["seq_steps"]), gpu)
         pt = roofline.predict_ms(tf["flops"], int(tf["seq_steps"]), gpu)
         out.append(tr("serial.take.model_gpu", T=T, lstm=f"{pl:.2g}", tf=f"{pt:.2g}",
