@@ -1,0 +1,212 @@
+"""Bottleneck 2a, gradient reach: how strongly the last output of a layer depends on an input k steps back.
+
+For one layer at initialisation and a random input of length T, the Frobenius norm of the Jacobian
+∂y_T/∂x_{T−k} for every distance k. A recurrent layer multiplies k step Jacobians along the path, so the norm
+decays (or explodes) exponentially with k (Pascanu, Mikolov & Bengio 2013); in self-attention every earlier
+position is one step away (path length O(1), Vaswani et al. 2017, Table 1), so the norm stays flat.
+The exact Jacobian comes from one backward pass: the input is repeated d times in a batch and row b of the
+batch back-propagates only output component b.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+
+import pandas as pd
+import torch
+from torch import nn
+
+from core.config import Experiment, Progress, spec
+from core.device import DEVICES, environment, resolve_device
+from core.models import Block, n_heads_for, n_params
+
+MODELS = ("rnn", "lstm", "gru", "attention")
+REACH_FACTOR = 1000.0  # "reach": the first distance where the norm is this many times below its k=1 value
+COLUMNS = ("model", "seq_len", "d_model", "distance", "grad_norm", "relative", "reach", "params", "rnn_radius",
+           "forget_bias", "compute_ms", "status", "note", "seed")
+JACOBIAN_CHUNK = 64  # Jacobian rows per backward pass, so memory stays bounded at large width
+
+
+@dataclasses.dataclass(frozen=True)
+class GradientReachConfig:
+    models: tuple[str, ...] = spec(MODELS, choices=MODELS, help="which layers to compare")
+    seq_len: int = spec(200, lo=2, hi=4096, help="T: length of the input sequence")
+    d_model: int = spec(128, lo=4, hi=512, help="width of every layer (input and hidden size)")
+    rnn_radius: float = spec(0.0, lo=0.0, hi=4.0,
+                             help="tanh RNN: rescale the recurrent matrix to this spectral radius; 0 = PyTorch's init")
+    forget_bias: float = spec(0.0, lo=-10.0, hi=10.0,
+                              help="LSTM forget-gate bias (PyTorch's init is about 0; Jozefowicz et al. 2015 use 1)")
+    device: str = spec("auto", choices=DEVICES, help="auto = CUDA, then MPS, then CPU")
+    seed: int = spec(0, lo=0, hi=2**31 - 1)
+
+    def check(self):
+        if "attention" in self.models and self.d_model % n_heads_for(self.d_model):
+            raise ValueError(f"d_model: {self.d_model} must be divisible by the number of heads")
+
+
+PRESETS = {
+    "quick": {"seq_len": 200, "d_model": 64},
+    "full": {"seq_len": 1000, "d_model": 128},
+}
+
+
+class _LastOutput(nn.Module):
+    """(B, T, d) → the recurrent layer's output sequence (B, T, d), from a zero state."""
+
+    def __init__(self, rnn: nn.Module):
+        super().__init__()
+        self.rnn = rnn
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+def spectral_radius(w: torch.Tensor) -> float:
+    return float(torch.linalg.eigvals(w.detach().double().cpu()).abs().max())
+
+
+def build_layer(name: str, cfg: GradientReachConfig) -> nn.Module:
+    """One layer of width d_model at initialisation: (B, T, d) → (B, T, d); seeded by cfg.seed."""
+    torch.manual_seed(cfg.seed)
+    d = cfg.d_model
+    if name == "attention":
+        return Block(d, n_heads_for(d), norm="pre", causal=True)  # causal attention + MLP, residual, pre-LN
+    rnn = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}[name](d, d, batch_first=True)
+    with torch.no_grad():
+        if name == "rnn" and cfg.rnn_radius > 0:
+            rnn.weight_hh_l0.mul_(cfg.rnn_radius / spectral_radius(rnn.weight_hh_l0))
+        if name == "lstm":  # gate order i, f, g, o: the forget gate's bias is the second quarter
+            rnn.bias_ih_l0[d:2 * d] = cfg.forget_bias
+            rnn.bias_hh_l0[d:2 * d] = 0.0
+    return _LastOutput(rnn)
+
+
+def jacobian_norms(layer: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
+                   chunk: int = JACOBIAN_CHUNK) -> torch.Tensor:
+    """‖∂y_T/∂x_{T−k}‖_F for k = 0..T−1, exactly; `x` is one sequence (T, d_in), `layer` maps (B, T, d) → (B, T, d_out).
+
+    Batch row b carries a copy of x and back-propagates only output component b of the last position, so the
+    gradient in row b is row b of the Jacobian at every earlier time step.
+    """
+    T = x.shape[0]
+    with torch.no_grad():
+        d_out = layer(x[None]).shape[-1]
+    sq = torch.zeros(T, dtype=torch.float64)
+    for lo in range(0, d_out, chunk):
+        rows = torch.arange(lo, min(lo + chunk, d_out), device=x.device)
+        xs = x[None].repeat(len(rows), 1, 1).requires_grad_(True)  # (rows, T, d_in)
+        y_last = layer(xs)[:, -1]  # (rows, d_out)
+        y_last.gather(1, rows[:, None]).sum().backward()
+        sq += xs.grad.double().pow(2).sum(dim=(0, 2)).cpu()  # (T,) summed over Jacobian rows and input features
+    return sq.sqrt().flip(0)  # index k = distance back from the last position
+
+
+def reach(norms: torch.Tensor | list, factor: float = REACH_FACTOR) -> float:
+    """The first distance k ≥ 1 where the norm is `factor` times below its k=1 value; NaN if it never falls so far."""
+    norms = [float(v) for v in norms]
+    if len(norms) < 2 or not norms[1] > 0:
+        return math.nan
+    for k in range(1, len(norms)):
+        if norms[k] < norms[1] / factor:
+            return float(k)
+    return math.nan
+
+
+def run(cfg: GradientReachConfig, on_progress=None) -> pd.DataFrame:
+    """One row per (model, distance k), k = 0..seq_len−1."""
+    device = resolve_device(cfg.device)
+    env = environment(device)
+    g = torch.Generator().manual_seed(cfg.seed)
+    x = torch.randn(cfg.seq_len, cfg.d_model, generator=g).to(device)  # the same input for every layer
+    rows = []
+    for i, name in enumerate(cfg.models):
+        layer = build_layer(name, cfg).to(device)
+        t0 = time.perf_counter()
+        norms = jacobian_norms(layer, x)
+        ms = (time.perf_counter() - t0) * 1e3
+        finite = bool(torch.isfinite(norms).all())
+        k_reach = reach(norms) if finite else math.nan
+        radius = spectral_radius(layer.rnn.weight_hh_l0) if name == "rnn" else math.nan
+        underflow = int((norms == 0).sum())
+        note = f"{underflow} distances below float32's smallest number (exactly 0)" if underflow else ""
+        new = [{"model": name, "seq_len": cfg.seq_len, "d_model": cfg.d_model, "distance": k,
+                "grad_norm": float(v) if finite else math.nan, "relative": float(v / norms[1]) if finite and
+                cfg.seq_len > 1 and norms[1] > 0 else math.nan, "reach": k_reach, "params": n_params(layer),
+                "rnn_radius": radius, "forget_bias": cfg.forget_bias if name == "lstm" else math.nan,
+                "compute_ms": ms, "status": "ok" if finite else "diverged",
+                "note": note if finite else "gradient overflowed to inf/NaN", "seed": cfg.seed, **env}
+               for k, v in enumerate(norms)]
+        rows.extend(new)
+        if on_progress is not None:
+            on_progress(Progress(i + 1, len(cfg.models), f"{name} T={cfg.seq_len}", tuple(new)))
+    return to_frame(rows)
+
+
+def to_frame(rows: list[dict]) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    for c in COLUMNS:
+        if c not in df.columns:
+            df[c] = math.nan
+    return df[list(COLUMNS) + [c for c in df.columns if c not in COLUMNS]]
+
+
+# Vaswani et al. 2017, Table 1: maximum path length between two positions, and sequential operations, per layer.
+PATH_LENGTH = {"rnn": "O(n)", "lstm": "O(n)", "gru": "O(n)", "attention": "O(1)"}
+
+
+def reach_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per model and run: the measured reach (NaN = never fell 1000x within T) beside Table 1's path length."""
+    keys = [k for k in ("run", "model") if k in df.columns]
+    rows = df.drop_duplicates(keys)[keys + ["seq_len", "reach"]].copy()
+    rows["path_length"] = rows["model"].map(PATH_LENGTH)
+    rows["sequential_ops"] = rows["path_length"]
+    return rows.reset_index(drop=True)
+
+
+def _at(df: pd.DataFrame, model: str, k: int) -> float:
+    hit = df[(df["model"] == model) & (df["distance"] == k)]["grad_norm"]
+    return float(hit.iloc[0]) if len(hit) else math.nan
+
+
+def takeaways(df: pd.DataFrame, tr) -> list[str]:
+    """Per model: the norm at k=1 and far back, and whether it decays (with its reach), stays flat, or grows."""
+    if df is None or not len(df) or "grad_norm" not in df:
+        return []
+    out = []
+    T = int(df["seq_len"].max())
+    far = max(1, min(T - 1, 50))
+    kinds = {}
+    for model in dict.fromkeys(df["model"]):
+        name = tr(f"long_range.model.{model}")
+        sub = df[(df["model"] == model) & (df["status"] == "ok")]
+        if not len(sub):
+            out.append(tr("long_range.reach.take.diverged", model=name))
+            continue
+        g1, gfar = _at(sub, model, 1), _at(sub, model, far)
+        back = sub[sub["distance"] >= 1]["grad_norm"]
+        r = float(sub["reach"].iloc[0])
+        values = dict(model=name, g1=f"{g1:.2g}", k=far, gfar=f"{gfar:.2g}", T=T - 1)  # the farthest distance
+        if not math.isnan(r):
+            kinds[model] = "decay"
+            zeros = int((back == 0).sum())
+            out.append(tr("long_range.reach.take.decay", reach=int(r), factor=f"{REACH_FACTOR:,.0f}", **values)
+                       + (" " + tr("long_range.reach.take.underflow", n=zeros) if zeros else ""))
+        elif back.min() > 0 and back.max() / back.min() < 100:
+            kinds[model] = "flat"
+            out.append(tr("long_range.reach.take.flat", lo=f"{back.min():.2g}", hi=f"{back.max():.2g}", **values))
+        else:
+            kinds[model] = "grows"
+            out.append(tr("long_range.reach.take.grows", **values))
+    decaying = [m for m, k in kinds.items() if k == "decay"]
+    if kinds.get("attention") == "flat" and decaying:
+        reaches = df.drop_duplicates("model").set_index("model")["reach"]
+        out.append(tr("long_range.reach.take.contrast", models=", ".join(tr(f"long_range.model.{m}") for m in decaying),
+                      reach=int(max(reaches[m] for m in decaying)), T=T - 1))
+    return out
+
+
+EXPERIMENT = Experiment("gradient_reach", GradientReachConfig, run, PRESETS,
+                        "‖∂y_T/∂x_(T−k)‖ at initialisation for every distance k: RNN/LSTM/GRU vs an attention block",
+                        takeaways)

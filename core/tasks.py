@@ -1,0 +1,168 @@
+"""Synthetic long-range tasks for the "Alice … she" page: one fact early in a sequence, a question about it late.
+
+`recall`: one name ("Alice") somewhere in a sequence of filler words, and at distance `d` after it the query
+token ("she"); the target at the query is the name. A single fact crosses `d` time steps.
+`mqar`: multi-query associative recall (Arora et al. 2023, Zoology): several key–value pairs, filler, then the
+keys again; each query's target is its value. Several facts must cross the gap at once, so a fixed-size
+recurrent state has to hold all of them.
+
+Every task returns `(tokens, targets)`, both (batch, seq_len) int64; `targets` is IGNORE except at the query
+positions, so one loss (cross-entropy with ignore_index) and one accuracy serve every task and every model.
+Chance accuracy is 1 / n_keys for both tasks.
+"""
+from __future__ import annotations
+
+import torch
+
+IGNORE = -100  # cross_entropy's ignore_index: positions without a question
+N_FILLER = 16  # distinct filler "words"
+
+# What each token id means, for showing a sequence to a learner (the models only see ids).
+NAMES = ("Alice", "Beth", "Cara", "Dana", "Emma", "Fay", "Gina", "Hana", "Iris", "Jane", "Kate", "Lily", "Mia",
+         "Nora", "Olga", "Pia", "Rosa", "Sara", "Tina", "Uma", "Vera", "Wren", "Xia", "Yara", "Zoe", "Ada", "Bea",
+         "Cleo", "Dora", "Eve", "Flo", "Gail")
+FILLERS = ("the", "a", "cat", "sat", "on", "mat", "and", "then", "it", "was", "very", "far", "ran", "big", "old",
+           "day")
+MAX_KEYS = len(NAMES)
+
+
+def recall_vocab(n_keys: int) -> int:
+    """Token ids: names 0..K-1, the query K, fillers K+1..K+16."""
+    return n_keys + 1 + N_FILLER
+
+
+def query_token(n_keys: int) -> int:
+    return n_keys
+
+
+def recall_sequence(name: int, distance: int, seq_len: int, n_keys: int, fillers: list[int]) -> tuple[list, list]:
+    """One recall example from chosen parts; `fillers` (ids 0..15) fill every other position, in order.
+
+    The query sits at the last position, the name `distance` positions before it.
+
+    >>> tokens, targets = recall_sequence(name=2, distance=4, seq_len=7, n_keys=4, fillers=[0, 1, 2, 3, 4])
+    >>> tokens   # filler filler [name 2] filler filler filler [query]
+    [5, 6, 2, 7, 8, 9, 4]
+    >>> targets  # only the query position asks a question; its answer is the name
+    [-100, -100, -100, -100, -100, -100, 2]
+    >>> ' '.join(show_tokens(tokens, n_keys=4))
+    'the a Cara cat sat on she'
+    """
+    if not 1 <= distance < seq_len:
+        raise ValueError(f"distance: {distance} must be between 1 and seq_len - 1 ({seq_len - 1})")
+    key_pos = seq_len - 1 - distance
+    filler_ids = iter(fillers)
+    tokens = [name if t == key_pos else n_keys if t == seq_len - 1 else n_keys + 1 + next(filler_ids)
+              for t in range(seq_len)]
+    targets = [IGNORE] * (seq_len - 1) + [name]
+    return tokens, targets
+
+
+def recall_batch(batch_size: int, seq_len: int, distance: int, n_keys: int, generator: torch.Generator
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """`batch_size` random recall examples at one distance: random name, random fillers (see recall_sequence)."""
+    if not 1 <= distance < seq_len:
+        raise ValueError(f"distance: {distance} must be between 1 and seq_len - 1 ({seq_len - 1})")
+    B, T = batch_size, seq_len
+    tokens = n_keys + 1 + torch.randint(N_FILLER, (B, T), generator=generator)  # fillers everywhere
+    names = torch.randint(n_keys, (B,), generator=generator)
+    tokens[:, T - 1 - distance] = names
+    tokens[:, T - 1] = n_keys
+    targets = torch.full((B, T), IGNORE, dtype=torch.long)
+    targets[:, T - 1] = names
+    return tokens, targets
+
+
+def mqar_vocab(n_keys: int) -> int:
+    """Token ids: keys 0..K-1, values K..2K-1, fillers 2K..2K+15."""
+    return 2 * n_keys + N_FILLER
+
+
+def mqar_sequence(keys: list[int], values: list[int], order: list[int], distance: int, seq_len: int, n_keys: int,
+                  fillers: list[int]) -> tuple[list, list]:
+    """One MQAR example: pairs (key, value) … `distance` … then the keys again in `order`; targets are values.
+
+    The P queries fill the last P positions; the last value sits `distance` positions before the first query.
+    Keys are ids 0..K-1, value v is id K+v, filler f is id 2K+f.
+
+    >>> tokens, targets = mqar_sequence(keys=[3, 1], values=[0, 2], order=[1, 0], distance=3, seq_len=9,
+    ...                                 n_keys=4, fillers=[0, 1, 2])
+    >>> tokens   # filler [k3 v0] [k1 v2] filler filler [k1? k3?]
+    [8, 3, 4, 1, 6, 9, 10, 1, 3]
+    >>> targets  # at query k1 the answer is v2 (id 6); at query k3 it is v0 (id 4)
+    [-100, -100, -100, -100, -100, -100, -100, 6, 4]
+    """
+    P = len(keys)
+    first_query = seq_len - P
+    last_value = first_query - distance
+    start = last_value - 2 * P + 1
+    if distance < 1 or start < 0:
+        raise ValueError(f"distance: {distance} leaves no room for {P} pairs and {P} queries in seq_len {seq_len}")
+    tokens, targets = [], [IGNORE] * seq_len
+    filler_ids = iter(fillers)
+    for t in range(seq_len):
+        if start <= t <= last_value:
+            i, is_value = divmod(t - start, 2)
+            tokens.append(n_keys + values[i] if is_value else keys[i])
+        elif t >= first_query:
+            i = order[t - first_query]
+            tokens.append(keys[i])
+            targets[t] = n_keys + values[i]
+        else:
+            tokens.append(2 * n_keys + next(filler_ids))
+    return tokens, targets
+
+
+def mqar_max_distance(seq_len: int, n_pairs: int) -> int:
+    """The longest gap that leaves room for the pairs and the queries: seq_len − 3·pairs + 1."""
+    return seq_len - 3 * n_pairs + 1
+
+
+def mqar_batch(batch_size: int, seq_len: int, distance: int, n_keys: int, n_pairs: int, generator: torch.Generator
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """`batch_size` random MQAR examples: distinct keys, random values, queries in random order (see mqar_sequence)."""
+    if n_pairs > n_keys:
+        raise ValueError(f"n_pairs: {n_pairs} pairs need at least as many distinct keys (n_keys={n_keys})")
+    if not 1 <= distance <= mqar_max_distance(seq_len, n_pairs):
+        raise ValueError(f"distance: {distance} leaves no room for {n_pairs} pairs and queries in seq_len {seq_len} "
+                         f"(at most {mqar_max_distance(seq_len, n_pairs)})")
+    B, T, P = batch_size, seq_len, n_pairs
+    keys = torch.rand(B, n_keys, generator=generator).argsort(dim=1)[:, :P]  # (B, P) distinct keys per row
+    values = torch.randint(n_keys, (B, P), generator=generator)  # (B, P)
+    order = torch.rand(B, P, generator=generator).argsort(dim=1)  # (B, P) query order
+    tokens = 2 * n_keys + torch.randint(N_FILLER, (B, T), generator=generator)
+    start = T - P - distance - 2 * P + 1
+    tokens[:, start:start + 2 * P:2] = keys
+    tokens[:, start + 1:start + 2 * P:2] = n_keys + values
+    tokens[:, T - P:] = keys.gather(1, order)
+    targets = torch.full((B, T), IGNORE, dtype=torch.long)
+    targets[:, T - P:] = n_keys + values.gather(1, order)
+    return tokens, targets
+
+
+TASKS = ("recall", "mqar")
+
+
+def vocab_size(task: str, n_keys: int) -> int:
+    return recall_vocab(n_keys) if task == "recall" else mqar_vocab(n_keys)
+
+
+def batch(task: str, batch_size: int, seq_len: int, distance: int, n_keys: int, n_pairs: int,
+          generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch of `task` (one interface for the training loop)."""
+    if task == "recall":
+        return recall_batch(batch_size, seq_len, distance, n_keys, generator)
+    if task == "mqar":
+        return mqar_batch(batch_size, seq_len, distance, n_keys, n_pairs, generator)
+    raise ValueError(f"task: {task!r} is not one of {', '.join(TASKS)}")
+
+
+def show_tokens(tokens, n_keys: int, task: str = "recall") -> list[str]:
+    """Words for token ids, for display: names, 'she' for the recall query, k·/v· for MQAR, filler words."""
+    out = []
+    for t in (int(x) for x in tokens):
+        if task == "recall":
+            out.append(NAMES[t] if t < n_keys else "she" if t == n_keys else FILLERS[t - n_keys - 1])
+        else:
+            out.append(f"k{t}" if t < n_keys else f"v{t - n_keys}" if t < 2 * n_keys else FILLERS[t - 2 * n_keys])
+    return out

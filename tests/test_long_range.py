@@ -1,0 +1,169 @@
+"""Long-range training: the tasks' worked examples, config errors, matched models, divergence, checkpoints."""
+import doctest
+
+import pandas as pd
+import pytest
+import torch
+
+from core import checkpoints as ck
+from core import tasks
+from core.cli import main
+from core.config import make_config
+from core.experiments import long_range as lr
+from core.i18n import translator
+
+
+def _cfg(**kw):
+    base = {"device": "cpu", "seq_len": 16, "distances": "2", "steps": 4, "eval_every": 2, "eval_size": 16,
+            "d_model": 16, "batch_size": 8}
+    return make_config(lr.LongRangeConfig, {**base, **kw})
+
+
+def test_worked_examples_in_the_task_docstrings():
+    result = doctest.testmod(tasks)
+    assert result.attempted >= 7 and result.failed == 0
+
+
+def test_recall_batch_puts_one_name_d_before_the_query():
+    T, d, K = 20, 7, 5
+    x, y = tasks.recall_batch(64, T, d, K, torch.Generator().manual_seed(0))
+    names = x < K
+    assert (names.sum(1) == 1).all() and names[:, T - 1 - d].all()
+    assert (x[:, -1] == K).all() and (y[:, -1] == x[:, T - 1 - d]).all()
+    assert (y[:, :-1] == tasks.IGNORE).all()
+
+
+def test_mqar_batch_targets_are_the_values_stored_with_each_key():
+    T, d, K, P = 24, 5, 8, 3
+    x, y = tasks.mqar_batch(32, T, d, K, P, torch.Generator().manual_seed(0))
+    for row, tgt in zip(x.tolist(), y.tolist()):
+        first_query = T - P
+        assert row[first_query - d] >= K and row[first_query - d] < 2 * K  # the last value sits d before
+        for t in range(first_query, T):
+            key_pos = row.index(row[t])  # its first appearance, in the pairs
+            assert key_pos < first_query - d and tgt[t] == row[key_pos + 1]
+        assert all(v == tasks.IGNORE for v in tgt[:first_query])
+
+
+@pytest.mark.parametrize("override, field", [({"distances": "4,16"}, "distances"), ({"n_keys": 1}, "n_keys"),
+                                             ({"steps": 0}, "steps"), ({"tasks": "mqar", "distances": "12"},
+                                                                        "distances"),
+                                             ({"tasks": "mqar", "n_pairs": 9}, "n_pairs")])
+def test_bad_input_names_the_field(override, field):
+    with pytest.raises(ValueError, match=f"^{field}"):
+        _cfg(**override)
+
+
+def test_cli_bad_input_exits_2(capsys):
+    assert main(["run", "long_range", "--device", "cpu", "--set", "distances=64"]) == 2
+    assert "distances: 64 must be < seq_len (64)" in capsys.readouterr().err
+
+
+def test_models_have_matched_parameter_counts():
+    cfg = _cfg(d_model=32)
+    V = tasks.vocab_size("recall", cfg.n_keys)
+    p = {m: sum(t.numel() for t in lr.build_model(m, cfg, V).parameters()) for m in lr.MODELS}
+    assert abs(p["lstm"] - p["transformer"]) / p["transformer"] < 0.02
+    lstm = lr.build_model("lstm", cfg, V)
+    assert lr.lstm_params(lstm.rnn.hidden_size, V, 2) == p["lstm"]  # the closed form counts what torch builds
+    assert lstm.rnn.bias_ih_l0.view(4, -1)[1].eq(1.0).all()  # forget bias 1 (gate order i, f, g, o)
+
+
+def test_transformer_learns_recall_at_a_distance_where_the_lstm_stays_near_chance():
+    cfg = _cfg(seq_len=32, distances="28", steps=120, eval_every=40, eval_size=128, batch_size=32, d_model=32)
+    seen = []
+    df = lr.run(cfg, on_progress=seen.append)
+    assert [p.done for p in seen] == list(range(1, 7)) and seen[-1].total == 6
+    last = lr.final(df).set_index("model")
+    assert last.loc["transformer", "accuracy"] >= 0.9
+    assert last.loc["lstm", "accuracy"] < 0.4  # chance is 1/8
+    assert set(lr.COLUMNS) <= set(df.columns) and (df["status"] == "ok").all()
+    assert any("reached at least 90% while the LSTM did not" in s for s in lr.takeaways(df, translator("en")))
+
+
+def test_a_nan_loss_stops_that_run_as_diverged_and_the_others_continue(monkeypatch):
+    real = lr.build_model
+
+    def poisoned(name, cfg, V, impl="sdpa"):
+        model = real(name, cfg, V, impl)
+        if name == "lstm":
+            with torch.no_grad():
+                model.head.bias.fill_(float("nan"))
+        return model
+
+    monkeypatch.setattr(lr, "build_model", poisoned)
+    seen = []
+    df = lr.run(_cfg(distances="2,5", steps=6), on_progress=seen.append)
+    bad, good = df[df["model"] == "lstm"], df[df["model"] == "transformer"]
+    assert list(bad["status"]) == ["diverged", "diverged"] and bad["accuracy"].isna().all()
+    assert list(bad["step"]) == [1, 1] and "nan" in bad["note"].iloc[0]
+    assert (good["status"] == "ok").all() and list(good["step"]) == [2, 4, 6, 2, 4, 6]
+    assert seen[-1].done == seen[-1].total == len(df)  # the progress bar still ends full
+    assert any("diverged" in s for s in lr.takeaways(df, translator("en")))
+
+
+def _final_rows(lstm_acc, tfm_acc, distances=(4, 60)):
+    rows = []
+    for model, accs in (("lstm", lstm_acc), ("transformer", tfm_acc)):
+        for d, a in zip(distances, accs):
+            rows.append({"task": "recall", "model": model, "distance": d, "step": 150, "accuracy": a, "chance": 0.125,
+                         "params": 1000, "status": "ok"})
+    return pd.DataFrame(rows)
+
+
+def test_takeaways_are_computed_from_the_numbers_and_honest_when_the_effect_is_absent():
+    tr = translator("en")
+    lines = lr.takeaways(_final_rows((1.0, 0.13), (1.0, 1.0)), tr)
+    assert any("at distance 60 the Transformer reached at least 90% while the LSTM did not" in s and "13%" in s
+               for s in lines)
+    held = lr.takeaways(_final_rows((0.95, 0.92), (1.0, 1.0)), tr)
+    assert any("the effect does not show" in s for s in held)
+    assert not any("while the LSTM did not" in s for s in held)
+
+
+def test_shipped_checkpoints_load_with_weights_only_and_attention_finds_the_name():
+    for name in ck.MODELS:
+        blob = torch.load(ck.path_for(name), map_location="cpu", weights_only=True)
+        assert set(blob) == {"state_dict", "meta"} and ck.path_for(name).stat().st_size < 400_000
+    tfm, meta = ck.load("transformer")
+    lstm, _ = ck.load("lstm")
+    assert min(meta["accuracy_by_distance"]) >= 0.9
+    T, K = meta["seq_len"], meta["n_keys"]
+    tokens = ck.random_example(T, T - 3, K, seed=7)
+    att = ck.attention_from_query(tfm, tokens)  # (layers, heads, T)
+    assert torch.allclose(att.sum(-1), torch.ones(att.shape[:2]), atol=1e-5)
+    assert int(att[-1, 0].argmax()) == 2  # the name, T−3 positions before the query at T−1
+    assert ck.predict(tfm, tokens)[0] == tokens[2]
+    frame = ck.map_frame(tokens, tfm, lstm, K)
+    assert len(frame) == (att.shape[0] * att.shape[1] + 1) * T
+    assert frame[frame["kind"] == "saliency"]["share"].sum() == pytest.approx(1.0, rel=1e-5)
+    lines = ck.map_takeaways(frame, tokens, tfm, lstm, K, translator("en"))
+    assert any("of the query's attention lands on" in s for s in lines)
+
+
+def test_naive_attention_checkpoint_matches_the_fused_path():
+    tfm, meta = ck.load("transformer")
+    blob = torch.load(ck.path_for("transformer"), map_location="cpu", weights_only=True)
+    fused = lr.build_model("transformer", ck._config(meta), meta["vocab_size"])
+    fused.load_state_dict(blob["state_dict"])
+    x = torch.tensor([ck.random_example(meta["seq_len"], 5, meta["n_keys"], seed=1)])
+    with torch.no_grad():
+        assert torch.allclose(tfm(x), fused.eval()(x), atol=1e-5)
+
+
+def test_checkpoints_command_writes_loadable_files(tmp_path, capsys):
+    assert main(["checkpoints", "--out-dir", str(tmp_path), "--steps", "2"]) == 0
+    for name in ck.MODELS:
+        _, meta = ck.load(name, tmp_path)
+        assert meta["steps"] == 2 and len(meta["accuracy_by_distance"]) == meta["seq_len"] - 1
+    assert main(["checkpoints", "--steps", "0"]) == 2
+    assert "--steps" in capsys.readouterr().err
+
+
+def test_typed_examples_are_parsed_and_bad_words_named():
+    assert ck.parse_example("Alice the cat", 8) == [0, 9, 11, 8]
+    assert ck.parse_example("Beth sat she", 8) == [1, 12, 8]
+    with pytest.raises(ValueError, match="^example: unknown word.*'dog'"):
+        ck.parse_example("Alice dog she", 8)
+    with pytest.raises(ValueError, match="^example"):
+        ck.parse_example("", 8)
