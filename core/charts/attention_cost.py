@@ -7,9 +7,13 @@ import math
 import altair as alt
 import pandas as pd
 
-from core.charts.common import device_subtitle, lines, log_x, log_y, titled
+from core.charts.common import device_subtitle, lines, log_x, log_y
+from core.charts.common import titled as _titled
 
 GUIDE_COLOR = "#9a9a9a"
+IMPL_COLORS = {"naive": "#d62728", "linear": "#2ca02c", "lstm_state": "#7f7f7f"}
+SDPA_COLORS = ("#1f77b4", "#9467bd", "#17becf", "#8c564b", "#e377c2")  # one per backend that ran
+SCHEME_COLORS = {"mha": "#d62728", "gqa": "#1f77b4", "mqa": "#2ca02c", "rnn_state": "#7f7f7f"}
 
 
 def _ok(df: pd.DataFrame) -> pd.DataFrame:
@@ -17,6 +21,11 @@ def _ok(df: pd.DataFrame) -> pd.DataFrame:
         return df
     d = df[df["status"] == "ok"] if "status" in df else df
     return d[d["point"] == "sweep"] if "point" in d else d
+
+
+def titled(chart: alt.Chart, title: str, subtitle: str = "") -> alt.Chart:
+    """The house title, and room for a legend under the plot (the height includes title, axes and legend)."""
+    return _titled(chart, title, subtitle).properties(height=420)
 
 
 def impl_label(row, tr) -> str:
@@ -31,6 +40,16 @@ def with_labels(df: pd.DataFrame, tr) -> pd.DataFrame:
     if not len(df):
         return df.assign(label=pd.Series(dtype=str))
     return df.assign(label=[impl_label(r, tr) for _, r in df.iterrows()])
+
+
+def impl_color(d: pd.DataFrame, title: str) -> alt.Color:
+    """Fixed colours: naive red, SDPA blues/purples (one per backend), linear green, the LSTM grey."""
+    labels = list(dict.fromkeys(d["label"])) if len(d) else []
+    sdpa = iter(SDPA_COLORS * 2)
+    impl_of = dict(zip(d["label"], d["impl"])) if len(d) else {}
+    colors = [IMPL_COLORS.get(impl_of[lb]) or next(sdpa) for lb in labels]
+    return alt.Color("label:N", title=title, scale=alt.Scale(domain=labels, range=colors),
+                     legend=alt.Legend(orient="bottom", columns=2, labelLimit=400))
 
 
 def guides(x_min: float, x_max: float, y0: float, tr, slopes=(1, 2)) -> pd.DataFrame:
@@ -68,7 +87,7 @@ def memory_chart(df: pd.DataFrame, tr, metric: str = "saved_bytes") -> alt.Chart
     main = lines(d, log_x("seq_len", tr("attention_cost.axis.seq_len")),
                  log_y("mib", tr(f"attention_cost.axis.{metric}")), "label", tr("attention_cost.axis.impl"),
                  tooltip=["label", "seq_len", "mib", "peak_kind", "run"] if "run" in d else
-                 ["label", "seq_len", "mib", "peak_kind"])
+                 ["label", "seq_len", "mib", "peak_kind"]).encode(color=impl_color(d, tr("attention_cost.axis.impl")))
     score = d.drop_duplicates(["seq_len"]).assign(score_mib=lambda x: x["analytic_bytes"] / 2**20) if len(d) else d
     one_matrix = alt.Chart(score).mark_line(color="black", strokeDash=[6, 3], opacity=0.5).encode(
         x="seq_len:Q", y="score_mib:Q", tooltip=["seq_len", "score_mib"])
@@ -83,8 +102,8 @@ def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
     tooltip = ["label", "seq_len", "time_ms", "time_iqr_ms"] + (["run"] if "run" in d else [])
     main = lines(d, log_x("seq_len", tr("attention_cost.axis.seq_len")),
                  log_y("time_ms", tr("attention_cost.axis.time_ms")), "label", tr("attention_cost.axis.impl"),
-                 tooltip=tooltip)
-    att = d[d["impl"] != "lstm"] if len(d) else d
+                 tooltip=tooltip).encode(color=impl_color(d, tr("attention_cost.axis.impl")))
+    att = d[d["impl"] != "lstm_state"] if len(d) else d
     chart = main + _guide_layer(att.assign(y=att["time_ms"]), "y", tr) + \
         _guide_labels(att.assign(y=att["time_ms"]), "y", tr)
     return titled(chart, tr("attention_cost.chart.time"), device_subtitle(d))
@@ -94,9 +113,12 @@ def wall_chart(extrap: pd.DataFrame, tr, budget_bytes: float) -> alt.Chart:
     """Formula bytes of a whole model at 8K … 1M tokens, with this device's memory budget as a rule."""
     d = extrap.assign(gib=extrap["bytes"] / 2**30,
                       what_label=[tr(f"attention_cost.wall.what.{w}") for w in extrap["what"]])
+    whats = {"naive": "#d62728", "sdpa": "#1f77b4", "kv_cache": "#ff7f0e"}
+    scale = alt.Scale(domain=[tr(f"attention_cost.wall.what.{w}") for w in whats], range=list(whats.values()))
     main = alt.Chart(d).mark_line(point=True).encode(
         x=log_x("seq_len", tr("attention_cost.axis.seq_len")), y=log_y("gib", tr("attention_cost.axis.gib")),
-        color=alt.Color("what_label:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)),
+        color=alt.Color("what_label:N", title=None, scale=scale,
+                        legend=alt.Legend(orient="bottom", columns=1, labelLimit=500)),
         tooltip=["what_label", "seq_len", "gib", "fits_budget", "time_s", "memory_kind", "time_kind"])
     layers = [main]
     if budget_bytes and math.isfinite(budget_bytes):
@@ -113,7 +135,9 @@ def kv_measured_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = df[df["kind"] == "measured"] if len(df) else df
     d = d.assign(kib=d["measured_bytes"] / 1024, formula_kib=d["cache_bytes"] / 1024,
                  scheme_label=[tr(f"attention_cost.kv.scheme.{s.replace(' ', '_')}") for s in d["scheme"]])
-    color = alt.Color("scheme_label:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400))
+    scale = alt.Scale(domain=[tr(f"attention_cost.kv.scheme.{k}") for k in SCHEME_COLORS],
+                      range=list(SCHEME_COLORS.values()))
+    color = alt.Color("scheme_label:N", title=None, scale=scale, legend=alt.Legend(orient="bottom", labelLimit=400))
     x = alt.X("seq_len:Q", title=tr("attention_cost.axis.tokens"))
     formula = alt.Chart(d).mark_line(opacity=0.6).encode(x=x, y=alt.Y("formula_kib:Q",
                                                                       title=tr("attention_cost.axis.cache_kib")),
@@ -128,9 +152,12 @@ def kv_models_chart(df: pd.DataFrame, tr, memory_bytes: float | None = None) -> 
     """Cache size by formula vs context for real model configs; a rule at the device's memory."""
     d = df[df["kind"] == "formula"] if len(df) else df
     d = d.assign(gib=d["cache_bytes"] / 2**30, who=d["model"] + " · " + d["scheme"].str.upper())
+    who = list(dict.fromkeys(d["who"]))
+    colors = [SCHEME_COLORS.get(s.split(" ")[0], "#8c564b") for s in dict.fromkeys(d["scheme"])]
     main = alt.Chart(d).mark_line(point=True).encode(
         x=log_x("seq_len", tr("attention_cost.axis.seq_len")), y=log_y("gib", tr("attention_cost.axis.gib")),
-        color=alt.Color("who:N", title=None, legend=alt.Legend(orient="bottom", columns=2, labelLimit=400)),
+        color=alt.Color("who:N", title=None, scale=alt.Scale(domain=who, range=colors),
+                        legend=alt.Legend(orient="bottom", columns=3, labelLimit=400)),
         tooltip=["model", "scheme", "n_layers", "n_heads", "n_kv_heads", "head_dim", "seq_len", "gib"])
     layers = [main]
     if memory_bytes:

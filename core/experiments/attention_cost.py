@@ -29,7 +29,7 @@ from core.fit import loglog_fit, tail_slope
 from core.memory_formulas import DTYPE_BYTES, ModelShape, attention_saved_bytes, kv_cache_bytes, score_bytes
 from core.models import naive_attention
 
-IMPLS = ("naive", "sdpa", "linear", "lstm")
+IMPLS = ("naive", "sdpa", "linear", "lstm_state")
 QUADRATIC = ("naive",)  # implementations whose memory holds an n × n matrix
 BACKENDS = ("auto", "flash", "efficient", "cudnn", "math")
 SDP_BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
@@ -152,7 +152,7 @@ def predicted_bytes(impl: str, backend: str, cfg: AttentionCostConfig, n: int, d
     """A generous peak estimate for the guard: computed from the shape alone, before anything is allocated."""
     B, H, d, e = cfg.batch_size, cfg.n_heads, cfg.head_dim, elem_bytes(cfg.dtype)
     linear_part = 12 * B * H * n * d * e  # q, k, v, their gradients, the output and its gradient, temporaries
-    if impl == "lstm":
+    if impl == "lstm_state":
         return 2.0 * B * n * H * d * e + 64 * B * H * d * e
     if impl == "linear":
         dd = d * d * (n if cfg.causal else 1)  # causal prefix sums hold a d × d matrix per position
@@ -164,7 +164,7 @@ def predicted_bytes(impl: str, backend: str, cfg: AttentionCostConfig, n: int, d
 
 def formula_saved(impl: str, backend: str, cfg: AttentionCostConfig, n: int) -> float:
     """The exact bytes saved for backward by formula, where one is known (fp32); NaN otherwise."""
-    if cfg.dtype != "float32" or impl in ("linear", "lstm"):
+    if cfg.dtype != "float32" or impl in ("linear", "lstm_state"):
         return math.nan
     which = "naive" if impl == "naive" else backend
     try:
@@ -246,7 +246,7 @@ def attention_flops(impl: str, cfg: AttentionCostConfig, n: int) -> float:
     """Forward + backward FLOPs: 4·B·H·n²·d forward (QKᵀ and PV), backward 2.5× that (Dao 2023); linear in n
     for linear attention (≈ 8·B·H·n·d² both ways) and the LSTM (8·d·2d per token, forward only)."""
     B, H, d = cfg.batch_size, cfg.n_heads, cfg.head_dim
-    if impl == "lstm":
+    if impl == "lstm_state":
         return 8.0 * (H * d) * (2 * H * d) * B * n
     if impl == "linear":
         return 3.5 * 4.0 * B * H * n * d * d
@@ -260,9 +260,12 @@ def predicted_seconds(impl: str, cfg: AttentionCostConfig, n: int, device: torch
     smaller = [(m, t) for m, t in history if m < n and math.isfinite(t)]
     if smaller:
         m, t_ms = max(smaller)
-        power = 1 if impl in ("linear", "lstm") else 2
+        power = 1 if impl in ("linear", "lstm_state") else 2
         return t_ms / 1e3 * (n / m) ** power, f"extrapolated from n={m}"
-    return attention_flops(impl, cfg, n) / bench.peak_flops(str(device), cfg.dtype), "FLOPs at this device's matmul peak"
+    flops = attention_flops(impl, cfg, n)
+    if flops < 1e9:  # about a second even at 1 GFLOP/s: not worth measuring the device's peak to decide
+        return 0.0, "small"
+    return flops / bench.peak_flops(str(device), cfg.dtype), "FLOPs at this device's matmul peak"
 
 
 def measure_point(impl: str, backend: str, cfg: AttentionCostConfig, n: int, device: torch.device,
@@ -272,7 +275,7 @@ def measure_point(impl: str, backend: str, cfg: AttentionCostConfig, n: int, dev
     B, H, e = cfg.batch_size, cfg.n_heads, elem_bytes(cfg.dtype)
     row = {"impl": impl, "requested_backend": backend if impl == "sdpa" else "-",
            "backend": backend if impl == "sdpa" else "-",
-           "mode": "inference" if impl == "lstm" else "train (fwd+bwd)", "seq_len": n, "batch_size": B,
+           "mode": "inference" if impl == "lstm_state" else "train (fwd+bwd)", "seq_len": n, "batch_size": B,
            "n_heads": H, "head_dim": cfg.head_dim, "dtype": cfg.dtype, "causal": cfg.causal,
            "analytic_bytes": score_bytes(B, H, n, e), "seed": cfg.seed, "point": point, "note": ""}
     predicted = predicted_bytes(impl, backend, cfg, n, device)
@@ -286,7 +289,7 @@ def measure_point(impl: str, backend: str, cfg: AttentionCostConfig, n: int, dev
     if seconds > cfg.time_limit_s:
         return {**row, "status": "skipped", "predicted_bytes": predicted,
                 "note": f"would take ~{seconds:,.0f} s ({how}); limit {cfg.time_limit_s:,.0f} s"}
-    measure = (lambda: _measure_lstm(cfg, n, device)) if impl == "lstm" else \
+    measure = (lambda: _measure_lstm(cfg, n, device)) if impl == "lstm_state" else \
         (lambda: _measure_attention(impl, backend, cfg, n, device))
     try:
         fields = guard.guarded(measure, predicted, device, budget)
@@ -374,40 +377,49 @@ def wall(df: pd.DataFrame, budget_bytes: float, metric: str = "peak_bytes", poin
 
 def extrapolate(df: pd.DataFrame, shape: ModelShape, dtype: str = "bfloat16", batch_size: int = 1,
                 lengths=WALL_LENGTHS, budget_bytes: float = math.nan) -> pd.DataFrame:
-    """A whole model at 8K … 1M tokens: attention memory by formula, time from this device's fitted curves.
+    """A whole model at 8K … 1M tokens: attention memory by formula, time extrapolated from this device.
 
     Memory (formula): training keeps, per layer, the probabilities (naive: B·H·n²) or the output and log-sum-exp
-    (fused: B·H·n·(d + 4 bytes)); inference keeps the KV cache. Time (extrapolation): the measured naive / sdpa
-    fwd+bwd curve, fitted in log-log over the largest three n, scaled by layers · heads · head size · batch.
+    (fused: B·H·n·(d + 4 bytes)); inference keeps the KV cache. Time (extrapolation): the largest measured naive /
+    SDPA fwd+bwd point, scaled by (n / n_measured)² — attention's FLOPs, exactly n² — and by layers · heads ·
+    head size · batch. A fitted exponent would be noisier over a 500× jump; the measured slope is on the page.
     """
     e = DTYPE_BYTES[dtype]
     L, H, d, B = shape.n_layers, shape.n_heads, shape.head_dim, batch_size
-    fits = {}
+    anchors = {}
     ok = df[(df.status == "ok") & (df.point == "sweep")] if len(df) else df
     for impl in ("naive", "sdpa"):
-        g = ok[ok.impl == impl].sort_values("seq_len")
+        g = ok[ok.impl == impl]
         if impl == "sdpa":
             g = g[g.requested_backend == "auto"]
-        g = g.tail(3)
-        if len(g) >= 2:
-            a, b = loglog_fit(g.seq_len, g.time_ms)
-            scale = (L * H * d * B) / float(g.n_heads.iloc[0] * g.head_dim.iloc[0] * g.batch_size.iloc[0])
-            fits[impl] = (a, b, scale, int(g.seq_len.max()))
+        if len(g):
+            top = g.sort_values("seq_len").iloc[-1]
+            scale = (L * H * d * B) / float(top.n_heads * top.head_dim * top.batch_size)
+            anchors[impl] = (float(top.time_ms), int(top.seq_len), scale)
     rows = []
     for n in lengths:
         memory = {"naive": L * score_bytes(B, H, n, e), "sdpa": L * B * H * n * (d * e + 4),
                   "kv_cache": kv_cache_bytes(L, shape.n_kv_heads, d, n, B, e)}
         for what, nbytes in memory.items():
             t_s, time_kind = math.nan, ""
-            if what in fits:
-                a, b, scale, n_fit = fits[what]
-                t_s = math.exp(a) * n ** b * scale / 1e3
-                time_kind = f"extrapolation (fitted on n ≤ {n_fit})"
+            if what in anchors:
+                t_ms, n0, scale = anchors[what]
+                t_s = t_ms / 1e3 * (n / n0) ** 2 * scale
+                time_kind = f"extrapolation from n={n0} as n²"
             rows.append({"model": shape.name, "what": what, "seq_len": n, "bytes": nbytes,
                          "fits_budget": bool(nbytes <= budget_bytes) if math.isfinite(budget_bytes) else math.nan,
-                         "time_s": t_s, "memory_kind": "formula",
-                         "time_kind": time_kind})
+                         "time_s": t_s, "memory_kind": "formula", "time_kind": time_kind})
     return pd.DataFrame(rows)
+
+
+def format_seconds(s: float) -> str:
+    """'850 ms', '42 s', '3.5 h', '12 days', '3e+04 years'."""
+    if not math.isfinite(s):
+        return "–"
+    for unit, size in (("years", 365 * 86400), ("days", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+        if s >= size:
+            return f"{s / size:,.3g} {unit}"
+    return f"{s * 1e3:.3g} ms"
 
 
 # ---- takeaways -----------------------------------------------------------------------------------------------
@@ -426,12 +438,15 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     for (impl, req), g in ok.groupby(["impl", "requested_backend"], sort=False):
         name = impl if impl != "sdpa" else f"sdpa ({g.backend.iloc[-1]})"
         label[(impl, req)] = name
-        mem = g.peak_bytes if impl == "lstm" else g.saved_bytes
+        mem = g.peak_bytes if impl == "lstm_state" else g.saved_bytes
         if g.seq_len.nunique() >= 3:
-            key = "attention_cost.take.lstm_flat" if impl == "lstm" else "attention_cost.take.slopes"
+            key = "attention_cost.take.lstm_flat" if impl == "lstm_state" else "attention_cost.take.slopes"
             out.append(tr(key, impl=name, mem_slope=tail_slope(g.seq_len, mem), time_slope=tail_slope(g.seq_len, g.time_ms),
                           n_lo=_fmt_n(g.seq_len.min()), n_hi=_fmt_n(g.seq_len.max()),
                           state=guard.format_bytes(g.state_bytes.max())))
+    noisy = ok.noisy.astype(bool).sum() if "noisy" in ok else 0
+    if noisy:
+        out.append(tr("attention_cost.take.noisy", k=int(noisy), total=len(ok)))
     naive = ok[ok.impl == "naive"]
     fused = ok[(ok.impl == "sdpa") & (ok.requested_backend == "auto")]
     common = sorted(set(naive.seq_len) & set(fused.seq_len))

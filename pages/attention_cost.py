@@ -1,0 +1,129 @@
+"""Bottleneck 4 — attention's own cost: the n × n score matrix in training, the KV cache at inference."""
+import math
+
+import streamlit as st
+
+from core.charts import attention_cost as charts
+from core.device import resolve_device, total_memory_bytes
+from core.experiments import attention_cost as ac
+from core.experiments import kv_cache as kv
+from core.fit import tail_slope
+from core.guard import format_bytes
+from core.memory_formulas import DTYPE_BYTES, MODEL_PRESETS, ModelShape, kv_cache_bytes
+from ui import common as ui
+
+PAGE = "attention_cost"
+tr = ui.page_ui(PAGE)
+ui.predict_ui(tr, PAGE, 3)
+
+st.subheader(tr("ui.live_header"))
+st.caption(tr("ui.live_intro"))
+cfg = ui.config_form_ui(tr, ac.EXPERIMENT, PAGE, ["impls", "backends", "seq_lens", "dtype", "n_heads", "head_dim",
+                                                  "batch_size", "causal", "budget_mib", "verify_wall", "device"])
+live = ui.run_ui(tr, ac.EXPERIMENT, cfg, PAGE)
+both, primary = ui.shown_data(tr, PAGE, live)
+
+
+def slopes_table(df):
+    """Fitted exponents per implementation, over the three longest lengths of the run shown."""
+    ok = charts.with_labels(df[(df["status"] == "ok") & (df["point"] == "sweep")], tr)
+    rows = [{tr("attention_cost.slopes.label"): label,
+             tr("attention_cost.slopes.saved"): ui.fmt(tail_slope(g["seq_len"], g["saved_bytes"])),
+             tr("attention_cost.slopes.peak"): ui.fmt(tail_slope(g["seq_len"], g["peak_bytes"])),
+             tr("attention_cost.slopes.time"): ui.fmt(tail_slope(g["seq_len"], g["time_ms"]))}
+            for label, g in ok.groupby("label", sort=False)]
+    return ui.pd.DataFrame(rows)
+
+
+if len(both):
+    ui.status_ui(tr, both)
+    st.subheader(tr("attention_cost.memory_header"))
+    st.markdown(tr("attention_cost.memory_intro"))
+    left, right = st.columns(2)
+    with left:
+        ui.chart_ui(charts.memory_chart(both, tr, "saved_bytes"))
+        ui.chart_ui(charts.time_chart(both, tr))
+    with right:
+        ui.chart_ui(charts.memory_chart(both, tr, "peak_bytes"))
+        st.caption(tr("attention_cost.slopes_header"))
+        st.dataframe(slopes_table(primary), hide_index=True)
+        st.caption(tr("attention_cost.peak_note"))
+    st.info(tr("attention_cost.linear_note"))
+
+    st.subheader(tr("attention_cost.wall_header"))
+    st.markdown(tr("attention_cost.wall_intro"))
+    budget = float(primary["budget_bytes"].dropna().iloc[0]) if primary["budget_bytes"].notna().any() else math.nan
+    walls = charts.with_labels(ac.wall(primary, budget), tr)
+    st.dataframe(ui.pd.DataFrame({
+        tr("attention_cost.wall_table.impl"): walls["label"],
+        tr("attention_cost.wall_table.slope"): walls["slope"].map(lambda b: f"{b:.2f}"),
+        tr("attention_cost.wall_table.n_max"): walls["n_max"].map(lambda n: f"{n:,.0f}" if math.isfinite(n) else "–"),
+        tr("attention_cost.wall_table.fitted_on"): walls["fitted_on"],
+        tr("attention_cost.wall_table.budget"): walls["budget_bytes"].map(format_bytes)}), hide_index=True)
+
+    st.markdown("#### " + tr("attention_cost.extrap_header"))
+    st.markdown(tr("attention_cost.extrap_intro"))
+    c1, c2 = st.columns(2)
+    shape = MODEL_PRESETS[c1.selectbox(tr("attention_cost.extrap_model"), list(MODEL_PRESETS), index=1,
+                                       key="extrap_model")]
+    dtype = c2.selectbox(tr("attention_cost.extrap_dtype"), ["bfloat16", "float32"], key="extrap_dtype")
+    ext = ac.extrapolate(primary, shape, dtype, budget_bytes=budget)
+    ui.chart_ui(charts.wall_chart(ext, tr, budget))
+    st.dataframe(ui.pd.DataFrame({
+        tr("attention_cost.extrap.what"): [tr(f"attention_cost.wall.what.{w}") for w in ext["what"]],
+        tr("attention_cost.extrap.seq_len"): ext["seq_len"].map("{:,}".format),
+        tr("attention_cost.extrap.size"): ext["bytes"].map(format_bytes),
+        tr("attention_cost.extrap.fits"): ext["fits_budget"],
+        tr("attention_cost.extrap.time"): ext["time_s"].map(ac.format_seconds)}),
+        hide_index=True)
+    ui.caption_source_ui(tr, primary)
+    ui.takeaways_ui(tr, ac.takeaways(primary, tr))
+else:
+    st.info(tr("attention_cost.no_sweep"))
+
+# ---- inference: the KV cache ---------------------------------------------------------------------------------
+st.subheader(tr("attention_cost.kv_header"))
+st.markdown(tr("attention_cost.kv_intro"))
+st.markdown("#### " + tr("attention_cost.kv.calc_header"))
+custom = tr("attention_cost.kv.custom")
+c1, c2, c3 = st.columns(3)
+name = c1.selectbox(tr("attention_cost.kv.model"), [*MODEL_PRESETS, custom], index=2, key="kv_model")
+kv_dtype = c2.selectbox(tr("attention_cost.kv.dtype"), list(DTYPE_BYTES), index=1, key="kv_dtype")
+batch = int(c3.number_input(tr("attention_cost.kv.batch"), min_value=1, max_value=4096, value=1, key="kv_batch"))
+if name == custom:
+    c = st.columns(4)
+    layers = int(c[0].number_input(tr("attention_cost.kv.layers"), 1, 1000, 32, key="kv_layers"))
+    heads = int(c[1].number_input(tr("attention_cost.kv.heads"), 1, 1024, 32, key="kv_heads"))
+    n_kv = int(c[2].number_input(tr("attention_cost.kv.kv_heads"), 1, 1024, 8, key="kv_kv_heads"))
+    head_dim = int(c[3].number_input(tr("attention_cost.kv.head_dim"), 1, 1024, 128, key="kv_head_dim"))
+    if n_kv > heads or heads % n_kv:
+        st.error(tr("attention_cost.kv.bad_custom", kv=n_kv, heads=heads))
+        n_kv = heads
+    shape = ModelShape(custom, layers, heads, n_kv, head_dim, 131072, "")
+else:
+    shape = MODEL_PRESETS[name]
+    st.caption(tr("attention_cost.kv.source", source=shape.source))
+e = DTYPE_BYTES[kv_dtype]
+memory = total_memory_bytes(resolve_device("auto"))
+per_token = kv_cache_bytes(shape.n_layers, shape.n_kv_heads, shape.head_dim, 1, batch, e)
+st.markdown(tr("attention_cost.kv.result", model=shape.name, per_token=format_bytes(per_token),
+               scheme=shape.scheme.upper(), kv=shape.n_kv_heads, layers=shape.n_layers, head_dim=shape.head_dim,
+               at_max=format_bytes(per_token * shape.max_context), max_context=f"{shape.max_context:,}",
+               memory=format_bytes(memory), cross=f"{kv.crossing_tokens(shape, e, batch, memory):,.0f}"))
+contexts = [2**k for k in range(10, 21)]
+ui.chart_ui(charts.kv_models_chart(kv.calculator_frame(shape, e, batch, contexts), tr, memory))
+
+st.markdown("#### " + tr("attention_cost.kv.demo_header"))
+st.markdown(tr("attention_cost.kv.demo_intro"))
+pressed = st.button(tr("attention_cost.kv.demo_run"), key="kv_run")
+kv_live = ui.run_ui(tr, kv.EXPERIMENT, kv.EXPERIMENT.config("quick") if pressed else None, "kv_cache")
+kv_both, kv_primary = ui.shown_data(tr, "kv_cache", kv_live)
+if len(kv_primary):
+    ui.chart_ui(charts.kv_measured_chart(kv_primary, tr))
+    ui.takeaways_ui(tr, kv.takeaways(kv_primary, tr))
+
+st.subheader(tr("attention_cost.remedies_header"))
+st.markdown(tr("attention_cost.remedies"))
+ui.method_ui(tr, PAGE)
+ui.table_ui(tr, both, PAGE)
+ui.table_ui(tr, kv_both, "kv_cache")
