@@ -21,6 +21,7 @@ LANG_NAMES = {"en": "English", "zh": "中文"}
 # home page links to each. A page's title is the catalogue key nav.<key>.
 PAGES = [
     ("serial", "pages/serial.py"),
+    ("long_range", "pages/long_range.py"),
     ("depth", "pages/depth.py"),
     ("attention_cost", "pages/attention_cost.py"),
 ]
@@ -283,8 +284,26 @@ def table_ui(tr, df: pd.DataFrame, name: str) -> None:
                        file_name=f"{name}.csv", mime="text/csv", key=f"dl:{name}")
 
 
-def chart_ui(chart) -> None:
+def _export(spec: str, fmt: str):
+    """Render a Vega-Lite spec to PNG or SVG on demand (vl-convert runs Vega itself; no browser needed)."""
+    import vl_convert as vlc
+    return vlc.vegalite_to_png(spec, scale=2) if fmt == "png" else vlc.vegalite_to_svg(spec)
+
+
+def chart_ui(chart, name: str | None = None) -> None:
+    """Draw an Altair chart with PNG and SVG downloads beneath it (rendered only when clicked)."""
+    import hashlib
     st.altair_chart(chart, width="stretch")
+    spec = chart.to_json()
+    key = hashlib.sha1(spec.encode()).hexdigest()[:12]
+    if name is None:
+        title = chart.to_dict().get("title", {})
+        name = title.get("text", "chart") if isinstance(title, dict) else str(title)
+    file = "".join(ch if ch.isalnum() else "-" for ch in str(name))[:60].strip("-").lower() or "chart"
+    row = st.container(horizontal=True, gap="small")
+    for fmt, mime in (("png", "image/png"), ("svg", "image/svg+xml")):
+        row.download_button(fmt.upper(), data=lambda f=fmt: _export(spec, f), file_name=f"{file}.{fmt}", mime=mime,
+                            key=f"{fmt}:{key}", on_click="ignore", type="tertiary", icon=":material/download:")
 
 
 def fmt(x: float, digits: int = 3) -> str:
