@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas costs ~0.5 s to import; the home page needs none of it
+    import pandas as pd
 
 
 def spec(default, *, lo=None, hi=None, choices=None, help: str = "", min_len: int = 1):
@@ -134,11 +135,11 @@ class Experiment:
     """A registry entry: the config class, its presets (field overrides) and the run function."""
     name: str
     config_cls: type
-    run: Callable[..., pd.DataFrame]
+    run: Callable[..., "pd.DataFrame"]
     presets: dict
     summary: str
     # takeaways(df, tr) -> list of sentences computed from df; tr is core.i18n.translator(lang)
-    takeaways: Callable[[pd.DataFrame, Callable[..., str]], list[str]] | None = None
+    takeaways: Callable[["pd.DataFrame", Callable[..., str]], list[str]] | None = None
 
     def config(self, preset: str = "quick", overrides: dict | None = None):
         if preset not in self.presets:

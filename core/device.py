@@ -11,9 +11,9 @@ import functools
 import os
 import platform
 import subprocess
+import sys
 import threading
-
-import torch
+from importlib import metadata
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
 
@@ -31,6 +31,7 @@ def physical_cores() -> int:
 
 def configure_threads(n: int | None = None) -> int:
     """Give torch exactly one thread per usable core (or `n`); return the count in force."""
+    import torch
     n = n or int(os.environ.get("LAB_THREADS", 0)) or physical_cores()
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
@@ -38,6 +39,7 @@ def configure_threads(n: int | None = None) -> int:
 
 
 def available(kind: str) -> bool:
+    import torch
     if kind == "cpu":
         return True
     if kind == "cuda":
@@ -47,8 +49,9 @@ def available(kind: str) -> bool:
     return False
 
 
-def resolve_device(name: str = "auto") -> torch.device:
+def resolve_device(name: str = "auto") -> "torch.device":
     """'auto' picks CUDA, then MPS, then CPU; an explicit device that is absent raises ValueError."""
+    import torch
     if name not in DEVICES:
         raise ValueError(f"device: {name!r} is not one of {', '.join(DEVICES)}")
     if name == "auto":
@@ -77,7 +80,8 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine() or "CPU"
 
 
-def total_memory_bytes(device: torch.device) -> int:
+def total_memory_bytes(device: "torch.device") -> int:
+    import torch
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).total_memory
     try:
@@ -86,8 +90,9 @@ def total_memory_bytes(device: torch.device) -> int:
         return 0
 
 
-def free_memory_bytes(device: torch.device) -> int:
+def free_memory_bytes(device: "torch.device") -> int:
     """Memory a new allocation could use now: CUDA's free memory, or the OS's MemAvailable."""
+    import torch
     if device.type == "cuda":
         return torch.cuda.mem_get_info(device)[0]
     try:
@@ -100,7 +105,8 @@ def free_memory_bytes(device: torch.device) -> int:
     return total_memory_bytes(device) // 2
 
 
-def device_name(device: torch.device) -> str:
+def device_name(device: "torch.device") -> str:
+    import torch
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     if device.type == "mps":
@@ -108,8 +114,9 @@ def device_name(device: torch.device) -> str:
     return f"{_cpu_name()}"
 
 
-def device_label(device: torch.device) -> str:
+def device_label(device: "torch.device") -> str:
     """Short label for chart titles and result rows, e.g. 'cpu · AMD EPYC · 2 threads'."""
+    import torch
     if device.type == "cpu":
         return f"cpu · {device_name(device)} · {torch.get_num_threads()} threads"
     return f"{device.type} · {device_name(device)}"
@@ -125,8 +132,9 @@ def git_commit() -> str:
         return ""
 
 
-def environment(device: torch.device) -> dict:
+def environment(device: "torch.device") -> dict:
     """The columns every result row carries, so a CSV says where and how it was measured."""
+    import torch
     return {
         "device": device_label(device),
         "device_type": device.type,
@@ -138,7 +146,8 @@ def environment(device: torch.device) -> dict:
     }
 
 
-def synchronize(device: torch.device) -> None:
+def synchronize(device: "torch.device") -> None:
+    import torch
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     elif device.type == "mps":
@@ -158,3 +167,26 @@ def measuring(on_wait=None):
         yield
     finally:
         MEASURE_LOCK.release()
+
+
+def light_facts() -> dict:
+    """The device card's facts without importing torch (~2 s): for the home page's cold start.
+
+    The accelerator is inferred from the driver's presence, and labelled as detected rather than checked.
+    """
+    if "torch" in sys.modules:
+        import torch
+        dev = resolve_device("auto")
+        return {"type": dev.type, "name": device_name(dev), "memory": total_memory_bytes(dev),
+                "torch": torch.__version__, "threads": torch.get_num_threads(), "checked": True}
+    try:
+        version = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        version = "not installed"
+    kind = "cuda" if os.path.exists("/proc/driver/nvidia/version") else "cpu"
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        memory = 0
+    return {"type": kind, "name": _cpu_name() if kind == "cpu" else "NVIDIA GPU", "memory": memory,
+            "torch": version, "threads": int(os.environ.get("LAB_THREADS", 0)) or physical_cores(), "checked": False}

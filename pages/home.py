@@ -9,3 +9,5 @@ for key, page in ui.PAGES:
     with st.container(border=True):
         st.page_link(page, label=tr(f"home.card.{key}.title"))
         st.markdown(tr(f"home.card.{key}.text"))
+
+ui.warm_up_torch()  # after the page is drawn: the next page will not wait for `import torch`

@@ -6,14 +6,16 @@ Helpers that draw widgets end in `_ui`; all computation lives in `core`.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import streamlit as st
 
 from core.config import describe_range, field_info, make_config
 from core.i18n import LANGS, catalogue, normalize_lang, translator
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LANG_NAMES = {"en": "English", "zh": "中文"}
 
@@ -61,14 +63,31 @@ def language_ui() -> str:
 
 # ---- device ---------------------------------------------------------------------------------------------------
 @st.cache_resource(show_spinner=False)
-def _device_facts() -> dict:
-    import torch
-
-    from core.device import configure_threads, device_name, resolve_device, total_memory_bytes
+def _checked_device_facts() -> dict:
+    from core.device import configure_threads, light_facts
     configure_threads()
-    dev = resolve_device("auto")
-    return {"type": dev.type, "name": device_name(dev), "memory": total_memory_bytes(dev),
-            "torch": torch.__version__, "threads": torch.get_num_threads()}
+    return light_facts()
+
+
+def _device_facts() -> dict:
+    """Checked facts once torch is loaded (any measuring page); torch-free, detected facts before that."""
+    import sys
+
+    from core.device import light_facts
+    return _checked_device_facts() if "torch" in sys.modules else light_facts()
+
+
+def warm_up_torch() -> None:
+    """Import torch in a background thread once per process, so the first measuring page opens without the wait."""
+    import sys
+    import threading
+    global _WARMING
+    if "torch" not in sys.modules and not _WARMING:
+        _WARMING = True
+        threading.Thread(target=lambda: __import__("torch"), daemon=True, name="torch-warm-up").start()
+
+
+_WARMING = False
 
 
 def device_card_ui(tr, where=None) -> dict:
@@ -214,6 +233,7 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
         st.error(tr("ui.run_failed", error=state["error"]))
     if not state["rows"]:
         return None
+    import pandas as pd
     if not state["finished"] and not state["error"]:
         st.warning(tr("ui.stopped", done=state["done"], total=state["total"]))
     return pd.DataFrame(state["rows"]).assign(source="live")
@@ -227,6 +247,7 @@ def reference_ui_data(name: str) -> tuple[pd.DataFrame, list[str]]:
 
 def shown_data(tr, name: str, live: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(everything to chart: reference + live, the one run the takeaways speak of: live, else CPU reference)."""
+    import pandas as pd
     ref, problems = reference_ui_data(name)
     for p in problems:
         st.warning(tr("ui.bad_reference", problem=p))
@@ -245,14 +266,16 @@ def shown_data(tr, name: str, live: pd.DataFrame | None) -> tuple[pd.DataFrame, 
     return both, primary
 
 
-def caption_source_ui(tr, primary: pd.DataFrame) -> None:
+def caption_source_ui(tr, primary: "pd.DataFrame") -> None:
+    import pandas as pd
     if len(primary):
         st.caption(tr("ui.showing", source=tr(f"ui.source.{primary['source'].iloc[0]}"),
                       device=primary["device"].iloc[0], date=str(primary.get("date", pd.Series([""])).iloc[0])[:10]))
 
 
-def status_ui(tr, df: pd.DataFrame) -> None:
+def status_ui(tr, df: "pd.DataFrame") -> None:
     """A banner for points that did not run normally (skipped by the guard, out of memory, diverged)."""
+    import pandas as pd
     if "status" not in df:
         return
     for status in ("skipped", "oom", "diverged", "error"):
@@ -312,5 +335,9 @@ def fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
-def replace(cfg, **kw):
-    return dataclasses.replace(cfg, **kw)
+def __getattr__(name: str):
+    """`ui.pd` for pages, imported on first use: pandas costs ~0.5 s, which the home page's cold start skips."""
+    if name == "pd":
+        import pandas
+        return pandas
+    raise AttributeError(name)
