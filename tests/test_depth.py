@@ -233,3 +233,46 @@ def test_charts_encode_the_measurements(small):
     assert first["encoding"]["y"]["scale"]["type"] == "log" and first["encoding"]["x"]["field"] == "n_layers"
     for build in (charts.init_layers_chart, charts.loss_chart, charts.grad_norm_chart, charts.outcomes_chart):
         assert build(df, tr).to_dict()
+
+
+# ---- the page -------------------------------------------------------------------------------------------------
+APP = os.path.join(ROOT, "dashboard.py")
+
+
+def test_page_runs_live_with_heat_map_takeaways_and_bad_input():
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    at.switch_page("pages/depth.py").run()
+    assert not at.exception, at.exception
+    at.multiselect(key="w:depth:models").set_value(["lstm", "pre_ln"])
+    at.text_input(key="w:depth:depths").set_value("1, 2")
+    at.text_input(key="w:depth:warmup_steps").set_value("0")
+    at.number_input(key="w:depth:steps").set_value(4)
+    at.number_input(key="w:depth:d_model").set_value(16)
+    at.selectbox(key="w:depth:device").set_value("cpu")
+    at.button(key="FormSubmitter:form:depth-Run").click().run(timeout=120)
+    assert not at.exception, at.exception
+    assert not at.error
+    charts = [c.proto.spec for c in at.get("vega_lite_chart")]
+    assert len(charts) >= 6 and any('"rect"' in c for c in charts)  # the layer × step heat map is drawn
+    takeaways = [m.value for m in at.markdown if "plain LSTM stack" in m.value]
+    assert takeaways  # computed from the live rows
+    assert at.query_params["depths"] == "1,2"
+    at.text_input(key="w:depth:depths").set_value("2, 99")
+    at.button(key="FormSubmitter:form:depth-Run").click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["Cannot run: depths: 99 is out of range; allowed 1..64"]
+
+
+def test_page_shows_the_rows_of_a_stopped_run(small):
+    from streamlit.testing.v1 import AppTest
+    _, _, progress = small
+    half = progress[: len(progress) // 2]  # as if Stop was pressed mid-way through training
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("pages/depth.py")
+    at.session_state["live:depth"] = {"rows": [r for p in half for r in p.rows], "done": half[-1].done,
+                                      "total": half[-1].total, "finished": False, "error": None}
+    at.run()
+    assert not at.exception, at.exception
+    assert any("Stopped after" in w.value for w in at.warning)
+    assert at.get("vega_lite_chart")

@@ -236,7 +236,9 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
     import pandas as pd
     if not state["finished"] and not state["error"]:
         st.warning(tr("ui.stopped", done=state["done"], total=state["total"]))
-    return pd.DataFrame(state["rows"]).assign(source="live")
+    # A copy first: with runner.fastReruns a Stop starts the new script run at once, while the old run's thread
+    # may still append one more chunk to this list (a frame built from a growing list fails, or mixes rows).
+    return pd.DataFrame(list(state["rows"])).assign(source="live")
 
 
 @st.cache_data(show_spinner=False)

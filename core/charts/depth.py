@@ -8,7 +8,7 @@ import altair as alt
 import pandas as pd
 
 from core.charts.common import device_subtitle, log_x, log_y
-from core.experiments.depth import chain_entropy, init_profile, summarize
+from core.experiments.depth import chain_entropy, init_profile, summarize, to_frame
 
 OUTCOME_COLORS = {"trained": "#2ca02c", "stalled": "#ff7f0e", "diverged": "#d62728", "skipped": "#7f7f7f",
                   "oom": "#7f7f7f"}
@@ -33,6 +33,7 @@ def _order(df: pd.DataFrame) -> list[str]:
 
 def _runs(df: pd.DataFrame) -> pd.DataFrame:
     """Whole-model training rows (one per recorded step and run)."""
+    df = to_frame(df)
     return df[(df["phase"] == "train") & df["layer"].isna()] if len(df) else df
 
 
@@ -79,7 +80,8 @@ def grad_heatmap_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
 
     Pass the rows of one setting; if several remain, the first (depth, warm-up, seed) is drawn.
     """
-    d = df[(df["phase"] == "train") & df["layer"].notna() & (df["status"] == "ok")]
+    d = to_frame(df)
+    d = d[(d["phase"] == "train") & d["layer"].notna() & (d["status"] == "ok")]
     if len(d):
         first = d.iloc[0]
         d = d[(d["n_layers"] == first["n_layers"]) & (d["warmup_steps"] == first["warmup_steps"])

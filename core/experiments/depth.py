@@ -339,8 +339,12 @@ def _run(cfg: DepthConfig, device: torch.device, on_progress) -> pd.DataFrame:
     return to_frame(rows)
 
 
-def to_frame(rows: list[dict]) -> pd.DataFrame:
-    df = pd.DataFrame(rows)
+def to_frame(rows) -> pd.DataFrame:
+    """The result frame: every column of COLUMNS present (NaN where absent), `layer` as a nullable integer.
+
+    Accepts row dicts or a frame, so a page's partial live rows read the same as a finished run.
+    """
+    df = pd.DataFrame(rows).copy()
     for c in COLUMNS:
         if c not in df.columns:
             df[c] = math.nan
@@ -376,6 +380,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
             "clipped_share", "logged_steps"]
     if df is None or not len(df) or "phase" not in df:
         return pd.DataFrame(columns=cols)
+    df = to_frame(df)
     runs = df[(df["phase"] == "train") & df["layer"].isna()]
     if not len(runs):
         return pd.DataFrame(columns=cols)
@@ -401,7 +406,8 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
 
 def init_profile(df: pd.DataFrame) -> pd.DataFrame:
     """Per-layer gradient norm at initialisation, geometric mean over seeds: model, n_layers, layer, grad_norm."""
-    init = df[(df["phase"] == "init") & (df["status"] == "ok") & df["layer"].notna()] if len(df) else df
+    init = to_frame(df) if len(df) and "phase" in df else pd.DataFrame()
+    init = init[(init["phase"] == "init") & (init["status"] == "ok") & init["layer"].notna()] if len(init) else init
     if not len(init):
         return pd.DataFrame(columns=["model", "n_layers", "layer", "grad_norm"])
     logs = init.assign(log_g=lambda x: x["grad_norm"].astype(float).clip(lower=1e-300).map(math.log))
@@ -439,7 +445,7 @@ def _init_takeaways(df: pd.DataFrame, tr) -> list[str]:
                           top=_num(last.get(("lstm", d1), math.nan))))
             if ("lstm_residual", d1) in first.index:
                 out.append(tr("depth.take.res_init", d1=d1, g=_num(first[("lstm_residual", d1)]),
-                              top=_num(last[("lstm_residual", d1)])))
+                              top=_num(last.get(("lstm_residual", d1), math.nan))))
     if "no_residual" in first.index.get_level_values(0):
         g = first["no_residual"].sort_index()
         if len(g) >= 2 and ("pre_ln", int(g.index[-1])) in first.index:
@@ -447,7 +453,7 @@ def _init_takeaways(df: pd.DataFrame, tr) -> list[str]:
             out.append(tr("depth.take.nores_init", d0=d0, d1=d1, g0=_num(g.iloc[0]), g1=_num(g.iloc[-1]),
                           pre=_num(first[("pre_ln", d1)])))
     both = [L for L in sorted(set(first.index.get_level_values(1))) if L >= 4
-            and ("post_ln", L) in first.index and ("pre_ln", L) in first.index]
+            and all((m, L) in first.index and (m, L) in last.index for m in ("post_ln", "pre_ln"))]
     if both:
         L = both[-1]
         r_post, r_pre = last[("post_ln", L)] / first[("post_ln", L)], last[("pre_ln", L)] / first[("pre_ln", L)]
@@ -511,6 +517,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     """Sentences computed from the rows of one run: gradients at initialisation, then training outcomes."""
     if df is None or not len(df) or "phase" not in df:
         return []
+    df = to_frame(df)
     return _init_takeaways(df, tr) + _train_takeaways(df, tr)
 
 

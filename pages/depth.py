@@ -1,0 +1,66 @@
+"""Bottleneck 3 — depth and stability: gradients fade through plain stacks; residuals and LayerNorm keep them alive."""
+import streamlit as st
+
+from core.charts import depth as charts
+from core.experiments import depth
+from ui import common as ui
+
+PAGE = "depth"
+tr = ui.page_ui(PAGE)
+ui.predict_ui(tr, PAGE, 3)
+reveal = st.container()  # filled below, once the live run (if any) has added its rows
+
+st.subheader(tr("ui.live_header"))
+st.caption(tr("ui.live_intro"))
+cfg = ui.config_form_ui(tr, depth.EXPERIMENT, PAGE, ["models", "depths", "lr", "warmup_steps", "clip", "steps",
+                                                     "seeds", "d_model", "device", "seed"])
+live = ui.run_ui(tr, depth.EXPERIMENT, cfg, PAGE)
+
+
+def pick_ui(label: str, values, key: str, fmt=str):
+    """A selectbox over the whole numbers present in the data; the largest by default."""
+    options = sorted({int(v) for v in values})
+    return st.selectbox(label, options, index=len(options) - 1, format_func=fmt, key=f"pick:{PAGE}:{key}")
+
+
+with reveal:
+    both, primary = ui.shown_data(tr, PAGE, live)
+    if not len(both):
+        st.info(tr("ui.no_data"))
+        st.stop()
+    ui.status_ui(tr, both)
+
+    st.subheader(tr("depth.init_header"))
+    st.markdown(tr("depth.init_intro"))
+    init = both[(both["phase"] == "init") & (both["status"] == "ok")]
+    left, right = st.columns(2)
+    with left:
+        L = pick_ui(tr("depth.pick.init_depth"), init["n_layers"], "init") if len(init) else None
+        ui.chart_ui(charts.init_layers_chart(both, tr, L))
+    with right:
+        ui.chart_ui(charts.first_layer_chart(both, tr))
+
+    st.subheader(tr("depth.train_header"))
+    st.markdown(tr("depth.train_intro"))
+    train = primary[(primary["phase"] == "train") & (primary["status"] == "ok")]
+    if len(train):
+        st.caption(tr("depth.summary_header"))
+        ui.chart_ui(charts.outcomes_chart(primary, tr))
+        ui.chart_ui(charts.loss_chart(primary, tr))
+        ui.chart_ui(charts.grad_norm_chart(primary, tr))
+        st.caption(tr("depth.heatmap_intro"))
+        c1, c2, c3 = st.columns(3)
+        with c1:
+            n = pick_ui(tr("depth.pick.n_layers"), train["n_layers"], "n_layers")
+        with c2:
+            w = pick_ui(tr("depth.pick.warmup"), train["warmup_steps"], "warmup",
+                        lambda v: tr("depth.warmup_label", w=v))
+        with c3:
+            s = pick_ui(tr("depth.pick.seed"), train["seed"], "seed")
+        chosen = primary[(primary["n_layers"] == n) & (primary["warmup_steps"] == w) & (primary["seed"] == s)]
+        ui.chart_ui(charts.grad_heatmap_chart(chosen, tr))
+
+    ui.caption_source_ui(tr, primary)
+    ui.takeaways_ui(tr, depth.takeaways(primary, tr))
+    ui.method_ui(tr, PAGE)
+    ui.table_ui(tr, both, PAGE)
