@@ -1,13 +1,32 @@
-"""Home: what the lab is, the four bottlenecks, and where each is measured."""
+"""Home: the chapter's story, Vaswani et al.'s Table 1 beside this machine's measurements, one finding per page."""
 import streamlit as st
 
+from core import scoreboard
 from ui import common as ui
 
 tr = ui.page_ui("home")
 st.markdown(tr("home.story"))
-for key, page in ui.PAGES:
-    with st.container(border=True):
-        st.page_link(page, label=tr(f"home.card.{key}.title"))
+
+frames = {name: ui.latest_rows(name) for name in ("serial", "gradient_reach", "long_range", "depth", "attention_cost")}
+findings = scoreboard.findings(frames, tr)
+cols = st.columns(2)
+for i, (key, page) in enumerate(ui.PAGES):
+    with cols[i % 2].container(border=True):
+        st.page_link(page, label=tr(f"home.card.{key}.title"), icon=":material/arrow_forward:")
         st.markdown(tr(f"home.card.{key}.text"))
+        st.markdown("**" + tr("home.finding") + "** " + findings.get(key, tr("home.find.none")))
+
+st.subheader(tr("home.t1.title"))
+st.caption(tr("home.t1.caption"))
+st.dataframe(scoreboard.table1(frames, tr), hide_index=True)
+links = st.container(horizontal=True)
+for key, page in ui.PAGES:
+    links.page_link(page, label=tr(f"nav.{key}"))
+
+facts = ui.device_card_ui(tr, where=st.container(border=True))
+serial = scoreboard.serial_facts(frames["serial"])
+if "peak_flops_per_s" in serial:
+    st.caption(tr("home.peak", gflops=f"{serial['peak_flops_per_s'] / 1e9:.0f}"))
+st.markdown(tr("home.after"))
 
 ui.warm_up_torch()  # after the page is drawn: the next page will not wait for `import torch`

@@ -261,11 +261,28 @@ def shown_data(tr, name: str, live: pd.DataFrame | None) -> tuple[pd.DataFrame, 
     if live is not None and len(live):
         primary = both[both["source"] == "live"]
     else:
-        devices = list(dict.fromkeys(ref["device"]))
-        here = _device_facts()["type"]
-        same = [d for d in devices if str(d).startswith(here)]
-        primary = both[both["device"] == (same or devices)[0]]
+        primary = both[both["device"] == _reference_device(ref)]
     return both, primary
+
+
+def _reference_device(ref: "pd.DataFrame") -> str:
+    """The reference device the takeaways speak of: one of this machine's kind (CPU, CUDA…) if shipped."""
+    devices = list(dict.fromkeys(ref["device"]))
+    here = _device_facts()["type"]
+    same = [d for d in devices if str(d).startswith(here)]
+    return (same or devices)[0]
+
+
+def latest_rows(name: str) -> "pd.DataFrame | None":
+    """This session's live rows of experiment `name` if it ran, else its reference rows for this kind of device."""
+    import pandas as pd
+    state = st.session_state.get(f"live:{name}")
+    if state and state["rows"]:
+        return pd.DataFrame(state["rows"]).assign(source="live")
+    ref, _ = reference_ui_data(name)
+    if not len(ref):
+        return None
+    return ref[ref["device"] == _reference_device(ref)]
 
 
 def caption_source_ui(tr, primary: "pd.DataFrame") -> None:

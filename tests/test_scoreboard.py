@@ -1,0 +1,63 @@
+"""The home page's scoreboard is computed from result rows, and stays torch-free for a fast cold start."""
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+
+from core import scoreboard
+from core.i18n import translator
+
+tr = translator("en")
+
+
+def serial_rows(tf_ms):
+    rows = []
+    for T in (64, 128, 256):
+        rows.append({"model": "lstm", "seq_len": T, "train_ms": 0.1 * T, "seq_steps": T, "status": "ok",
+                     "peak_flops_per_s": 5e10})
+        rows.append({"model": "transformer", "seq_len": T, "train_ms": tf_ms(T), "seq_steps": 1, "status": "ok",
+                     "peak_flops_per_s": 5e10})
+    return pd.DataFrame(rows)
+
+
+def test_serial_finding_follows_the_data():
+    slow = scoreboard.findings({"serial": serial_rows(lambda T: 1e-3 * T * T)}, tr)["serial"]
+    assert "took 2.6×" in slow and "256 dependent steps" in slow  # 65.5 ms vs the LSTM's 25.6 ms
+    fast = scoreboard.findings({"serial": serial_rows(lambda T: 0.01 * T)}, tr)["serial"]
+    assert "10× faster" in fast
+
+
+def test_table1_measured_cells_carry_fitted_exponents_and_step_counts():
+    frames = {"serial": serial_rows(lambda T: 1e-4 * T * T),
+              "attention_cost": pd.DataFrame({"impl": ["naive"] * 3 + ["sdpa"] * 3, "seq_len": [256, 512, 1024] * 2,
+                                              "time_ms": [1, 4, 16, 1, 2, 4], "peak_bytes": [1, 4, 16, 1, 2, 4],
+                                              "saved_bytes": np.nan, "status": "ok"})}
+    t = scoreboard.table1(frames, tr).set_index("Layer type")
+    assert t.loc["Self-attention", "Measured: cost vs n"] == "naive attention: time ∝ n^2.00"
+    assert t.loc["Recurrent", "Measured: cost vs n"] == "LSTM: time ∝ n^1.00"
+    assert t.loc["Recurrent", "Measured: dependent steps"] == "256 at n = 256"
+    assert t.loc["Self-attention", "Measured: dependent steps"] == "1 at n = 256"
+    assert t.loc["Convolutional", "Measured: cost vs n"] == "not measured in this lab"
+    assert "n^2.00" in scoreboard.findings(frames, tr)["attention_cost"]
+
+
+def test_reach_and_depth_facts():
+    k = np.arange(50)
+    grad = pd.concat([pd.DataFrame({"model": "lstm", "distance": k, "grad_norm": 10.0 ** (-k / 5), "reach": 15.0,
+                                    "seq_len": 50, "status": "ok"}),
+                      pd.DataFrame({"model": "attention", "distance": k, "grad_norm": 0.08, "reach": np.nan,
+                                    "seq_len": 50, "status": "ok"})])
+    cells = scoreboard.measured_cells({"gradient_reach": grad}, tr)
+    assert cells["recurrent"][2] == "falls 1000× within 15 tokens"
+    assert cells["self_attention"][2] == "1× at 49 tokens back vs 1 back"
+    depth = pd.DataFrame({"model": "lstm", "n_layers": 4, "layer": [0, 1, 2, 3], "phase": "init", "step": 0,
+                          "grad_norm": [0.001, 0.01, 0.1, 1.0], "status": "ok"})
+    assert scoreboard.depth_facts(depth) == {"lstm": {"layers": 4, "ratio": 0.001}}
+
+
+def test_scoreboard_and_ui_import_no_torch():
+    code = "import sys, core.scoreboard, ui.common; assert 'torch' not in sys.modules and 'pandas' in sys.modules"
+    code2 = "import sys, ui.common; assert 'torch' not in sys.modules and 'pandas' not in sys.modules"
+    for c in (code, code2):
+        assert subprocess.run([sys.executable, "-c", c], capture_output=True).returncode == 0
