@@ -147,11 +147,13 @@ def map_frame(tokens: list[int], transformer: torch.nn.Module, lstm: torch.nn.Mo
     return df
 
 
-def random_example(seq_len: int, distance: int, n_keys: int, seed: int) -> list[int]:
-    """A recall sequence with a random name and random fillers (reproducible from `seed`)."""
+def random_example(seq_len: int, distance: int, n_keys: int, seed: int, name: int | None = None) -> list[int]:
+    """A recall sequence with random fillers and `name` (random if None), reproducible from `seed`."""
     g = torch.Generator().manual_seed(seed)
-    tokens, _ = tasks.recall_batch(1, seq_len, distance, n_keys, g)
-    return tokens[0].tolist()
+    tokens = tasks.recall_batch(1, seq_len, distance, n_keys, g)[0][0].tolist()
+    if name is not None:
+        tokens[seq_len - 1 - distance] = name
+    return tokens
 
 
 def parse_example(text: str, n_keys: int, max_len: int = 64) -> list[int]:

@@ -12,6 +12,8 @@ from core.config import make_config
 from core.experiments import long_range as lr
 from core.i18n import translator
 
+ROOT = __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__)))
+
 
 def _cfg(**kw):
     base = {"device": "cpu", "seq_len": 16, "distances": "2", "steps": 4, "eval_every": 2, "eval_size": 16,
@@ -167,3 +169,38 @@ def test_typed_examples_are_parsed_and_bad_words_named():
         ck.parse_example("Alice dog she", 8)
     with pytest.raises(ValueError, match="^example"):
         ck.parse_example("", 8)
+
+
+def _page():
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_file(ROOT + "/dashboard.py", default_timeout=90).run()
+    return at.switch_page("pages/long_range.py").run()
+
+
+def test_page_draws_the_attention_map_at_once_and_reacts_to_a_typed_example():
+    at = _page()
+    assert not at.exception and not at.error
+    specs = [c.proto.spec for c in at.get("vega_lite_chart")]
+    assert any("attention" in s and '"rect"' in s for s in specs)  # the map, before any Run
+    assert any('"log"' in s and "grad_norm" in s for s in specs)  # the gradient reach, measured at once
+    shown = " ".join(m.value for m in at.markdown)
+    assert "of the query's attention lands on" in shown and "O(n) versus O(1)" in shown
+    at.text_input(key="long_range:map:typed").set_value("Beth the cat sat on the mat").run()
+    assert not at.exception and "answers **Beth**" in " ".join(m.value for m in at.markdown)
+    at.text_input(key="long_range:map:typed").set_value("Beth dog").run()
+    assert [e.value for e in at.error][0].startswith("Cannot run: example: unknown word(s) 'dog'")
+
+
+def test_page_runs_live_and_reports_bad_input():
+    at = _page()
+    at.text_input(key="w:long_range:distances").set_value("2")
+    at.number_input(key="w:long_range:seq_len").set_value(8)
+    at.number_input(key="w:long_range:steps").set_value(4)
+    at.number_input(key="w:long_range:d_model").set_value(8)
+    at.button(key="FormSubmitter:form:long_range-Run").click().run()
+    assert not at.exception and not at.error
+    assert any("4 steps): d=2:" in m.value for m in at.markdown)  # takeaways computed from this run
+    at.text_input(key="w:long_range:distances").set_value("2, 8")
+    at.button(key="FormSubmitter:form:long_range-Run").click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["Cannot run: distances: 8 must be < seq_len (8)"]

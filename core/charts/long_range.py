@@ -8,6 +8,15 @@ from core.charts.common import device_subtitle, lines, log_y, titled
 from core.experiments.long_range import final
 
 
+# One colour per model across the page: recurrent models warm, attention cool.
+MODEL_COLORS = {"rnn": "#ff7f0e", "lstm": "#d62728", "gru": "#e377c2", "attention": "#1f77b4", "transformer": "#1f77b4"}
+
+
+def _model_color(models, title: str) -> alt.Color:
+    shown = [m for m in MODEL_COLORS if m in set(models)]
+    return alt.Color("model:N", title=title, scale=alt.Scale(domain=shown, range=[MODEL_COLORS[m] for m in shown]))
+
+
 def _ok(df: pd.DataFrame) -> pd.DataFrame:
     return df[df["status"] == "ok"] if "status" in df else df
 
@@ -20,20 +29,25 @@ def reach_chart(df: pd.DataFrame, tr) -> alt.Chart:
               log_y("grad_norm", tr("long_range.axis.grad_norm")), "model", tr("long_range.axis.model"),
               tooltip=["model", "distance", "grad_norm", "reach", "run"] if "run" in d else
               ["model", "distance", "grad_norm", "reach"])
-    c = c.mark_line(point=False)
+    c = c.mark_line(point=False).encode(color=_model_color(d["model"], tr("long_range.axis.model")),
+                                        y=alt.Y("grad_norm:Q", scale=alt.Scale(type="log"), axis=alt.Axis(format=".0e"),
+                                                title=tr("long_range.axis.grad_norm")))
     return titled(c, tr("long_range.chart.reach"), device_subtitle(d))
 
 
 def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Final held-out accuracy against distance, one line per model (and run), chance as a dashed rule; one panel per task."""
     last = _ok(final(df)).assign(percent=lambda x: 100 * x["accuracy"], chance_pct=lambda x: 100 * x["chance"])
+    last = last.assign(task=last["task"].map(lambda t: tr(f"long_range.task.{t}")))
     line = lines(last, alt.X("distance:Q", title=tr("long_range.axis.distance")),
                  alt.Y("percent:Q", title=tr("long_range.axis.accuracy"), scale=alt.Scale(domain=[0, 100])),
                  "model", tr("long_range.axis.model"),
-                 tooltip=[c for c in ("task", "model", "distance", "percent", "step", "params", "run") if c in last])
+                 tooltip=[c for c in ("task", "model", "distance", "percent", "step", "params", "run") if c in last]
+                 ).encode(color=_model_color(last["model"], tr("long_range.axis.model")))
     chance = alt.Chart(last).mark_rule(strokeDash=[4, 4], color="gray").encode(
         y="mean(chance_pct):Q", tooltip=[alt.Tooltip("mean(chance_pct):Q", title=tr("long_range.axis.chance"))])
-    chart = alt.layer(line, chance, data=last).facet(column=alt.Column("task:N", title=None))
+    chart = alt.layer(line, chance, data=last).properties(width=320, height=220).facet(
+        column=alt.Column("task:N", title=None))
     return chart.properties(title=alt.TitleParams(tr("long_range.chart.accuracy"), subtitle=device_subtitle(last) or None,
                                                   anchor="start"))
 
@@ -41,10 +55,11 @@ def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
 def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Held-out accuracy against training step: one panel per (task, distance), one line per model, chance dashed."""
     d = _ok(df).assign(percent=lambda x: 100 * x["accuracy"], chance_pct=lambda x: 100 * x["chance"])
-    d = d.assign(panel=d["task"] + " · d=" + d["distance"].astype(int).astype(str))
+    d = d.assign(panel=d["task"].map(lambda t: tr(f"long_range.task.{t}")) + " · d="
+                 + d["distance"].astype(int).astype(str))
     enc = dict(x=alt.X("step:Q", title=tr("long_range.axis.step")),
                y=alt.Y("percent:Q", title=tr("long_range.axis.accuracy"), scale=alt.Scale(domain=[0, 100])),
-               color=alt.Color("model:N", title=tr("long_range.axis.model")),
+               color=_model_color(d["model"], tr("long_range.axis.model")),
                tooltip=[c for c in ("task", "model", "distance", "step", "percent", "loss", "train_s", "run") if c in d])
     if "run" in d and d["run"].nunique() > 1:
         enc["strokeDash"] = alt.StrokeDash("run:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=500))
@@ -61,7 +76,7 @@ def attention_map_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Heat map: one row per attention head (and one for the LSTM's saliency), one column per position."""
     order = list(dict.fromkeys(df.sort_values("position")["label"]))
     base = alt.Chart(df).encode(
-        x=alt.X("label:N", sort=order, title=tr("long_range.axis.position"), axis=alt.Axis(labelAngle=-60)),
+        x=alt.X("label:N", sort=order, title=tr("long_range.axis.position"), axis=alt.Axis(labelAngle=-60, labelOverlap=False)),
         y=alt.Y("row:N", title=None, sort=list(dict.fromkeys(df["row"])), axis=alt.Axis(labelLimit=300)))
     cells = base.mark_rect().encode(
         color=alt.Color("share:Q", title=tr("long_range.axis.share"), scale=alt.Scale(scheme="blues", domain=[0, 1])),
@@ -70,5 +85,5 @@ def attention_map_chart(df: pd.DataFrame, tr) -> alt.Chart:
         text=alt.Text("share:Q", format=".2f"),
         color=alt.condition("datum.share > 0.5", alt.value("white"), alt.value("black")))
     return (cells + text).properties(title=alt.TitleParams(tr("long_range.chart.map"), subtitle=tr("long_range.chart.map_sub"),
-                                                           anchor="start"), height=40 * df["row"].nunique() + 40)
+                                                           anchor="start"), height=alt.Step(36))  # a fixed height collapses the rows in Streamlit's autosize
 

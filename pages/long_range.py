@@ -1,0 +1,124 @@
+"""Bottleneck 2 — long-range dependency: a fact must survive d recurrent updates; attention reaches it in one step."""
+import threading
+
+import streamlit as st
+
+from core import checkpoints as ck
+from core import tasks
+from core.charts import long_range as charts
+from core.config import make_config
+from core.experiments import gradient_reach, long_range
+from ui import common as ui
+
+PAGE = "long_range"
+tr = ui.page_ui(PAGE)
+ui.predict_ui(tr, PAGE, 3)
+
+
+@st.cache_resource(show_spinner=False)
+def shipped_models():
+    """The two shipped checkpoints and a lock: the Transformer keeps its last attention map on the module."""
+    tfm, meta = ck.load("transformer")
+    lstm, lstm_meta = ck.load("lstm")
+    return tfm, lstm, meta, lstm_meta, threading.Lock()
+
+
+@st.cache_data(show_spinner=False)
+def reach_frame(**values):
+    return gradient_reach.run(make_config(gradient_reach.GradientReachConfig, values))
+
+
+# ---- 1 · the attention map, at once from the shipped checkpoints -----------------------------------------------
+st.subheader(tr("long_range.map_header"))
+st.markdown(tr("long_range.map_intro"))
+try:
+    tfm, lstm, meta, lstm_meta, lock = shipped_models()
+except (OSError, RuntimeError, KeyError) as err:
+    st.warning(tr("long_range.map.missing", error=f"{type(err).__name__}: {err}"))
+else:
+    T, K = meta["seq_len"], meta["n_keys"]
+    acc_t, acc_l = meta["accuracy_by_distance"], lstm_meta["accuracy_by_distance"]
+    picks = (0, len(acc_t) // 2 - 1, len(acc_t) - 1)
+    st.caption(tr("long_range.map.trained", tp=f"{meta['params']:,}", lp=f"{lstm_meta['params']:,}",
+                  steps=meta["steps"], T=T, mid=picks[1] + 1, last=picks[2] + 1,
+                  t_acc=" / ".join(f"{100 * acc_t[i]:.0f}%" for i in picks),
+                  l_acc=" / ".join(f"{100 * acc_l[i]:.0f}%" for i in picks)))
+    c1, c2, c3 = st.columns([1, 2, 1])
+    name = c1.selectbox(tr("long_range.map.name"), range(K), format_func=lambda i: tasks.NAMES[i],
+                        key=f"{PAGE}:map:name")
+    distance = c2.slider(tr("long_range.map.distance"), 1, T - 1, T - 4, key=f"{PAGE}:map:distance")
+    if c3.button(tr("long_range.map.shuffle"), key=f"{PAGE}:map:shuffle"):
+        st.session_state[f"{PAGE}:map:seed"] = st.session_state.get(f"{PAGE}:map:seed", 0) + 1
+        st.session_state[f"{PAGE}:map:typed"] = ""
+    typed = st.text_input(tr("long_range.map.type"), key=f"{PAGE}:map:typed",
+                          placeholder="Alice the cat sat on the mat and then it was very far she")
+    st.caption(tr("long_range.map.vocab", names=", ".join(tasks.NAMES[:K]), fillers=", ".join(tasks.FILLERS)))
+    tokens = ck.random_example(T, distance, K, st.session_state.get(f"{PAGE}:map:seed", 0), name)
+    if typed.strip():
+        try:
+            tokens = ck.parse_example(typed, K)
+        except ValueError as err:
+            st.error(tr("ui.bad_input", error=str(err)))
+    with lock:
+        labels = {"attention": tr("long_range.map.label.attention"), "saliency": tr("long_range.map.label.saliency")}
+        frame = ck.map_frame(tokens, tfm, lstm, K, labels)
+        map_lines = ck.map_takeaways(frame, tokens, tfm, lstm, K, tr)
+    ui.chart_ui(charts.attention_map_chart(frame, tr))
+    ui.takeaways_ui(tr, map_lines)
+
+# ---- 2 · gradient reach at initialisation, measured here and now -------------------------------------------------
+st.subheader(tr("long_range.reach_header"))
+st.markdown(tr("long_range.reach_intro"))
+fields = {"seq_len": (2, 1000), "d_model": (4, 256), "rnn_radius": (0.0, 4.0), "forget_bias": (-10.0, 10.0),
+          "seed": (0, 2**31 - 1)}
+defaults = gradient_reach.EXPERIMENT.config("quick")
+with st.form(f"form:{PAGE}:reach"):
+    cols = st.columns(len(fields))
+    values = {f: col.number_input(tr(f"long_range.reach.field.{f}"), lo, hi, getattr(defaults, f), key=f"w:{PAGE}:reach:{f}",
+                                  help=tr("ui.allowed", range=f"{lo}..{hi}"))
+              for col, (f, (lo, hi)) in zip(cols, fields.items())}
+    st.form_submit_button(tr("long_range.reach.compute"))
+try:
+    reach = reach_frame(**values, device="auto")
+except ValueError as err:
+    st.error(tr("ui.bad_input", error=str(err)))
+    reach = reach_frame(**{f: getattr(defaults, f) for f in fields}, device="auto")
+ui.status_ui(tr, reach)
+left, right = st.columns([3, 2])
+with left:
+    ui.chart_ui(charts.reach_chart(reach, tr))
+with right:
+    st.caption(tr("long_range.reach.table"))
+    table = gradient_reach.reach_table(reach)
+    table["model"] = table["model"].map(lambda m: tr(f"long_range.model.{m}"))
+    table["reach"] = table["reach"].map(lambda r: tr("long_range.reach.never") if r != r else f"{r:.0f}")
+    cols = ["model", "seq_len", "reach", "path_length"]
+    st.dataframe(table[cols].rename(columns={c: tr(f"long_range.reach.col.{c}") for c in cols}), hide_index=True)
+    ui.takeaways_ui(tr, gradient_reach.takeaways(reach, tr))
+
+# ---- 3 · training at growing distances: reference at once, live on Run ----------------------------------------
+st.subheader(tr("long_range.train_header"))
+st.markdown(tr("long_range.train_intro"))
+reveal = st.container()  # filled below, once the live run (if any) has added its rows
+st.subheader(tr("ui.live_header"))
+st.caption(tr("ui.live_intro"))
+cfg = ui.config_form_ui(tr, long_range.EXPERIMENT, PAGE, ["tasks", "models", "distances", "seq_len", "n_keys",
+                                                          "n_pairs", "steps", "d_model", "device", "seed"])
+live = ui.run_ui(tr, long_range.EXPERIMENT, cfg, PAGE)
+
+with reveal:
+    both, primary = ui.shown_data(tr, PAGE, live)
+    if not len(both):
+        st.info(tr("ui.no_data"))
+    else:
+        ui.status_ui(tr, both)
+        ui.chart_ui(charts.accuracy_chart(both, tr))
+        ui.chart_ui(charts.curves_chart(both, tr))
+        ui.caption_source_ui(tr, primary)
+        lines = long_range.takeaways(primary, tr)
+        ui.takeaways_ui(tr, lines)
+        if primary["source"].iloc[0] == "live":
+            st.caption(tr("long_range.quick_note"))
+    ui.method_ui(tr, PAGE)
+    ui.table_ui(tr, both, PAGE)
+    ui.table_ui(tr, reach.assign(source="live"), "gradient_reach")
