@@ -55,8 +55,8 @@ with reveal:
         with c2:
             w = pick_ui(tr("depth.pick.warmup"), train["warmup_steps"], "warmup",
                         lambda v: tr("depth.warmup_label", w=v))
-        with c3:
-            s = pick_ui(tr("depth.pick.seed"), train["seed"], "seed")
+        with c3:  # per-layer rows exist for the first `layer_seeds` seeds only
+            s = pick_ui(tr("depth.pick.seed"), train[train["layer"].notna()]["seed"], "seed")
         chosen = primary[(primary["n_layers"] == n) & (primary["warmup_steps"] == w) & (primary["seed"] == s)]
         ui.chart_ui(charts.grad_heatmap_chart(chosen, tr))
 

@@ -60,7 +60,8 @@ def test_gradient_fades_through_plain_stacks_but_not_residual_ones():
     cpu = torch.device("cpu")
 
     def first_layer(name, L):
-        return depth.measure_init(name, cfg, L, 0, cpu)[0]["grad_norm"]
+        with depth._cpu_threads(cpu):  # as run() does
+            return depth.measure_init(name, cfg, L, 0, cpu)[0]["grad_norm"]
 
     assert first_layer("lstm", 8) < first_layer("lstm", 1) / 100  # measured here: ~4e4× smaller
     assert first_layer("lstm_residual", 8) > first_layer("lstm_residual", 1) / 3
@@ -276,3 +277,10 @@ def test_page_shows_the_rows_of_a_stopped_run(small):
     assert not at.exception, at.exception
     assert any("Stopped after" in w.value for w in at.warning)
     assert at.get("vega_lite_chart")
+
+
+def test_per_layer_rows_only_for_the_first_layer_seeds():
+    df = depth.run(tiny(models="pre_ln", depths="2", steps=2, warmup_steps="0", seeds=2, layer_seeds=1))
+    train = df[df["phase"] == "train"]
+    assert set(train[train["layer"].isna()]["seed"]) == {0, 1}  # loss and global norm for every seed
+    assert set(train[train["layer"].notna()]["seed"]) == {0}

@@ -91,7 +91,7 @@ def grad_heatmap_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     cell = max(8, min(18, 160 // max(1, L)))
     chart = alt.Chart(d).mark_rect().encode(
         x=alt.X("step:O", title=tr("depth.axis.step"), axis=alt.Axis(labelOverlap=True, labelAngle=0)),
-        y=alt.Y("layer:O", title=tr("depth.axis.layer"), sort="descending"),
+        y=alt.Y("layer:O", title=tr("depth.axis.layer_short"), sort="descending"),
         color=alt.Color("grad_norm:Q", title=tr("depth.axis.grad_norm"),
                         scale=alt.Scale(type="log", scheme="viridis")),
         tooltip=["variant", "layer", "step", alt.Tooltip("grad_norm:Q", format=".3g")],
@@ -159,9 +159,10 @@ def outcomes_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     domain = [tr(f"depth.outcome.{o}") for o in OUTCOME_COLORS]
     bars = alt.Chart(s).mark_bar().encode(
         x=alt.X("count():Q", title=tr("depth.axis.runs"), axis=alt.Axis(tickMinStep=1)),
-        y=alt.Y("variant:N", title=None, sort=_order(s) if len(s) else None),
+        y=alt.Y("variant:N", title=None, sort=_order(s) if len(s) else None, axis=alt.Axis(labelLimit=260)),
         color=alt.Color("outcome_label:N", title=tr("depth.axis.outcome"),
-                        scale=alt.Scale(domain=domain, range=list(OUTCOME_COLORS.values()))),
+                        scale=alt.Scale(domain=domain, range=list(OUTCOME_COLORS.values())),
+                        legend=alt.Legend(labelLimit=300)),
         tooltip=["variant", "n_layers", "warmup", "outcome_label", "count()"],
     ).properties(width=220)
     return bars.facet(column=alt.Column("n_layers:O", title=tr("depth.axis.n_layers")),
