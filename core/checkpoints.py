@@ -221,6 +221,7 @@ def map_takeaways(frame: pd.DataFrame, tokens: list[int], transformer, lstm, n_k
         out.append(tr("long_range.map.take.attention", row=last_row, share=f"{100 * last[pos]:.0f}", word=words[pos],
                       pos=pos + 1, d=len(tokens) - 1 - pos))
         out.append(tr("long_range.map.take.saliency", share=f"{100 * sal[pos]:.0f}", word=words[pos],
-                      uniform=f"{100 / len(tokens):.0f}", top_word=words[top], top_pos=top + 1,
+                      uniform=f"{100 / len(tokens):.0f}", n_other=len(tokens) - 1,
+                      rest=f"{100 * (sal.sum() - sal[pos]):.0f}", top_word=words[top], top_pos=top + 1,
                       top_share=f"{100 * sal[top]:.0f}"))
     return out

@@ -87,14 +87,15 @@ ui.status_ui(tr, reach)
 left, right = st.columns([3, 2])
 with left:
     ui.chart_ui(charts.reach_chart(reach, tr))
-with right:
     st.caption(tr("long_range.reach.table"))
     table = gradient_reach.reach_table(reach)
     table["model"] = table["model"].map(lambda m: tr(f"long_range.model.{m}"))
     table["reach"] = table["reach"].map(lambda r: tr("long_range.reach.never") if r != r else f"{r:.0f}")
     cols = ["model", "seq_len", "reach", "path_length"]
     st.dataframe(table[cols].rename(columns={c: tr(f"long_range.reach.col.{c}") for c in cols}), hide_index=True)
+with right:
     ui.takeaways_ui(tr, gradient_reach.takeaways(reach, tr))
+    ui.table_ui(tr, reach.assign(source="live"), "gradient_reach")
 
 # ---- 3 · training at growing distances: reference at once, live on Run ----------------------------------------
 st.subheader(tr("long_range.train_header"))
@@ -121,4 +122,3 @@ with reveal:
             st.caption(tr("long_range.quick_note"))
     ui.method_ui(tr, PAGE)
     ui.table_ui(tr, both, PAGE)
-    ui.table_ui(tr, reach.assign(source="live"), "gradient_reach")
