@@ -203,8 +203,9 @@ def test_warmup_takeaway_follows_the_data():
     tr = translator("en")
     floor, ceiling = depth.chain_entropy(16, 0.2), math.log(16)
     shown = depth.takeaways(fake_runs({("post_ln", 0): ceiling, ("pre_ln", 0): floor, ("post_ln", 20): floor}), tr)
-    assert any("**1 of 1 Post-LN runs**" in s and "**0 of 1 Pre-LN runs**" in s for s in shown)
-    assert any("let Post-LN train" in s for s in shown)
+    assert any("Post-LN runs stalled or diverged in **1/1 at 8 layers**; Pre-LN runs in **0/1 at 8 layers**" in s
+               for s in shown)
+    assert any("let Post-LN train at 8 layers" in s for s in shown)
     flat = depth.takeaways(fake_runs({("post_ln", 0): floor, ("pre_ln", 0): floor}), tr)
     assert any("did not show" in s for s in flat)
     summary = depth.summarize(fake_runs({("post_ln", 0): ceiling, ("pre_ln", 0): floor}))

@@ -470,44 +470,71 @@ def _init_takeaways(df: pd.DataFrame, tr) -> list[str]:
     return out
 
 
+def _rate(s: pd.DataFrame) -> float:
+    f, n = _failed(s)
+    return f / n if n else math.nan
+
+
+def _per_depth(s: pd.DataFrame, tr) -> str:
+    """'1/3 at 2 layers, 3/3 at 8 layers' — failed of run, per depth (all rows of `s` pooled per depth)."""
+    return tr("depth.take.sep").join(tr("depth.take.item", f=f, n=n, L=int(L)) for L, g in s.groupby("n_layers")
+                                     for f, n in [_failed(g)])
+
+
+def _layers(depths, tr) -> str:
+    return tr("depth.take.sep").join(str(int(L)) for L in depths)
+
+
+def _warmup_takeaways(ran: pd.DataFrame, tr) -> list[str]:
+    """Post-LN vs Pre-LN without warm-up, per depth; then Post-LN with the longest warm-up against without."""
+    post, pre = ran[ran["model"] == "post_ln"], ran[ran["model"] == "pre_ln"]
+    post0, pre0 = post[post["warmup_steps"] == 0], pre[pre["warmup_steps"] == 0]
+    depths = sorted(set(post0["n_layers"]) & set(pre0["n_layers"]))
+    if not depths:
+        return []
+    post0, pre0 = post0[post0["n_layers"].isin(depths)], pre0[pre0["n_layers"].isin(depths)]
+    shown = [L for L in depths if _rate(post0[post0["n_layers"] == L]) > _rate(pre0[pre0["n_layers"] == L])]
+    lr = _num(float(ran["lr"].iloc[0]))
+    key = "depth.take.warmup_shown" if shown else "depth.take.warmup_not_shown"
+    out = [tr(key, lr=lr, post=_per_depth(post0, tr), pre=_per_depth(pre0, tr), shown=_layers(shown, tr))]
+    warm = post[(post["warmup_steps"] > 0) & post["n_layers"].isin(depths)]
+    if len(warm):
+        w = int(warm["warmup_steps"].max())
+        warm = warm[warm["warmup_steps"] == w]
+        rescued = [L for L in depths if _rate(warm[warm["n_layers"] == L]) < _rate(post0[post0["n_layers"] == L])]
+        still = [L for L in depths if _failed(warm[warm["n_layers"] == L])[0] > 0]
+        key = ("depth.take.warmup_no_help" if not rescued else "depth.take.warmup_partly" if still
+               else "depth.take.warmup_helped")
+        out.append(tr(key, w=w, warm=_per_depth(warm, tr), cold=_per_depth(post0, tr), rescued=_layers(rescued, tr),
+                      still=_layers(still, tr)))
+    return out
+
+
 def _train_takeaways(df: pd.DataFrame, tr) -> list[str]:
     summ = summarize(df)
     ran = summ[summ["outcome"].isin(["trained", "stalled", "diverged"])]
     if not len(ran):
         return [tr("depth.take.no_training")]
-    out = []
-    D, d_min = int(ran["n_layers"].max()), int(ran["n_layers"].min())
-    lr = _num(float(ran["lr"].iloc[0]))
-    at = ran[ran["n_layers"] == D]
-    post0, pre0 = at[(at["model"] == "post_ln") & (at["warmup_steps"] == 0)], at[(at["model"] == "pre_ln")
-                                                                                 & (at["warmup_steps"] == 0)]
-    if len(post0) and len(pre0):
-        (f, n), (g, m) = _failed(post0), _failed(pre0)
-        key = "depth.take.warmup_shown" if f / n > g / m else "depth.take.warmup_not_shown"
-        out.append(tr(key, lr=lr, d=D, f=f, n=n, g=g, m=m))
-        warm = at[(at["model"] == "post_ln") & (at["warmup_steps"] > 0)]
-        if len(warm):
-            w = int(warm["warmup_steps"].max())
-            fw, nw = _failed(warm[warm["warmup_steps"] == w])
-            key = "depth.take.warmup_helped" if fw / nw < f / n else "depth.take.warmup_no_help"
-            out.append(tr(key, w=w, f=fw, n=nw, f0=f, n0=n))
+    out = _warmup_takeaways(ran, tr)
+    D = int(ran["n_layers"].max())
     nores, pre = ran[ran["model"] == "no_residual"], ran[ran["model"] == "pre_ln"]
     if len(nores[nores["n_layers"] == D]) and len(pre[pre["n_layers"] == D]):
-        (a, n), (b, m), (c, k) = (_failed(nores[nores["n_layers"] == d_min]), _failed(nores[nores["n_layers"] == D]),
-                                  _failed(pre[pre["n_layers"] == D]))
-        shown = b / m > c / k
+        shown = _rate(nores[nores["n_layers"] == D]) > _rate(pre[pre["n_layers"] == D])
         key = "depth.take.nores_shown" if shown else "depth.take.nores_not_shown"
-        out.append(tr(key, d0=d_min, d1=D, a=a, n=n, b=b, m=m, c=c, k=k))
-    plain, res = at[at["model"] == "lstm"], at[at["model"] == "lstm_residual"]
-    if len(plain) and len(res):
-        p, q = 100 * plain["gap_closed"].mean(), 100 * res["gap_closed"].mean()
+        out.append(tr(key, nores=_per_depth(nores, tr), pre=_per_depth(pre, tr), d=D))
+    plain, res = ran[ran["model"] == "lstm"], ran[ran["model"] == "lstm_residual"]
+    if len(plain[plain["n_layers"] == D]) and len(res[res["n_layers"] == D]):
+        def gap(s):
+            return tr("depth.take.sep").join(tr("depth.take.gap_item", p=f"{100 * g['gap_closed'].mean():.0f}", L=int(L))
+                                             for L, g in s.groupby("n_layers"))
+        p, q = (100 * s[s["n_layers"] == D]["gap_closed"].mean() for s in (plain, res))
         key = "depth.take.lstm_train_shown" if p < q - 10 else "depth.take.lstm_train_not_shown"
-        out.append(tr(key, d=D, p=f"{p:.0f}", q=f"{q:.0f}", fp=_failed(plain)[0], fq=_failed(res)[0],
-                      n=len(plain), m=len(res)))
+        out.append(tr(key, plain=gap(plain), res=gap(res), d=D, fp=_per_depth(plain, tr), fq=_per_depth(res, tr)))
     div = summ[summ["outcome"] == "diverged"]
     if len(div):
-        runs = ", ".join(f"{tr(f'depth.model.{r.model}')} L={int(r.n_layers)} s={int(r.seed)} @ {int(r.diverged_step)}"
-                         for r in div.itertuples())
+        runs = tr("depth.take.sep").join(tr("depth.take.diverged_item", model=tr(f"depth.model.{r.model}"),
+                                            L=int(r.n_layers), seed=int(r.seed), step=int(r.diverged_step))
+                                         for r in div.itertuples())
         out.append(tr("depth.take.diverged", n=len(div), total=len(ran), runs=runs))
     clip = ran[ran["clip"] > 0]
     if len(clip):
