@@ -58,7 +58,7 @@ else:
         try:
             tokens = ck.parse_example(typed, K)
         except ValueError as err:
-            st.error(tr("ui.bad_input", error=str(err)))
+            st.error(tr("long_range.map.bad", error=str(err)))
     with lock:
         labels = {"attention": tr("long_range.map.label.attention"), "saliency": tr("long_range.map.label.saliency")}
         frame = ck.map_frame(tokens, tfm, lstm, K, labels)
@@ -69,7 +69,7 @@ else:
 # ---- 2 · gradient reach at initialisation, measured here and now -------------------------------------------------
 st.subheader(tr("long_range.reach_header"))
 st.markdown(tr("long_range.reach_intro"))
-fields = {"seq_len": (2, 1000), "d_model": (4, 256), "rnn_radius": (0.0, 4.0), "forget_bias": (-10.0, 10.0),
+fields = {"seq_len": (2, 1000), "d_model": (4, 128), "rnn_radius": (0.0, 4.0), "forget_bias": (-10.0, 10.0),
           "seed": (0, 2**31 - 1)}
 defaults = gradient_reach.EXPERIMENT.config("quick")
 with st.form(f"form:{PAGE}:reach"):
@@ -78,11 +78,12 @@ with st.form(f"form:{PAGE}:reach"):
                                   help=tr("ui.allowed", range=f"{lo}..{hi}"))
               for col, (f, (lo, hi)) in zip(cols, fields.items())}
     st.form_submit_button(tr("long_range.reach.compute"))
-try:
-    reach = reach_frame(**values, device="auto")
-except ValueError as err:
-    st.error(tr("ui.bad_input", error=str(err)))
-    reach = reach_frame(**{f: getattr(defaults, f) for f in fields}, device="auto")
+with st.spinner(tr("long_range.reach.computing")):
+    try:
+        reach = reach_frame(**values, device="auto")
+    except ValueError as err:
+        st.error(tr("ui.bad_input", error=str(err)))
+        reach = reach_frame(**{f: getattr(defaults, f) for f in fields}, device="auto")
 ui.status_ui(tr, reach)
 left, right = st.columns([3, 2])
 with left:

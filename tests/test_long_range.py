@@ -188,7 +188,7 @@ def test_page_draws_the_attention_map_at_once_and_reacts_to_a_typed_example():
     at.text_input(key="long_range:map:typed").set_value("Beth the cat sat on the mat").run()
     assert not at.exception and "answers **Beth**" in " ".join(m.value for m in at.markdown)
     at.text_input(key="long_range:map:typed").set_value("Beth dog").run()
-    assert [e.value for e in at.error][0].startswith("Cannot run: example: unknown word(s) 'dog'")
+    assert [e.value for e in at.error][0].startswith("Cannot read this sentence: example: unknown word(s) 'dog'")
 
 
 def test_page_runs_live_and_reports_bad_input():
@@ -204,3 +204,23 @@ def test_page_runs_live_and_reports_bad_input():
     at.button(key="FormSubmitter:form:long_range-Run").click().run()
     assert not at.exception
     assert [e.value for e in at.error] == ["Cannot run: distances: 8 must be < seq_len (8)"]
+
+
+def test_charts_encode_the_physics():
+    from core.charts import long_range as charts
+    from core.experiments import gradient_reach as gr
+    tr = translator("en")
+    reach = gr.run(make_config(gr.GradientReachConfig, {"device": "cpu", "seq_len": 40, "d_model": 8}))
+    reach.loc[30, "grad_norm"] = 0.0  # as float32 underflow leaves it
+    spec = charts.reach_chart(reach, tr).to_dict()
+    assert spec["encoding"]["y"]["scale"]["type"] == "log"
+    plotted = next(iter(spec["datasets"].values()))
+    assert min(r["grad_norm"] for r in plotted) > 0 and len(plotted) == len(reach) - 1  # zeros left off the log axis
+    acc = charts.accuracy_chart(_final_rows((1.0, 0.13), (1.0, 1.0)), tr).to_dict()
+    assert [layer["mark"]["type"] for layer in acc["spec"]["layer"]] == ["line", "rule"]  # accuracy, and chance
+    tfm, meta = ck.load("transformer")
+    lstm, _ = ck.load("lstm")
+    tokens = ck.random_example(meta["seq_len"], 5, meta["n_keys"], seed=3)
+    heat = charts.attention_map_chart(ck.map_frame(tokens, tfm, lstm, meta["n_keys"]), tr).to_dict()
+    assert heat["layer"][0]["mark"]["type"] == "rect"
+    assert heat["layer"][0]["encoding"]["x"]["sort"][-1].endswith("she")  # positions in reading order

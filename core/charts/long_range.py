@@ -48,8 +48,9 @@ def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
         y="mean(chance_pct):Q", tooltip=[alt.Tooltip("mean(chance_pct):Q", title=tr("long_range.axis.chance"))])
     chart = alt.layer(line, chance, data=last).properties(width=320, height=220).facet(
         column=alt.Column("task:N", title=None))
-    return chart.properties(title=alt.TitleParams(tr("long_range.chart.accuracy"), subtitle=device_subtitle(last) or None,
-                                                  anchor="start"))
+    sub = device_subtitle(last)
+    return chart.properties(title=alt.TitleParams(tr("long_range.chart.accuracy"), anchor="start",
+                                                  **({"subtitle": sub} if sub else {})))
 
 
 def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
