@@ -99,7 +99,7 @@ def jacobian_norms(layer: Callable[[torch.Tensor], torch.Tensor], x: torch.Tenso
         xs = x[None].repeat(len(rows), 1, 1).requires_grad_(True)  # (rows, T, d_in)
         y_last = layer(xs)[:, -1]  # (rows, d_out)
         y_last.gather(1, rows[:, None]).sum().backward()
-        sq += xs.grad.double().pow(2).sum(dim=(0, 2)).cpu()  # (T,) summed over Jacobian rows and input features
+        sq += xs.grad.cpu().double().pow(2).sum(dim=(0, 2))  # (T,) over rows and features; float64: 1e-30² ≠ 0
     return sq.sqrt().flip(0)  # index k = distance back from the last position
 
 
