@@ -15,13 +15,13 @@ from ui import common as ui
 PAGE = "attention_cost"
 tr = ui.page_ui(PAGE)
 ui.predict_ui(tr, PAGE, 3)
+reveal = st.container()  # filled below, once the live run (if any) has added its rows
 
 st.subheader(tr("ui.live_header"))
 st.caption(tr("ui.live_intro"))
 cfg = ui.config_form_ui(tr, ac.EXPERIMENT, PAGE, ["impls", "backends", "seq_lens", "dtype", "n_heads", "head_dim",
                                                   "batch_size", "causal", "budget_mib", "verify_wall", "device"])
 live = ui.run_ui(tr, ac.EXPERIMENT, cfg, PAGE)
-both, primary = ui.shown_data(tr, PAGE, live)
 
 
 def slopes_table(df):
@@ -35,51 +35,53 @@ def slopes_table(df):
     return ui.pd.DataFrame(rows)
 
 
-if len(both):
-    ui.status_ui(tr, both)
-    st.subheader(tr("attention_cost.memory_header"))
-    st.markdown(tr("attention_cost.memory_intro"))
-    left, right = st.columns(2)
-    with left:
-        ui.chart_ui(charts.memory_chart(both, tr, "saved_bytes"))
-        ui.chart_ui(charts.time_chart(both, tr))
-    with right:
-        ui.chart_ui(charts.memory_chart(both, tr, "peak_bytes"))
-        st.caption(tr("attention_cost.slopes_header"))
-        st.dataframe(slopes_table(primary), hide_index=True)
-        st.caption(tr("attention_cost.peak_note"))
-    st.info(tr("attention_cost.linear_note"))
+with reveal:
+    both, primary = ui.shown_data(tr, PAGE, live)
+    if len(both):
+        ui.status_ui(tr, both)
+        st.subheader(tr("attention_cost.memory_header"))
+        st.markdown(tr("attention_cost.memory_intro"))
+        left, right = st.columns(2)
+        with left:
+            ui.chart_ui(charts.memory_chart(both, tr, "saved_bytes"))
+            ui.chart_ui(charts.time_chart(both, tr))
+        with right:
+            ui.chart_ui(charts.memory_chart(both, tr, "peak_bytes"))
+            st.caption(tr("attention_cost.slopes_header"))
+            st.dataframe(slopes_table(primary), hide_index=True)
+            st.caption(tr("attention_cost.peak_note"))
+        st.info(tr("attention_cost.linear_note"))
 
-    st.subheader(tr("attention_cost.wall_header"))
-    st.markdown(tr("attention_cost.wall_intro"))
-    budget = float(primary["budget_bytes"].dropna().iloc[0]) if primary["budget_bytes"].notna().any() else math.nan
-    walls = charts.with_labels(ac.wall(primary, budget), tr)
-    st.dataframe(ui.pd.DataFrame({
-        tr("attention_cost.wall_table.impl"): walls["label"],
-        tr("attention_cost.wall_table.slope"): walls["slope"].map(lambda b: f"{b:.2f}"),
-        tr("attention_cost.wall_table.n_max"): walls["n_max"].map(lambda n: f"{n:,.0f}" if math.isfinite(n) else "–"),
-        tr("attention_cost.wall_table.fitted_on"): walls["fitted_on"],
-        tr("attention_cost.wall_table.budget"): walls["budget_bytes"].map(format_bytes)}), hide_index=True)
+        st.subheader(tr("attention_cost.wall_header"))
+        st.markdown(tr("attention_cost.wall_intro"))
+        budget = float(primary["budget_bytes"].dropna().iloc[0]) if primary["budget_bytes"].notna().any() else math.nan
+        walls = charts.with_labels(ac.wall(primary, budget), tr)
+        st.dataframe(ui.pd.DataFrame({
+            tr("attention_cost.wall_table.impl"): walls["label"],
+            tr("attention_cost.wall_table.slope"): walls["slope"].map(lambda b: f"{b:.2f}"),
+            tr("attention_cost.wall_table.n_max"): walls["n_max"].map(lambda n: f"{n:,.0f}" if math.isfinite(n) else "–"),
+            tr("attention_cost.wall_table.fitted_on"): walls["fitted_on"],
+            tr("attention_cost.wall_table.budget"): walls["budget_bytes"].map(format_bytes)}), hide_index=True)
 
-    st.markdown("#### " + tr("attention_cost.extrap_header"))
-    st.markdown(tr("attention_cost.extrap_intro"))
-    c1, c2 = st.columns(2)
-    shape = MODEL_PRESETS[c1.selectbox(tr("attention_cost.extrap_model"), list(MODEL_PRESETS), index=1,
-                                       key="extrap_model")]
-    dtype = c2.selectbox(tr("attention_cost.extrap_dtype"), ["bfloat16", "float32"], key="extrap_dtype")
-    ext = ac.extrapolate(primary, shape, dtype, budget_bytes=budget)
-    ui.chart_ui(charts.wall_chart(ext, tr, budget))
-    st.dataframe(ui.pd.DataFrame({
-        tr("attention_cost.extrap.what"): [tr(f"attention_cost.wall.what.{w}") for w in ext["what"]],
-        tr("attention_cost.extrap.seq_len"): ext["seq_len"].map("{:,}".format),
-        tr("attention_cost.extrap.size"): ext["bytes"].map(format_bytes),
-        tr("attention_cost.extrap.fits"): ext["fits_budget"],
-        tr("attention_cost.extrap.time"): ext["time_s"].map(ac.format_seconds)}),
-        hide_index=True)
-    ui.caption_source_ui(tr, primary)
-    ui.takeaways_ui(tr, ac.takeaways(primary, tr))
-else:
-    st.info(tr("attention_cost.no_sweep"))
+        st.markdown("#### " + tr("attention_cost.extrap_header"))
+        st.markdown(tr("attention_cost.extrap_intro"))
+        c1, c2 = st.columns(2)
+        shape = MODEL_PRESETS[c1.selectbox(tr("attention_cost.extrap_model"), list(MODEL_PRESETS), index=1,
+                                           key="extrap_model")]
+        dtype = c2.selectbox(tr("attention_cost.extrap_dtype"), ["bfloat16", "float32"], key="extrap_dtype")
+        ext = ac.extrapolate(primary, shape, dtype, budget_bytes=budget)
+        ui.chart_ui(charts.wall_chart(ext, tr, budget))
+        st.dataframe(ui.pd.DataFrame({
+            tr("attention_cost.extrap.what"): [tr(f"attention_cost.wall.what.{w}") for w in ext["what"]],
+            tr("attention_cost.extrap.seq_len"): ext["seq_len"].map("{:,}".format),
+            tr("attention_cost.extrap.size"): ext["bytes"].map(format_bytes),
+            tr("attention_cost.extrap.fits"): ext["fits_budget"],
+            tr("attention_cost.extrap.time"): ext["time_s"].map(lambda t: ac.format_seconds(t, tr))}),
+            hide_index=True)
+        ui.caption_source_ui(tr, primary)
+        ui.takeaways_ui(tr, ac.takeaways(primary, tr))
+    else:
+        st.info(tr("attention_cost.no_sweep"))
 
 # ---- inference: the KV cache ---------------------------------------------------------------------------------
 st.subheader(tr("attention_cost.kv_header"))

@@ -25,6 +25,7 @@ from torch.utils._pytree import tree_flatten
 from core import bench, guard
 from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device
+from core.experiments.kv_cache import one_thread
 from core.fit import loglog_fit, tail_slope
 from core.memory_formulas import DTYPE_BYTES, ModelShape, attention_saved_bytes, kv_cache_bytes, score_bytes
 from core.models import naive_attention
@@ -37,7 +38,7 @@ SDP_BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFF
 # aten operator names → the SDPA backend that ran (math is composite: it shows no fused operator)
 KERNEL_OPS = (("cudnn_attention", "cudnn"), ("efficient_attention", "efficient"), ("flash_attention", "flash"),
               ("fused_attention_overrideable", "overrideable"))
-DTYPES = ("float32", "bfloat16", "float16")
+DTYPES = ("float32", "bfloat16", "float16", "auto")  # auto: bfloat16 on CUDA (flash needs it), else float32
 COLUMNS = ("impl", "backend", "requested_backend", "mode", "seq_len", "batch_size", "n_heads", "head_dim", "dtype",
            "causal", "time_ms", "time_iqr_ms", "noisy", "peak_bytes", "peak_kind", "saved_bytes",
            "formula_saved_bytes", "analytic_bytes", "state_bytes", "predicted_bytes", "budget_bytes", "point",
@@ -54,7 +55,7 @@ class AttentionCostConfig:
     batch_size: int = spec(1, lo=1, hi=1024)
     n_heads: int = spec(4, lo=1, hi=256)
     head_dim: int = spec(32, lo=1, hi=512)
-    dtype: str = spec("float32", choices=DTYPES, help="CUDA flash needs bfloat16 or float16")
+    dtype: str = spec("float32", choices=DTYPES, help="CUDA flash needs bfloat16 or float16; auto = bf16 on CUDA")
     causal: bool = spec(False, help="causal mask (decoder); off = every token sees every token")
     device: str = spec("auto", choices=DEVICES, help="auto = CUDA, then MPS, then CPU")
     seed: int = spec(0, lo=0, hi=2**31 - 1)
@@ -73,8 +74,11 @@ class AttentionCostConfig:
 
 PRESETS = {
     "quick": {"seq_lens": (256, 512, 1024, 2048), "warmup": 1, "repeats": 3, "max_point_s": 0.5},
-    "full": {"seq_lens": (128, 256, 512, 1024, 2048, 4096, 8192), "backends": BACKENDS, "warmup": 2,
-             "repeats": 7, "max_point_s": 10.0, "time_limit_s": 300.0, "verify_wall": True},
+    # up to 128K: on a GPU the guard finds the wall; on a CPU the long points come back at once as rows saying
+    # what they would need (memory) or take (time)
+    "full": {"seq_lens": (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072), "dtype": "auto",
+             "backends": BACKENDS, "warmup": 2, "repeats": 7, "max_point_s": 10.0, "time_limit_s": 45.0,
+             "verify_wall": True},
 }
 
 
@@ -233,11 +237,12 @@ def _measure_lstm(cfg: AttentionCostConfig, n: int, device: torch.device) -> dic
             h, c = cell(x[t], (h, c))
         state["bytes"] = h.untyped_storage().nbytes() + c.untyped_storage().nbytes()
 
-    with LivePeak(exclude=(x, *cell.parameters())) as live:
-        read()
-    timing = bench.time_fn(read, warmup=0, repeats=cfg.repeats, device=device, max_seconds=cfg.max_point_s)
-    cuda_peak = bench.cuda_peak_bytes(read, device)
-    return {"backend": "-", "time_ms": timing.median_ms, "time_iqr_ms": timing.iqr_ms, "noisy": timing.noisy,
+    with one_thread():  # tiny sequential steps: split over threads on a busy machine they ran 30x slower here
+        with LivePeak(exclude=(x, *cell.parameters())) as live:
+            read()
+        timing = bench.time_fn(read, warmup=0, repeats=cfg.repeats, device=device, max_seconds=cfg.max_point_s)
+        cuda_peak = bench.cuda_peak_bytes(read, device)
+    return {"threads": 1, "backend": "-", "time_ms": timing.median_ms, "time_iqr_ms": timing.iqr_ms, "noisy": timing.noisy,
             "state_bytes": state["bytes"], "peak_bytes": cuda_peak if cuda_peak is not None else live.peak,
             "peak_kind": "cuda_max_allocated" if cuda_peak is not None else "live_tensors"}
 
@@ -262,6 +267,8 @@ def predicted_seconds(impl: str, cfg: AttentionCostConfig, n: int, device: torch
         m, t_ms = max(smaller)
         power = 1 if impl in ("linear", "lstm_state") else 2
         return t_ms / 1e3 * (n / m) ** power, f"extrapolated from n={m}"
+    if impl == "lstm_state" and n > 4096:  # n dependent steps: latency-bound, not FLOP-bound
+        return n * bench.step_latency_s(str(device)), "n steps × this device's step latency"
     flops = attention_flops(impl, cfg, n)
     if flops < 1e9:  # about a second even at 1 GFLOP/s: not worth measuring the device's peak to decide
         return 0.0, "small"
@@ -284,6 +291,8 @@ def measure_point(impl: str, backend: str, cfg: AttentionCostConfig, n: int, dev
         return {**row, "status": "skipped", "predicted_bytes": predicted,
                 "note": f"would need {guard.format_bytes(predicted)}; budget {guard.format_bytes(budget)}"}
     calls = cfg.warmup + min(cfg.repeats, 3) + 2  # warm-up, timed repeats (capped), saved-bytes and peak passes
+    if impl == "lstm_state":
+        calls = min(cfg.repeats, 3) + 8  # its live-peak pass dispatches every step's operators through Python
     seconds, how = predicted_seconds(impl, cfg, n, device, history or [])
     seconds *= calls
     if seconds > cfg.time_limit_s:
@@ -305,6 +314,8 @@ def measure_point(impl: str, backend: str, cfg: AttentionCostConfig, n: int, dev
 def run(cfg: AttentionCostConfig, on_progress=None) -> pd.DataFrame:
     """One row per (n, implementation, backend), shortest n first so the memory-hungry points run last."""
     device = resolve_device(cfg.device)
+    if cfg.dtype == "auto":
+        cfg = dataclasses.replace(cfg, dtype="bfloat16" if device.type == "cuda" else "float32")
     env = environment(device)
     budget = budget_for(cfg, device)  # the wall's budget (yours, or the guard's)
     guard_budget = guard.budget_bytes(device)  # what may really be allocated now
@@ -315,7 +326,7 @@ def run(cfg: AttentionCostConfig, on_progress=None) -> pd.DataFrame:
     rows = []
 
     def add(row, message):
-        row = {**row, "budget_bytes": budget, **env}
+        row = {**env, **row, "budget_bytes": budget}  # a row may say it ran on fewer threads
         row["fits_budget"] = bool(row.get("peak_bytes", math.nan) <= budget) if row["status"] == "ok" else math.nan
         rows.append(row)
         if on_progress is not None:
@@ -412,14 +423,16 @@ def extrapolate(df: pd.DataFrame, shape: ModelShape, dtype: str = "bfloat16", ba
     return pd.DataFrame(rows)
 
 
-def format_seconds(s: float) -> str:
-    """'850 ms', '42 s', '3.5 h', '12 days', '3e+04 years'."""
+def format_seconds(s: float, tr=None) -> str:
+    """'250 ms', '1.5 min', '3.5 h', '12 days', '3e+04 years'; unit names from the catalogue when `tr` is given."""
+    def unit(u):
+        return tr(f"attention_cost.unit.{u}") if tr is not None else u
     if not math.isfinite(s):
         return "–"
-    for unit, size in (("years", 365 * 86400), ("days", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+    for u, size in (("years", 365 * 86400), ("days", 86400), ("h", 3600), ("min", 60), ("s", 1)):
         if s >= size:
-            return f"{s / size:,.3g} {unit}"
-    return f"{s * 1e3:.3g} ms"
+            return f"{s / size:,.3g} {unit(u)}"
+    return f"{s * 1e3:.3g} {unit('ms')}"
 
 
 # ---- takeaways -----------------------------------------------------------------------------------------------
@@ -475,7 +488,8 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         key = r.status
         if r.status == "skipped" and str(r.note).startswith("would take"):
             key = "skipped_time"
-        out.append(tr(f"attention_cost.take.{key}", impl=r.impl, backend=r.requested_backend,
+        name = f"sdpa ({r.requested_backend})" if r.impl == "sdpa" else r.impl
+        out.append(tr(f"attention_cost.take.{key}", impl=name, backend=r.requested_backend,
                       n=_fmt_n(r.seq_len), need=guard.format_bytes(r.predicted_bytes), note=r.note))
     return out
 
