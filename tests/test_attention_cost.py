@@ -207,6 +207,19 @@ def test_an_out_of_memory_point_is_a_row_and_the_next_point_runs(monkeypatch):
     assert list(df.status) == ["oom", "ok"] and "out of memory" in df.note.iloc[0]
 
 
+def test_a_forced_backend_failing_in_its_own_way_is_a_row_not_a_crash(monkeypatch):
+    real = ac.sdpa
+
+    def cudnn_like(q, k, v, backend="auto", causal=False):
+        if backend == "cudnn":
+            raise RuntimeError("cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the graph.")
+        return real(q, k, v, backend, causal)
+
+    monkeypatch.setattr(ac, "sdpa", cudnn_like)
+    df = ac.run(cfg(impls="sdpa", backends="cudnn,auto", seq_lens="32"))
+    assert list(df.status) == ["unsupported", "ok"] and "cuDNN Frontend" in df.note.iloc[0]
+
+
 @pytest.mark.parametrize("overrides, field", [
     ({"seq_lens": "1,64"}, "seq_lens"), ({"dtype": "float64"}, "dtype"), ({"n_heads": "0"}, "n_heads"),
     ({"impls": "naive", "backends": "flash"}, "backends"), ({"impls": "rnn"}, "impls"),
