@@ -91,9 +91,9 @@ def grad_heatmap_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     cell = max(8, min(18, 160 // max(1, L)))
     chart = alt.Chart(d).mark_rect().encode(
         x=alt.X("step:O", title=tr("depth.axis.step"), axis=alt.Axis(labelOverlap=True, labelAngle=0)),
-        y=alt.Y("layer:O", title=tr("depth.axis.layer_short"), sort="descending"),
+        y=alt.Y("layer:O", title=tr("depth.axis.layer_short"), sort="descending", axis=alt.Axis(labelOverlap=True)),
         color=alt.Color("grad_norm:Q", title=tr("depth.axis.grad_norm"),
-                        scale=alt.Scale(type="log", scheme="viridis")),
+                        scale=alt.Scale(type="log", scheme="viridis"), legend=alt.Legend(format=".0e")),
         tooltip=["variant", "layer", "step", alt.Tooltip("grad_norm:Q", format=".3g")],
     ).properties(height=cell * max(1, L), width=520)
     first = d.iloc[0] if len(d) else None
