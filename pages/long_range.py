@@ -121,5 +121,12 @@ with reveal:
         ui.takeaways_ui(tr, lines)
         if primary["source"].iloc[0] == "live":
             st.caption(tr("long_range.quick_note"))
+        last = long_range.final(primary)
+        lstm_runs = last[(last["model"] == "lstm") & (last["status"] == "ok")]
+        if ck.available() and len(lstm_runs) and (lstm_runs["accuracy"] < long_range.SOLVED).any():
+            _, _, _, shipped, _ = shipped_models()
+            acc = shipped["accuracy_by_distance"]
+            st.caption(tr("long_range.train_note", acc=f"{100 * acc[-1]:.0f}%", far=len(acc), steps=shipped["steps"],
+                          run_steps=int(lstm_runs["step"].max())))
     ui.method_ui(tr, PAGE)
     ui.table_ui(tr, both, PAGE)
