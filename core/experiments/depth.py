@@ -257,8 +257,8 @@ def train(name: str, cfg: DepthConfig, n_layers: int, warmup: int, seed: int, de
         if report is not None and (step % CHUNK_STEPS == 0 or now - last_report > CHUNK_SECONDS):
             report(pending, step - last_step)
             pending, last_report, last_step = [], now, step
-    if report is not None:
-        report(pending, cfg.steps - last_step)
+    if report is not None and (pending or cfg.steps > last_step):
+        report(pending, cfg.steps - last_step)  # a diverged run reports its skipped steps as done
         pending = []
     return pending
 
