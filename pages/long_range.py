@@ -1,6 +1,7 @@
 """Bottleneck 2 — long-range dependency: a fact must survive d recurrent updates; attention reaches it in one step."""
 import threading
 
+import pandas as pd
 import streamlit as st
 
 from core import checkpoints as ck
@@ -91,7 +92,7 @@ with left:
     st.caption(tr("long_range.reach.table"))
     table = gradient_reach.reach_table(reach)
     table["model"] = table["model"].map(lambda m: tr(f"long_range.model.{m}"))
-    table["reach"] = table["reach"].map(lambda r: tr("long_range.reach.never") if r != r else f"{r:.0f}")
+    table["reach"] = table["reach"].map(lambda r: tr("long_range.reach.never") if pd.isna(r) else f"{r:.0f}")
     cols = ["model", "seq_len", "reach", "path_length"]
     st.dataframe(table[cols].rename(columns={c: tr(f"long_range.reach.col.{c}") for c in cols}), hide_index=True)
 with right:
