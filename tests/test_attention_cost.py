@@ -276,6 +276,9 @@ def test_memory_chart_is_log_log_with_slope_guides(sweep):
     text = str(spec)
     assert "'type': 'log'" in text and "∝ n^1" in text and "∝ n^2" in text and "cpu" in text
     assert charts.time_chart(sweep[0], tr).to_dict()
+    refused = ac.run(cfg(impls="naive", seq_lens="1000000"))
+    peak = str(charts.memory_chart(pd.concat([sweep[0], refused]), tr, "peak_bytes").to_dict())
+    assert "triangle-up" in peak and "would need" in peak  # drawn at its predicted size, not run
 
 
 def test_cli_writes_the_columns(tmp_path, capsys):

@@ -8,7 +8,6 @@ import altair as alt
 import pandas as pd
 
 from core.charts.common import device_subtitle, lines, log_x, log_y
-from core.charts.common import titled as _titled
 
 GUIDE_COLOR = "#9a9a9a"
 IMPL_COLORS = {"naive": "#d62728", "linear": "#2ca02c", "lstm_state": "#7f7f7f"}
@@ -24,8 +23,10 @@ def _ok(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def titled(chart: alt.Chart, title: str, subtitle: str = "") -> alt.Chart:
-    """The house title, and room for a legend under the plot (the height includes title, axes and legend)."""
-    return _titled(chart, title, subtitle).properties(height=420)
+    """The house title (anchored left, subtitle if any), and room for a legend under the plot."""
+    params = alt.TitleParams(title, subtitle=subtitle, anchor="start") if subtitle.strip() else \
+        alt.TitleParams(title, anchor="start")
+    return chart.properties(title=params, height=420)  # the height includes title, axes and legend
 
 
 def impl_label(row, tr) -> str:
@@ -70,7 +71,7 @@ def _guide_layer(d: pd.DataFrame, y: str, tr) -> alt.Chart:
         first = d[d["seq_len"] == d["seq_len"].min()][y]
         g = guides(d["seq_len"].min(), d["seq_len"].max(), float(first.median()), tr)
     return alt.Chart(g).mark_line(color=GUIDE_COLOR, strokeDash=[2, 3]).encode(
-        x="x:Q", y="y:Q", detail="guide:N", tooltip=["guide"])
+        x="x:Q", y="y:Q", detail="guide:N", tooltip=["guide:N"])
 
 
 def _guide_labels(d: pd.DataFrame, y: str, tr) -> alt.Chart:
@@ -86,20 +87,33 @@ def memory_chart(df: pd.DataFrame, tr, metric: str = "saved_bytes") -> alt.Chart
     d = d.assign(mib=d[metric] / 2**20) if len(d) else d.assign(mib=pd.Series(dtype=float))
     main = lines(d, log_x("seq_len", tr("attention_cost.axis.seq_len")),
                  log_y("mib", tr(f"attention_cost.axis.{metric}")), "label", tr("attention_cost.axis.impl"),
-                 tooltip=["label", "seq_len", "mib", "peak_kind", "run"] if "run" in d else
-                 ["label", "seq_len", "mib", "peak_kind"]).encode(color=impl_color(d, tr("attention_cost.axis.impl")))
+                 tooltip=["label:N", "seq_len:Q", "mib:Q", "peak_kind:N"] + (["run:N"] if "run" in d else [])).encode(color=impl_color(d, tr("attention_cost.axis.impl")))
     score = d.drop_duplicates(["seq_len"]).assign(score_mib=lambda x: x["analytic_bytes"] / 2**20) if len(d) else d
     one_matrix = alt.Chart(score).mark_line(color="black", strokeDash=[6, 3], opacity=0.5).encode(
-        x="seq_len:Q", y="score_mib:Q", tooltip=["seq_len", "score_mib"])
+        x="seq_len:Q", y="score_mib:Q", tooltip=["seq_len:Q", "score_mib:Q"])
     chart = main + _guide_layer(d.assign(y=d["mib"]), "y", tr) + _guide_labels(d.assign(y=d["mib"]), "y", tr) + \
         one_matrix
-    return titled(chart, tr(f"attention_cost.chart.{metric}"),
-                  tr("attention_cost.chart.memory_sub") + " " + device_subtitle(d))
+    subtitle = tr("attention_cost.chart.memory_sub")
+    refused = _refused(df, tr) if metric == "peak_bytes" else df.iloc[0:0]
+    if len(refused):  # what the guard would not run, at its predicted size
+        chart = chart + alt.Chart(refused).mark_point(shape="triangle-up", filled=False, size=90).encode(
+            x="seq_len:Q", y="mib:Q", color=impl_color(pd.concat([d, refused]), tr("attention_cost.axis.impl")),
+            tooltip=["label:N", "seq_len:Q", "mib:Q", "note:N"])
+        subtitle += " " + tr("attention_cost.chart.refused_sub")
+    return titled(chart, tr(f"attention_cost.chart.{metric}"), subtitle + " " + device_subtitle(d))
+
+
+def _refused(df: pd.DataFrame, tr) -> pd.DataFrame:
+    if not len(df) or "status" not in df:
+        return df.iloc[0:0]
+    r = df[(df["status"] == "skipped") & df["note"].astype(str).str.startswith("would need")]
+    r = r[r["predicted_bytes"].notna()]
+    return with_labels(r, tr).assign(mib=r["predicted_bytes"] / 2**20) if len(r) else r
 
 
 def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = with_labels(_ok(df), tr)
-    tooltip = ["label", "seq_len", "time_ms", "time_iqr_ms"] + (["run"] if "run" in d else [])
+    tooltip = ["label:N", "seq_len:Q", "time_ms:Q", "time_iqr_ms:Q"] + (["run:N"] if "run" in d else [])
     main = lines(d, log_x("seq_len", tr("attention_cost.axis.seq_len")),
                  log_y("time_ms", tr("attention_cost.axis.time_ms")), "label", tr("attention_cost.axis.impl"),
                  tooltip=tooltip).encode(color=impl_color(d, tr("attention_cost.axis.impl")))
