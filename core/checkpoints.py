@@ -18,7 +18,13 @@ import pandas as pd
 import torch
 
 from core import tasks
-from core.experiments.long_range import LongRangeConfig, accuracy, build_model, query_loss, torch_threads
+from core.experiments.long_range import (
+    LongRangeConfig,
+    accuracy,
+    build_model,
+    query_loss,
+    torch_threads,
+)
 from core.models import n_params
 from core.results import DATA_DIR
 

@@ -188,7 +188,7 @@ def test_page_draws_the_attention_map_at_once_and_reacts_to_a_typed_example():
     at.text_input(key="long_range:map:typed").set_value("Beth the cat sat on the mat").run()
     assert not at.exception and "answers **Beth**" in " ".join(m.value for m in at.markdown)
     at.text_input(key="long_range:map:typed").set_value("Beth dog").run()
-    assert [e.value for e in at.error][0].startswith("Cannot read this sentence: example: unknown word(s) 'dog'")
+    assert next(e.value for e in at.error).startswith("Cannot read this sentence: example: unknown word(s) 'dog'")
 
 
 def test_page_runs_live_and_reports_bad_input():

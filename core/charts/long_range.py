@@ -7,7 +7,6 @@ import pandas as pd
 from core.charts.common import device_subtitle, lines, log_y, titled
 from core.experiments.long_range import final
 
-
 # One colour per model across the page: recurrent models warm, attention cool.
 MODEL_COLORS = {"rnn": "#ff7f0e", "lstm": "#d62728", "gru": "#e377c2", "attention": "#1f77b4", "transformer": "#1f77b4"}
 
@@ -58,10 +57,10 @@ def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = _ok(df).assign(percent=lambda x: 100 * x["accuracy"], chance_pct=lambda x: 100 * x["chance"])
     d = d.assign(panel=d["task"].map(lambda t: tr(f"long_range.task.{t}")) + " · d="
                  + d["distance"].astype(int).astype(str))
-    enc = dict(x=alt.X("step:Q", title=tr("long_range.axis.step")),
-               y=alt.Y("percent:Q", title=tr("long_range.axis.accuracy"), scale=alt.Scale(domain=[0, 100])),
-               color=_model_color(d["model"], tr("long_range.axis.model")),
-               tooltip=[c for c in ("task", "model", "distance", "step", "percent", "loss", "train_s", "run") if c in d])
+    enc = {"x": alt.X("step:Q", title=tr("long_range.axis.step")),
+           "y": alt.Y("percent:Q", title=tr("long_range.axis.accuracy"), scale=alt.Scale(domain=[0, 100])),
+           "color": _model_color(d["model"], tr("long_range.axis.model")),
+           "tooltip": [c for c in ("task", "model", "distance", "step", "percent", "loss", "train_s", "run") if c in d]}
     if "run" in d and d["run"].nunique() > 1:
         enc["strokeDash"] = alt.StrokeDash("run:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=500))
     line = alt.Chart(d).mark_line(point=True).encode(**enc)

@@ -187,7 +187,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         g1, gfar = _at(sub, model, 1), _at(sub, model, far)
         back = sub[sub["distance"] >= 1]["grad_norm"]
         r = float(sub["reach"].iloc[0])
-        values = dict(model=name, g1=f"{g1:.2g}", k=far, gfar=f"{gfar:.2g}", T=T - 1)  # the farthest distance
+        values = {"model": name, "g1": f"{g1:.2g}", "k": far, "gfar": f"{gfar:.2g}", "T": T - 1}  # T: farthest k
         if not math.isnan(r):
             kinds[model] = "decay"
             zeros = int((back == 0).sum())
