@@ -27,10 +27,12 @@ live = ui.run_ui(tr, ac.EXPERIMENT, cfg, PAGE)
 def slopes_table(df):
     """Fitted exponents per implementation, over the three longest lengths of the run shown."""
     ok = charts.with_labels(df[(df["status"] == "ok") & (df["point"] == "sweep")], tr)
-    rows = [{tr("attention_cost.slopes.label"): label,
-             tr("attention_cost.slopes.saved"): ui.fmt(tail_slope(g["seq_len"], g["saved_bytes"])),
-             tr("attention_cost.slopes.peak"): ui.fmt(tail_slope(g["seq_len"], g["peak_bytes"])),
-             tr("attention_cost.slopes.time"): ui.fmt(tail_slope(g["seq_len"], g["time_ms"]))}
+    def slope(g, column):
+        b = tail_slope(g["seq_len"], g[column])
+        return f"{b:.2f}" if math.isfinite(b) else "–"
+
+    rows = [{tr("attention_cost.slopes.label"): label, tr("attention_cost.slopes.saved"): slope(g, "saved_bytes"),
+             tr("attention_cost.slopes.peak"): slope(g, "peak_bytes"), tr("attention_cost.slopes.time"): slope(g, "time_ms")}
             for label, g in ok.groupby("label", sort=False)]
     return ui.pd.DataFrame(rows)
 
@@ -123,9 +125,12 @@ kv_both, kv_primary = ui.shown_data(tr, "kv_cache", kv_live)
 if len(kv_primary):
     ui.chart_ui(charts.kv_measured_chart(kv_primary, tr))
     ui.takeaways_ui(tr, kv.takeaways(kv_primary, tr))
+    st.caption(tr("attention_cost.kv.table"))
+    ui.table_ui(tr, kv_both, "kv_cache")
 
 st.subheader(tr("attention_cost.remedies_header"))
 st.markdown(tr("attention_cost.remedies"))
 ui.method_ui(tr, PAGE)
+if len(both):
+    st.caption(tr("attention_cost.table"))
 ui.table_ui(tr, both, PAGE)
-ui.table_ui(tr, kv_both, "kv_cache")
