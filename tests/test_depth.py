@@ -285,3 +285,22 @@ def test_per_layer_rows_only_for_the_first_layer_seeds():
     train = df[df["phase"] == "train"]
     assert set(train[train["layer"].isna()]["seed"]) == {0, 1}  # loss and global norm for every seed
     assert set(train[train["layer"].notna()]["seed"]) == {0}
+
+
+def test_page_draws_shipped_reference_results_at_once(small, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    import core.results
+    from ui import common
+    _, df, _ = small
+    df.to_csv(tmp_path / "depth-cpu-test.csv", index=False)  # read back as a reference file would be
+    monkeypatch.setattr(core.results, "REFERENCE_DIR", tmp_path)
+    common.reference_ui_data.clear()
+    try:
+        at = AppTest.from_file(APP, default_timeout=60).run()
+        at.switch_page("pages/depth.py").run()
+        assert not at.exception, at.exception
+        assert len(at.get("vega_lite_chart")) >= 6 and not at.info  # charts at once, no "press Run"
+        assert any("plain LSTM stack" in m.value for m in at.markdown)
+    finally:
+        common.reference_ui_data.clear()
