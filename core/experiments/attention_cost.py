@@ -73,7 +73,7 @@ class AttentionCostConfig:
 
 
 PRESETS = {
-    "quick": {"seq_lens": (256, 512, 1024, 2048), "warmup": 1, "repeats": 3, "max_point_s": 0.5},
+    "quick": {"seq_lens": (256, 512, 1024, 2048), "warmup": 2, "repeats": 3, "max_point_s": 0.5},
     # up to 128K: on a GPU the guard finds the wall; on a CPU the long points come back at once as rows saying
     # what they would need (memory) or take (time)
     "full": {"seq_lens": (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072), "dtype": "auto",
