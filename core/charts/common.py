@@ -24,7 +24,8 @@ def lines(df: pd.DataFrame, x, y, color: str, color_title: str, dash: str = "run
 
 
 def titled(chart: alt.Chart, title: str, subtitle: str = "") -> alt.Chart:
-    return chart.properties(title=alt.TitleParams(title, subtitle=subtitle or None, anchor="start"), height=300)
+    params = alt.TitleParams(title, subtitle=subtitle, anchor="start") if subtitle else alt.TitleParams(title, anchor="start")
+    return chart.properties(title=params, height=300)
 
 
 def device_subtitle(df: pd.DataFrame) -> str:
