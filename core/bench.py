@@ -9,7 +9,7 @@ import dataclasses
 import functools
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -88,7 +88,8 @@ def saved_activation_bytes(fn: Callable[[], object], exclude: tuple = ()) -> int
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         out = fn()
-    del out, keep
+    del out
+    keep.clear()
     return int(sum(seen.values()))
 
 

@@ -40,11 +40,16 @@ def cmd_list(args) -> int:
     return 0
 
 
-def table(df: pd.DataFrame) -> str:
+def table(df: pd.DataFrame, max_rows: int = 60) -> str:
+    """The rows as text, environment columns left out; long results show their head and tail (the CSV has all)."""
     shown = df[[c for c in df.columns if c not in ENV_COLUMNS and c != "source" and df[c].notna().any()]]
-    with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_rows", 200,
+    with pd.option_context("display.width", 200, "display.max_columns", 30,
                            "display.float_format", lambda v: f"{v:.4g}"):
-        return shown.to_string(index=False)
+        if len(shown) <= max_rows:
+            return shown.to_string(index=False)
+        head, tail = shown.head(max_rows // 2), shown.tail(10)
+        return (head.to_string(index=False) + f"\n… {len(shown) - len(head) - len(tail)} more rows (all in the CSV) …\n"
+                + tail.to_string(index=False, header=False))
 
 
 def run_one(name: str, preset: str, device: str | None, seed: int | None, sets: dict, out: str | None,

@@ -6,8 +6,10 @@ A field's metadata says what a learner may set (`spec(...)`); `make_config` turn
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pandas costs ~0.5 s to import; the home page needs none of it
     import pandas as pd
@@ -80,7 +82,7 @@ def _check(info: dict, v) -> None:
     if info.get("choices") and v not in info["choices"]:
         raise ValueError(f"{name}: {v!r} is not allowed; choose {describe_range(info)}")
     if info["type"] in (int, float):
-        if v != v or v in (float("inf"), float("-inf")):
+        if not math.isfinite(v):
             raise ValueError(f"{name}: {v!r} must be a finite number")
         lo, hi = info.get("lo"), info.get("hi")
         if (lo is not None and v < lo) or (hi is not None and v > hi):
@@ -135,11 +137,11 @@ class Experiment:
     """A registry entry: the config class, its presets (field overrides) and the run function."""
     name: str
     config_cls: type
-    run: Callable[..., "pd.DataFrame"]
+    run: Callable[..., pd.DataFrame]
     presets: dict
     summary: str
     # takeaways(df, tr) -> list of sentences computed from df; tr is core.i18n.translator(lang)
-    takeaways: Callable[["pd.DataFrame", Callable[..., str]], list[str]] | None = None
+    takeaways: Callable[[pd.DataFrame, Callable[..., str]], list[str]] | None = None
 
     def config(self, preset: str = "quick", overrides: dict | None = None):
         if preset not in self.presets:

@@ -9,7 +9,6 @@ Two measurements on one small next-token task (a noisy permutation chain, see `m
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import math
@@ -22,7 +21,7 @@ from torch import nn
 
 from core import guard
 from core.config import Experiment, Progress, spec
-from core.device import DEVICES, environment, resolve_device
+from core.device import DEVICES, environment, resolve_device, torch_threads
 from core.models import TransformerLM, n_heads_for
 
 MODELS = ("lstm", "lstm_residual", "post_ln", "pre_ln", "no_residual", "no_norm")
@@ -277,27 +276,14 @@ def _task_fields(cfg: DepthConfig) -> dict:
             "batch_size": cfg.batch_size}
 
 
-# These layers are tiny: per-op overhead dominates and extra intra-op threads do not help. With 2 threads on a
-# 2-core machine that other processes were also using, a training step took 20-60x longer here (13 ms → 800 ms).
+# These layers are tiny: per-op overhead dominates and extra intra-op threads do not help (core.device.torch_threads).
 CPU_THREADS = 1
-
-
-@contextlib.contextmanager
-def _cpu_threads(device: torch.device):
-    """Train on one CPU thread (restored afterwards); the device label in every row says so."""
-    before = torch.get_num_threads()
-    if device.type == "cpu":
-        torch.set_num_threads(min(CPU_THREADS, before))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def run(cfg: DepthConfig, on_progress=None) -> pd.DataFrame:
     """Init rows for every (depth, model, seed), then one training run per (depth, warm-up, model, seed)."""
     device = resolve_device(cfg.device)
-    with _cpu_threads(device):
+    with torch_threads(CPU_THREADS if device.type == "cpu" else 0):
         return _run(cfg, device, on_progress)
 
 

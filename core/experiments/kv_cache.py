@@ -11,7 +11,6 @@ with n_kv_heads ∈ {H, H/4, 1} generating tokens with a real cache, whose tenso
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import time
@@ -22,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from core.config import Experiment, Progress, spec
-from core.device import DEVICES, environment, resolve_device, synchronize
+from core.device import DEVICES, environment, resolve_device, synchronize, torch_threads
 from core.guard import format_bytes
 from core.memory_formulas import DTYPE_BYTES, MODEL_PRESETS, ModelShape, kv_cache_bytes
 from core.models import sinusoidal_positions
@@ -66,16 +65,10 @@ PRESETS = {
 }
 
 
-@contextlib.contextmanager
 def one_thread():
     """Decode steps are tiny: split over threads on a busy 2-core machine, the hand-off costs more than the work
     (measured here: ~90 ms per token with 2 threads under load, ~1-3 ms with one)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+    return torch_threads(1)
 
 
 def kv_heads(scheme: str, n_heads: int) -> int:

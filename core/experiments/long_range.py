@@ -9,7 +9,6 @@ step (O(1), Vaswani et al. 2017, Table 1).
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import time
@@ -20,7 +19,7 @@ import torch.nn.functional as F
 
 from core import tasks as task_lib
 from core.config import Experiment, Progress, spec
-from core.device import DEVICES, environment, resolve_device
+from core.device import DEVICES, environment, resolve_device, torch_threads
 from core.models import RecurrentLM, TransformerLM, n_heads_for, n_params
 
 MODELS = ("lstm", "transformer")
@@ -121,19 +120,6 @@ def accuracy(model: torch.nn.Module, tokens: torch.Tensor, targets: torch.Tensor
     hit = model(tokens).argmax(dim=-1)[asked] == targets[asked]
     model.train()
     return float(hit.float().mean())
-
-
-@contextlib.contextmanager
-def torch_threads(n: int):
-    """Use `n` torch threads inside the block (0 = leave as is)."""
-    before = torch.get_num_threads()
-    if n and n != before:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        if torch.get_num_threads() != before:
-            torch.set_num_threads(before)
 
 
 def train_runs(cfg: LongRangeConfig, device: torch.device, env: dict):

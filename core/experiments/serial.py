@@ -113,7 +113,7 @@ def run(cfg: SerialConfig, on_progress=None) -> pd.DataFrame:
     points = [(T, m) for T in sorted(cfg.seq_lens) for m in cfg.models]
     rows = []
     for i, (T, name) in enumerate(points):
-        fields = guard.guarded(lambda: _measure(name, cfg, T, device), predicted_bytes(name, cfg, T), device)
+        fields = guard.guarded(lambda name=name, T=T: _measure(name, cfg, T, device), predicted_bytes(name, cfg, T), device)
         row = {"model": name, "n_layers": cfg.n_layers, "d_model": cfg.d_model, "batch_size": cfg.batch_size,
                "seq_len": T, "seq_steps": seq_steps(name, T, cfg.n_layers), "peak_flops_per_s": peak,
                "step_latency_s": latency, "seed": cfg.seed, "note": "", **fields, **env}
@@ -191,7 +191,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         if "lstm_loop" in at.index:
             out.append(tr("serial.take.loop", ratio=f"{at.loc['lstm_loop', 'train_ms'] / lstm['train_ms']:.2g}",
                           util=f"{100 * at.loc['lstm_loop', 'utilization']:.0f}"))
-        gpu = [h for h in hardware_for(ok, tr) if not h.measured][0]
+        gpu = next(h for h in hardware_for(ok, tr) if not h.measured)
         pl = roofline.predict_ms(lstm["flops"], int(lstm["seq_steps"]), gpu)
         pt = roofline.predict_ms(tf["flops"], int(tf["seq_steps"]), gpu)
         out.append(tr("serial.take.model_gpu", T=T, lstm=f"{pl:.2g}", tf=f"{pt:.2g}",
