@@ -29,6 +29,7 @@ def save_csv(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     try:
         with os.fdopen(fd, "w", newline="") as f:
             df.to_csv(f, index=False)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a result file is for everyone who reads the folder
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -450,7 +450,8 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     ok = df[(df.status == "ok") & (df.point == "sweep")]
     label = {}
     for (impl, req), g in ok.groupby(["impl", "requested_backend"], sort=False):
-        name = impl if impl != "sdpa" else f"sdpa ({g.backend.iloc[-1]})"
+        name = impl if impl != "sdpa" else (f"sdpa (auto → {g.backend.iloc[-1]})" if req == "auto"
+                                            else f"sdpa ({g.backend.iloc[-1]})")
         label[(impl, req)] = name
         mem = g.peak_bytes if impl == "lstm_state" else g.saved_bytes
         if g.seq_len.nunique() >= 3:
@@ -485,13 +486,19 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         out.append(tr("attention_cost.take.check", impl=r.impl, n=_fmt_n(r.seq_len), peak=guard.format_bytes(r.peak_bytes),
                       budget=guard.format_bytes(r.budget_bytes),
                       verdict=tr("attention_cost.take.check." + ("ok" if as_predicted else "miss"))))
-    for _, r in df[df.status.isin(["skipped", "oom", "unsupported"])].iterrows():
-        key = r.status
-        if r.status == "skipped" and str(r.note).startswith("would take"):
-            key = "skipped_time"
-        name = f"sdpa ({r.requested_backend})" if r.impl == "sdpa" else r.impl
-        out.append(tr(f"attention_cost.take.{key}", impl=name, backend=r.requested_backend,
-                      n=_fmt_n(r.seq_len), need=guard.format_bytes(r.predicted_bytes), note=r.note))
+    # one sentence per (kind of refusal, implementation), over the lengths it covers
+    refused = df[df.status.isin(["skipped", "oom", "unsupported"])].copy()
+    if len(refused):
+        refused["key"] = refused.status.where(~((refused.status == "skipped")
+                                                & refused.note.astype(str).str.startswith("would take")), "skipped_time")
+        refused["name"] = [f"sdpa ({b})" if i == "sdpa" else i for i, b in zip(refused.impl, refused.requested_backend)]
+        for (key, name), g in refused.groupby(["key", "name"], sort=False):
+            g = g.sort_values("seq_len")
+            n = _fmt_n(g.seq_len.iloc[0]) + (f" … {_fmt_n(g.seq_len.iloc[-1])}" if len(g) > 1 else "")
+            need = guard.format_bytes(g.predicted_bytes.iloc[0]) + (
+                f" … {guard.format_bytes(g.predicted_bytes.iloc[-1])}" if len(g) > 1 else "")
+            out.append(tr(f"attention_cost.take.{key}", impl=name, backend=g.requested_backend.iloc[0], n=n,
+                          need=need, note=g.note.iloc[0]))
     return out
 
 

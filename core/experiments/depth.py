@@ -278,6 +278,7 @@ def _task_fields(cfg: DepthConfig) -> dict:
 
 # These layers are tiny: per-op overhead dominates and extra intra-op threads do not help (core.device.torch_threads).
 CPU_THREADS = 1
+UNDERFLOW = 1e-30  # gradients below this have met float32's floor (~1e-38 normal, 1e-45 subnormal) somewhere
 
 
 def run(cfg: DepthConfig, on_progress=None) -> pd.DataFrame:
@@ -407,7 +408,10 @@ def init_profile(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _num(x: float) -> str:
-    return f"{x:.2g}" if math.isfinite(x) else "–"
+    """Two significant digits; a geometric mean that hit the 1e-300 floor was an exact 0 (float underflow)."""
+    if not math.isfinite(x):
+        return "–"
+    return "0" if x <= 1e-299 else f"{x:.2g}"
 
 
 def _failed(s: pd.DataFrame) -> tuple[int, int]:
@@ -430,7 +434,10 @@ def _init_takeaways(df: pd.DataFrame, tr) -> list[str]:
         g = first["lstm"].sort_index()
         if len(g) >= 2:
             d0, d1 = int(g.index[0]), int(g.index[-1])
-            factor = (g.iloc[0] / g.iloc[-1]) ** (1 / (d1 - d0)) if g.iloc[-1] > 0 else math.inf
+            # per-layer loss over the depths whose gradient is still well above float underflow
+            usable = g[g > UNDERFLOW]
+            dd = int(usable.index[-1]) if len(usable) >= 2 else d1
+            factor = (g.iloc[0] / g[dd]) ** (1 / (dd - d0)) if g[dd] > 0 and dd > d0 else math.inf
             key = "depth.take.lstm_init" if factor >= 1.5 else "depth.take.lstm_init_flat"
             out.append(tr(key, d0=d0, d1=d1, g0=_num(g.iloc[0]), g1=_num(g.iloc[-1]), factor=_num(factor),
                           top=_num(last.get(("lstm", d1), math.nan))))
@@ -511,7 +518,7 @@ def _train_takeaways(df: pd.DataFrame, tr) -> list[str]:
     plain, res = ran[ran["model"] == "lstm"], ran[ran["model"] == "lstm_residual"]
     if len(plain[plain["n_layers"] == D]) and len(res[res["n_layers"] == D]):
         def gap(s):
-            return tr("depth.take.sep").join(tr("depth.take.gap_item", p=f"{100 * g['gap_closed'].mean():.0f}", L=int(L))
+            return tr("depth.take.sep").join(tr("depth.take.gap_item", p=f"{100 * g['gap_closed'].mean() + 0:.0f}".replace("-0", "0"), L=int(L))
                                              for L, g in s.groupby("n_layers"))
         p, q = (100 * s[s["n_layers"] == D]["gap_closed"].mean() for s in (plain, res))
         key = "depth.take.lstm_train_shown" if p < q - 10 else "depth.take.lstm_train_not_shown"
