@@ -60,7 +60,7 @@ def test_gradient_fades_through_plain_stacks_but_not_residual_ones():
     cpu = torch.device("cpu")
 
     def first_layer(name, L):
-        with depth._cpu_threads(cpu):  # as run() does
+        with depth.torch_threads(depth.CPU_THREADS):  # as run() does
             return depth.measure_init(name, cfg, L, 0, cpu)[0]["grad_norm"]
 
     assert first_layer("lstm", 8) < first_layer("lstm", 1) / 100  # measured here: ~4e4× smaller
