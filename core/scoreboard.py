@@ -79,19 +79,28 @@ def reach_facts(df: pd.DataFrame | None) -> dict:
     return out
 
 
+UNDERFLOW = 1e-30  # below this a float32 gradient has met its floor somewhere: a ratio through it means nothing
+
+
 def depth_facts(df: pd.DataFrame | None) -> dict:
-    """At initialisation, deepest stack: first-layer gradient as a fraction of the last layer's, per model."""
+    """At initialisation: first-layer gradient as a fraction of the last layer's, per model, at the deepest stack
+    where the LSTM's first-layer gradient has not underflowed."""
     ok = _ok(df)
     if not len(ok) or "phase" not in ok:
         return {}
     init = ok[(ok["phase"] == "init") & ok["layer"].notna()]
-    out = {}
-    for m, g in init.groupby("model"):
-        L = int(g["n_layers"].max())
-        g = g[g["n_layers"] == L].groupby("layer")["grad_norm"].median()
-        if len(g) >= 2 and g.iloc[-1] > 0:
-            out[m] = {"layers": L, "ratio": float(g.iloc[0] / g.iloc[-1])}
-    return out
+    ratios: dict = {}
+    for (m, L), g in init.groupby(["model", "n_layers"]):
+        g = g.groupby("layer")["grad_norm"].median()
+        if len(g) >= 2 and g.iloc[-1] > 0 and g.iloc[0] > UNDERFLOW:
+            ratios.setdefault(m, {})[int(L)] = float(g.iloc[0] / g.iloc[-1])
+    if not ratios:
+        return {}
+    depths = set.intersection(*(set(r) for r in ratios.values())) if "lstm" not in ratios else set(ratios["lstm"])
+    if not depths:
+        return {}
+    L = max(depths)
+    return {m: {"layers": L, "ratio": r[L]} for m, r in ratios.items() if L in r}
 
 
 def recall_facts(df: pd.DataFrame | None) -> dict:
@@ -174,10 +183,10 @@ def findings(frames: dict, tr) -> dict:
                                far=r["attention"]["far"])
     d = depth_facts(frames.get("depth"))
     if "lstm" in d:
-        other = "pre_ln" if "pre_ln" in d else next((m for m in d if m != "lstm"), None)
+        other = next((m for m in ("lstm_residual", "pre_ln", *d) if m in d and m != "lstm"), None)
         if other:
             out["depth"] = tr("home.find.depth", L=d["lstm"]["layers"], lstm=_num(d["lstm"]["ratio"]),
-                              other=other, ratio=_num(d[other]["ratio"]))
+                              other=tr(f"model.{other}"), ratio=_num(d[other]["ratio"]))
     a = attention_facts(frames.get("attention_cost"))
     if "naive" in a and "sdpa" in a:
         out["attention_cost"] = tr("home.find.attention", naive=_slope(a["naive"]["mem_slope"]),

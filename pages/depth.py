@@ -17,10 +17,12 @@ cfg = ui.config_form_ui(tr, depth.EXPERIMENT, PAGE, ["models", "depths", "lr", "
 live = ui.run_ui(tr, depth.EXPERIMENT, cfg, PAGE)
 
 
-def pick_ui(label: str, values, key: str, fmt=str):
-    """A selectbox over the whole numbers present in the data; the largest by default."""
+def pick_ui(label: str, values, key: str, fmt=str, at_most: int | None = None):
+    """A selectbox over the whole numbers present in the data; the largest (up to `at_most`) by default."""
     options = sorted({int(v) for v in values})
-    return st.selectbox(label, options, index=len(options) - 1, format_func=fmt, key=f"pick:{PAGE}:{key}")
+    fitting = [i for i, v in enumerate(options) if at_most is None or v <= at_most]
+    return st.selectbox(label, options, index=fitting[-1] if fitting else len(options) - 1, format_func=fmt,
+                        key=f"pick:{PAGE}:{key}")
 
 
 with reveal:
@@ -35,7 +37,8 @@ with reveal:
     init = both[(both["phase"] == "init") & (both["status"] == "ok")]
     left, right = st.columns(2)
     with left:
-        L = pick_ui(tr("depth.pick.init_depth"), init["n_layers"], "init") if len(init) else None
+        # 16 by default: deeper plain LSTM stacks underflow float32 at their first layers
+        L = pick_ui(tr("depth.pick.init_depth"), init["n_layers"], "init", at_most=16) if len(init) else None
         ui.chart_ui(charts.init_layers_chart(both, tr, L))
     with right:
         ui.chart_ui(charts.first_layer_chart(both, tr))

@@ -18,7 +18,7 @@ for i, (key, page) in enumerate(ui.PAGES):
 
 st.subheader(tr("home.t1.title"))
 st.caption(tr("home.t1.caption"))
-st.dataframe(scoreboard.table1(frames, tr), hide_index=True)
+st.table(scoreboard.table1(frames, tr).set_index(tr("home.t1.layer")))
 links = st.container(horizontal=True)
 for key, page in ui.PAGES:
     links.page_link(page, label=tr(f"nav.{key}"))

@@ -265,7 +265,7 @@ def shown_data(tr, name: str, live: pd.DataFrame | None) -> tuple[pd.DataFrame, 
     return both, primary
 
 
-def _reference_device(ref: "pd.DataFrame") -> str:
+def _reference_device(ref: pd.DataFrame) -> str:
     """The reference device the takeaways speak of: one of this machine's kind (CPU, CUDA…) if shipped."""
     devices = list(dict.fromkeys(ref["device"]))
     here = _device_facts()["type"]
@@ -273,7 +273,7 @@ def _reference_device(ref: "pd.DataFrame") -> str:
     return (same or devices)[0]
 
 
-def latest_rows(name: str) -> "pd.DataFrame | None":
+def latest_rows(name: str) -> pd.DataFrame | None:
     """This session's live rows of experiment `name` if it ran, else its reference rows for this kind of device."""
     import pandas as pd
     state = st.session_state.get(f"live:{name}")
@@ -285,14 +285,14 @@ def latest_rows(name: str) -> "pd.DataFrame | None":
     return ref[ref["device"] == _reference_device(ref)]
 
 
-def caption_source_ui(tr, primary: "pd.DataFrame") -> None:
+def caption_source_ui(tr, primary: pd.DataFrame) -> None:
     import pandas as pd
     if len(primary):
         st.caption(tr("ui.showing", source=tr(f"ui.source.{primary['source'].iloc[0]}"),
                       device=primary["device"].iloc[0], date=str(primary.get("date", pd.Series([""])).iloc[0])[:10]))
 
 
-def status_ui(tr, df: "pd.DataFrame") -> None:
+def status_ui(tr, df: "pd.DataFrame", shown_notes: int = 2) -> None:
     """A banner for points that did not run normally (skipped by the guard, out of memory, diverged)."""
     import pandas as pd
     if "status" not in df:
@@ -300,8 +300,10 @@ def status_ui(tr, df: "pd.DataFrame") -> None:
     for status in ("skipped", "oom", "diverged", "error"):
         bad = df[df["status"] == status]
         if len(bad):
-            notes = "; ".join(dict.fromkeys(str(n) for n in bad.get("note", pd.Series(dtype=str)).fillna("") if n))
-            st.warning(tr(f"ui.status.{status}", n=len(bad), notes=notes))
+            notes = list(dict.fromkeys(str(n) for n in bad.get("note", pd.Series(dtype=str)).fillna("") if n))
+            text = "; ".join(notes[:shown_notes]) + (tr("ui.more_notes", n=len(notes) - shown_notes)
+                                                     if len(notes) > shown_notes else "")
+            st.warning(tr(f"ui.status.{status}", n=len(bad), notes=text))
 
 
 def takeaways_ui(tr, lines: list[str]) -> None:

@@ -8,7 +8,7 @@ import altair as alt
 import pandas as pd
 
 from core.charts.common import device_subtitle, log_x, log_y
-from core.experiments.depth import chain_entropy, init_profile, summarize, to_frame
+from core.experiments.depth import UNDERFLOW, chain_entropy, init_profile, summarize, to_frame
 
 OUTCOME_COLORS = {"trained": "#2ca02c", "stalled": "#ff7f0e", "diverged": "#d62728", "skipped": "#7f7f7f",
                   "oom": "#7f7f7f"}
@@ -50,7 +50,7 @@ def init_layers_chart(df: pd.DataFrame, tr, n_layers: int | None = None) -> alt.
     prof = _by_source(df, init_profile)
     if n_layers is None and len(prof):
         n_layers = int(prof["n_layers"].max())
-    d = _named(prof[prof["n_layers"] == n_layers], tr)
+    d = _named(prof[(prof["n_layers"] == n_layers) & (prof["grad_norm"] > UNDERFLOW)], tr)  # 0 has no log
     enc = {"x": alt.X("layer:Q", title=tr("depth.axis.layer"), axis=alt.Axis(tickMinStep=1)),
            "y": log_y("grad_norm", tr("depth.axis.grad_norm")),
            "color": alt.Color("variant:N", title=tr("depth.axis.variant"), sort=_order(d)),
@@ -64,7 +64,7 @@ def init_layers_chart(df: pd.DataFrame, tr, n_layers: int | None = None) -> alt.
 def first_layer_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """The gradient reaching layer 1 at initialisation against the number of layers (log–log)."""
     prof = _by_source(df, init_profile)
-    d = _named(prof[prof["layer"] == 1], tr)
+    d = _named(prof[(prof["layer"] == 1) & (prof["grad_norm"] > UNDERFLOW)], tr)  # underflowed: exactly 0
     enc = {"x": log_x("n_layers", tr("depth.axis.n_layers")).scale(type="log", base=2),
            "y": log_y("grad_norm", tr("depth.axis.grad_norm")),
            "color": alt.Color("variant:N", title=tr("depth.axis.variant"), sort=_order(d)),
@@ -129,8 +129,8 @@ def loss_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     cross = base.transform_filter("isValid(datum.cross)").mark_point(shape="cross", size=160, color="#d62728",
                                                                      filled=True).encode(
         x="step:Q", y="cross:Q", tooltip=["variant", "warmup", "seed", "step", "note"])
-    return alt.layer(lines, top, bottom, cross, data=d).properties(height=260, width=320).facet(
-        column=alt.Column("n_layers:O", title=tr("depth.axis.n_layers")), title=_title(tr, "loss", df))
+    return alt.layer(lines, top, bottom, cross, data=d).properties(height=240, width=330).facet(
+        facet=alt.Facet("n_layers:O", title=tr("depth.axis.n_layers")), columns=2, title=_title(tr, "loss", df))
 
 
 def grad_norm_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
@@ -148,8 +148,8 @@ def grad_norm_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     layers = [lines, events]
     if len(d) and (d["clip"] > 0).any():
         layers.append(base.transform_filter("datum.clip > 0").mark_rule(color="#d62728").encode(y="mean(clip):Q"))
-    return alt.layer(*layers, data=d).properties(height=260, width=320).facet(
-        column=alt.Column("n_layers:O", title=tr("depth.axis.n_layers")), title=_title(tr, "grad_norm", df))
+    return alt.layer(*layers, data=d).properties(height=240, width=330).facet(
+        facet=alt.Facet("n_layers:O", title=tr("depth.axis.n_layers")), columns=2, title=_title(tr, "grad_norm", df))
 
 
 def outcomes_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
@@ -164,6 +164,6 @@ def outcomes_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
                         scale=alt.Scale(domain=domain, range=list(OUTCOME_COLORS.values())),
                         legend=alt.Legend(labelLimit=300)),
         tooltip=["variant", "n_layers", "warmup", "outcome_label", "count()"],
-    ).properties(width=220)
+    ).properties(width=140)
     return bars.facet(column=alt.Column("n_layers:O", title=tr("depth.axis.n_layers")),
                       row=alt.Row("warmup:N", title=None), title=_title(tr, "outcomes", df))
