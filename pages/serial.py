@@ -32,7 +32,7 @@ with reveal:
         ui.chart_ui(charts.tokens_chart(both, tr))
         ui.chart_ui(charts.utilization_chart(both, tr))
         st.caption(tr("serial.slopes_header"))
-        slopes = serial.scaling_exponents(both)
+        slopes = serial.scaling_exponents(both).drop(columns="points").round(2)
         st.dataframe(slopes.rename(columns={c: tr(f"serial.slopes.{c}") for c in ("time_slope", "memory_slope")}),
                      hide_index=True)
 

@@ -208,7 +208,8 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
     if cfg is not None:
         state.update(rows=[], done=0, total=0, finished=False, error=None)
         configure_threads()
-        st.button(tr("ui.stop"), key=f"stop:{page}", help=tr("ui.stop_help"))
+        stop = st.empty()  # the Stop button exists only while the run does
+        stop.button(tr("ui.stop"), key=f"stop:{page}", help=tr("ui.stop_help"))
         bar = st.progress(0.0, text=tr("ui.starting"))
 
         def on_progress(p):
@@ -229,6 +230,7 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
         except Exception as err:  # noqa: BLE001 - shown as a result, not a traceback; measured rows are kept
             state["error"] = f"{type(err).__name__}: {err}"
         bar.empty()
+        stop.empty()
     if state["error"]:
         st.error(tr("ui.run_failed", error=state["error"]))
     if not state["rows"]:
@@ -257,12 +259,18 @@ def shown_data(tr, name: str, live: pd.DataFrame | None) -> tuple[pd.DataFrame, 
     if not frames:
         return pd.DataFrame(), pd.DataFrame()
     both = pd.concat(frames, ignore_index=True)
-    both["run"] = both["source"].map(lambda s: tr(f"ui.source.{s}")) + " · " + both["device"].astype(str)
+    both["run"] = both["source"].map(lambda s: tr(f"ui.source.{s}")) + " · " + both["device"].map(_short_device)
     if live is not None and len(live):
         primary = both[both["source"] == "live"]
     else:
         primary = both[both["device"] == _reference_device(ref)]
     return both, primary
+
+
+def _short_device(label) -> str:
+    """'cpu · AMD EPYC · 2 threads' → 'cpu · 2 threads' for legends (the full name is in each chart's subtitle)."""
+    parts = str(label).split(" · ")
+    return f"{parts[0]} · {parts[-1]}" if parts[0] == "cpu" and len(parts) == 3 else str(label)
 
 
 def _reference_device(ref: pd.DataFrame) -> str:

@@ -133,11 +133,12 @@ def to_frame(rows: list[dict]) -> pd.DataFrame:
 
 
 def scaling_exponents(df: pd.DataFrame) -> pd.DataFrame:
-    """Per model (and device): fitted log-log slope of step time and of saved bytes against seq_len."""
+    """Per model and run (or device): fitted log-log slope of step time and of saved bytes against seq_len."""
     ok = df[df["status"] == "ok"]
+    by = "run" if "run" in ok.columns else "device"
     rows = []
-    for (model, device), g in ok.groupby(["model", "device"], sort=False):
-        rows.append({"model": model, "device": device, "time_slope": fit.tail_slope(g["seq_len"], g["train_ms"]),
+    for (model, run), g in ok.groupby(["model", by], sort=False):
+        rows.append({"model": model, by: run, "time_slope": fit.tail_slope(g["seq_len"], g["train_ms"]),
                      "memory_slope": fit.tail_slope(g["seq_len"], g["saved_bytes"]), "points": len(g)})
     return pd.DataFrame(rows)
 
