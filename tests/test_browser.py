@@ -86,6 +86,7 @@ def test_every_page_renders_in_a_real_browser(app_url, browser, key, lang):
     errors = page.query_selector_all("[data-testid='stException']")
     assert not errors, errors[0].inner_text()[:500]
     assert page.query_selector("[data-testid='stSidebar'] [data-testid='stSelectbox']"), "not served via dashboard.py"
+    assert "Page not found" not in page.inner_text("body")
     if key != "home":
         assert len(page.query_selector_all(CHART)) >= 1
     page.close()

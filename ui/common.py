@@ -77,14 +77,19 @@ def _device_facts() -> dict:
     return _checked_device_facts() if "torch" in sys.modules else light_facts()
 
 
+WARM_UP_MODULES = ("torch", "pandas", "altair", "core.experiments", "core.charts.serial")
+
+
 def warm_up_torch() -> None:
-    """Import torch in a background thread once per process, so the first measuring page opens without the wait."""
-    import sys
+    """Import what the measuring pages need (torch ~2 s, pandas, altair, the experiments) in a background thread,
+    once per process, so the first measuring page opens without that wait."""
+    import importlib
     import threading
     global _WARMING
-    if "torch" not in sys.modules and not _WARMING:
+    if not _WARMING:
         _WARMING = True
-        threading.Thread(target=lambda: __import__("torch"), daemon=True, name="torch-warm-up").start()
+        threading.Thread(target=lambda: [importlib.import_module(m) for m in WARM_UP_MODULES], daemon=True,
+                         name="warm-up").start()
 
 
 _WARMING = False
@@ -105,7 +110,8 @@ def page_ui(page: str):
     if not NAVIGATION_READY:
         # Calling st.navigation switches Streamlit out of its old pages/-folder mode for the whole server;
         # the rerun then goes through dashboard.py and lands on this same page by its URL.
-        st.navigation([st.Page(path, url_path=key) for key, path in PAGES] + [st.Page("pages/home.py")],
+        # (A page's identity is its URL path; home must be the default so /serial keeps its own.)
+        st.navigation([st.Page("pages/home.py", default=True)] + [st.Page(path, url_path=key) for key, path in PAGES],
                       position="hidden")
         st.rerun()
     tr = translator(st.session_state.get("lang") or current_lang())
