@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import gc
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

@@ -15,7 +15,7 @@ LANGS = ("en", "zh")
 DEFAULT_LANG = "en"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def catalogue(lang: str) -> dict[str, str]:
     merged: dict[str, str] = {}
     for path in sorted((LOCALES / lang).glob("*.json")):

@@ -21,6 +21,15 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")[:60] or "device"
 
 
+def tidy(rows, columns: tuple[str, ...]) -> pd.DataFrame:
+    """Row dicts (or a frame) as a frame whose `columns` come first, each present (NaN where no row had it)."""
+    df = pd.DataFrame(rows)
+    for c in columns:
+        if c not in df.columns:
+            df[c] = float("nan")
+    return df[list(columns) + [c for c in df.columns if c not in columns]]
+
+
 def save_csv(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     """Write `df` to `path` atomically: a temp file in the same folder, then rename."""
     path = Path(path)

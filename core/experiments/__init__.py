@@ -1,8 +1,5 @@
 """The registry of experiments: a plain dict from name to `Experiment` (STYLE.md: no import-by-string)."""
-from core.experiments import serial
-from core.experiments import gradient_reach, long_range
-from core.experiments import depth
-from core.experiments import attention_cost, kv_cache
+from core.experiments import attention_cost, depth, gradient_reach, kv_cache, long_range, serial
 
 EXPERIMENTS = {
     "serial": serial.EXPERIMENT,

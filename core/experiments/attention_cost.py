@@ -29,6 +29,7 @@ from core.experiments.kv_cache import one_thread
 from core.fit import loglog_fit, tail_slope
 from core.memory_formulas import DTYPE_BYTES, ModelShape, attention_saved_bytes, kv_cache_bytes, score_bytes
 from core.models import naive_attention
+from core.results import tidy
 
 IMPLS = ("naive", "sdpa", "linear", "lstm_state")
 QUADRATIC = ("naive",)  # implementations whose memory holds an n × n matrix
@@ -353,11 +354,7 @@ def run(cfg: AttentionCostConfig, on_progress=None) -> pd.DataFrame:
 
 
 def to_frame(rows: list[dict]) -> pd.DataFrame:
-    df = pd.DataFrame(rows)
-    for c in COLUMNS:
-        if c not in df.columns:
-            df[c] = math.nan
-    return df[list(COLUMNS) + [c for c in df.columns if c not in COLUMNS]]
+    return tidy(rows, COLUMNS)
 
 
 # ---- the wall ------------------------------------------------------------------------------------------------

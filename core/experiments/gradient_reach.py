@@ -21,6 +21,7 @@ from torch import nn
 from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device
 from core.models import Block, n_heads_for, n_params
+from core.results import tidy
 
 MODELS = ("rnn", "lstm", "gru", "attention")
 REACH_FACTOR = 1000.0  # "reach": the first distance where the norm is this many times below its k=1 value
@@ -145,11 +146,7 @@ def run(cfg: GradientReachConfig, on_progress=None) -> pd.DataFrame:
 
 
 def to_frame(rows: list[dict]) -> pd.DataFrame:
-    df = pd.DataFrame(rows)
-    for c in COLUMNS:
-        if c not in df.columns:
-            df[c] = math.nan
-    return df[list(COLUMNS) + [c for c in df.columns if c not in COLUMNS]]
+    return tidy(rows, COLUMNS)
 
 
 # Vaswani et al. 2017, Table 1: maximum path length between two positions, and sequential operations, per layer.

@@ -25,6 +25,7 @@ from core.device import DEVICES, environment, resolve_device, synchronize, torch
 from core.guard import format_bytes
 from core.memory_formulas import DTYPE_BYTES, MODEL_PRESETS, ModelShape, kv_cache_bytes
 from core.models import sinusoidal_positions
+from core.results import tidy
 
 SCHEMES = ("mha", "gqa", "mqa")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -251,11 +252,7 @@ def run(cfg: KVCacheConfig, on_progress=None) -> pd.DataFrame:
 
 
 def to_frame(rows: list[dict]) -> pd.DataFrame:
-    df = pd.DataFrame(rows)
-    for c in COLUMNS:
-        if c not in df.columns:
-            df[c] = math.nan
-    return df[list(COLUMNS) + [c for c in df.columns if c not in COLUMNS]]
+    return tidy(rows, COLUMNS)
 
 
 def takeaways(df: pd.DataFrame, tr) -> list[str]:

@@ -21,6 +21,7 @@ from core import tasks as task_lib
 from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device, torch_threads
 from core.models import RecurrentLM, TransformerLM, n_heads_for, n_params
+from core.results import tidy
 
 MODELS = ("lstm", "transformer")
 SOLVED = 0.9  # final accuracy at or above this counts as "solved"
@@ -188,11 +189,7 @@ def run(cfg: LongRangeConfig, on_progress=None) -> pd.DataFrame:
 
 
 def to_frame(rows: list[dict]) -> pd.DataFrame:
-    df = pd.DataFrame(rows)
-    for c in COLUMNS:
-        if c not in df.columns:
-            df[c] = math.nan
-    return df[list(COLUMNS) + [c for c in df.columns if c not in COLUMNS]]
+    return tidy(rows, COLUMNS)
 
 
 def final(df: pd.DataFrame) -> pd.DataFrame:

@@ -19,6 +19,7 @@ from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device
 from core.i18n import translator
 from core.models import LoopLSTMLM, RecurrentLM, TransformerLM, n_heads_for, n_params
+from core.results import tidy
 
 MODELS = ("rnn", "lstm", "gru", "lstm_loop", "transformer")
 RECURRENT_MODELS = ("rnn", "lstm", "gru", "lstm_loop")
@@ -125,11 +126,7 @@ def run(cfg: SerialConfig, on_progress=None) -> pd.DataFrame:
 
 
 def to_frame(rows: list[dict]) -> pd.DataFrame:
-    df = pd.DataFrame(rows)
-    for c in COLUMNS:
-        if c not in df.columns:
-            df[c] = math.nan
-    return df[list(COLUMNS) + [c for c in df.columns if c not in COLUMNS]]
+    return tidy(rows, COLUMNS)
 
 
 def scaling_exponents(df: pd.DataFrame) -> pd.DataFrame:
