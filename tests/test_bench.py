@@ -10,7 +10,7 @@ from core.device import configure_threads
 def test_time_fn_agrees_with_torch_benchmark_timer():
     configure_threads()
     a = torch.randn(384, 384)
-    fn = lambda: a @ a  # noqa: E731 - a zero-argument callable, as the harness times
+    fn = lambda: a @ a
     ours, theirs = [], []
     for _ in range(3):  # interleave, so drift in machine load hits both alike
         ours.append(bench.time_fn(fn, warmup=3, repeats=30).median_ms)

@@ -1,8 +1,8 @@
 """The fast and the explicit paths compute the same function."""
 import torch
+import torch.nn.functional as F
 
 from core.models import LoopLSTMLM, RecurrentLM, SelfAttention, naive_attention
-import torch.nn.functional as F
 
 
 def test_step_loop_lstm_equals_fused_lstm():
