@@ -105,3 +105,22 @@ def test_serial_page_runs_live_in_the_browser(app_url, browser):
     assert not page.query_selector_all("[data-testid='stException']")
     assert "your run" in page.inner_text("body")
     page.close()
+
+
+def test_stop_keeps_what_was_measured(app_url, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{app_url}/serial?lang=en")
+    _settle(page)
+    box = page.get_by_role("textbox", name="Sequence lengths")
+    box.fill("16, 32, 64, 128, 256, 512, 1024, 2048, 4096")
+    box.press("Enter")
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_selector("text=/[2-9] of 45 done/", timeout=60000)  # the progress bar moves per point
+    page.get_by_test_id("stButton").get_by_role("button", name="Stop").click()  # the page's own Stop
+    page.wait_for_timeout(1000)
+    _settle(page, 60)
+    body = page.inner_text("body")
+    assert "Stopped after" in body and "of 45 points" in body
+    assert "your run" in body  # the points measured before Stop are drawn
+    assert not page.query_selector_all("[data-testid='stException']")
+    page.close()
