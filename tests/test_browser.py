@@ -117,10 +117,15 @@ def test_stop_keeps_what_was_measured(app_url, browser):
     page.get_by_role("button", name="Run").click()
     page.wait_for_selector("text=/[2-9] of 45 done/", timeout=60000)  # the progress bar moves per point
     page.get_by_test_id("stButton").get_by_role("button", name="Stop").click()  # the page's own Stop
-    page.wait_for_timeout(1000)
+    try:
+        page.wait_for_selector("text=/Stopped after/", timeout=30000)
+    except Exception:
+        page.screenshot(path="/tmp/stop_fail.png", full_page=True)
+        raise
     _settle(page, 60)
     body = page.inner_text("body")
     assert "Stopped after" in body and "of 45 points" in body
     assert "your run" in body  # the points measured before Stop are drawn
-    assert not page.query_selector_all("[data-testid='stException']")
+    errors = page.query_selector_all("[data-testid='stException']")
+    assert not errors, errors[0].inner_text()[:1500]
     page.close()

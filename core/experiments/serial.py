@@ -169,7 +169,7 @@ def roofline_frame(df: pd.DataFrame, tr=None, models=("lstm", "transformer")) ->
 
 def takeaways(df: pd.DataFrame, tr) -> list[str]:
     """Sentences computed from the rows of one run (one device)."""
-    ok = df[df["status"] == "ok"]
+    ok = df[df["status"] == "ok"].drop_duplicates(["model", "seq_len"], keep="last")
     if not len(ok):
         return [tr("serial.take.none")]
     out = []
