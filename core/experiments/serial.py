@@ -198,9 +198,10 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     rec = [m for m in ("lstm", "gru", "rnn") if m in slopes.index and slopes.loc[m, "points"] >= 2]
     if rec:
         m = rec[0]
-        mib = ok[(ok["model"] == m) & (ok["seq_len"] == T)]["saved_bytes"].iloc[0] / 2**20
-        out.append(tr("serial.take.memory", model=m, slope=f"{slopes.loc[m, 'memory_slope']:.2f}", T=T,
-                      mib=f"{mib:.3g}"))
+        g = ok[ok["model"] == m]  # its own longest length: a stopped run may not have reached T with every model
+        longest = g[g["seq_len"] == g["seq_len"].max()].iloc[0]
+        out.append(tr("serial.take.memory", model=m, slope=f"{slopes.loc[m, 'memory_slope']:.2f}",
+                      T=int(longest["seq_len"]), mib=f"{longest['saved_bytes'] / 2**20:.3g}"))
     if "transformer" in slopes.index and "lstm" in slopes.index and slopes.loc["lstm", "points"] >= 2:
         out.append(tr("serial.take.slopes", lstm=f"{slopes.loc['lstm', 'time_slope']:.2f}",
                       tf=f"{slopes.loc['transformer', 'time_slope']:.2f}"))
