@@ -259,6 +259,8 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
     if state["error"]:
         st.error(tr("ui.run_failed", error=state["error"]))
     if not state["rows"]:
+        if state.get("stop"):
+            st.info(tr("ui.stopped_empty"))
         return None
     import pandas as pd
     if not state["finished"] and not state["error"]:
