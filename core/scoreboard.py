@@ -175,7 +175,7 @@ def findings(frames: dict, tr) -> dict:
     r = reach_facts(frames.get("gradient_reach"))
     rc = recall_facts(frames.get("long_range"))
     if "lstm" in rc and "transformer" in rc:
-        out["long_range"] = tr("home.find.long_range", d=rc["distance"], task=rc["task"],
+        out["long_range"] = tr("home.find.long_range", d=rc["distance"], task=tr(f"long_range.task.{rc['task']}"),
                                tf=_pct(rc["transformer"]["accuracy"]), lstm=_pct(rc["lstm"]["accuracy"]),
                                chance=_pct(rc["chance"]))
     elif "lstm" in r and "attention" in r:
