@@ -67,9 +67,10 @@ def _parse_scalar(name: str, elem: type, value: Any):
                 raise ValueError
             return bool(value)
         if elem is int:
-            if isinstance(value, float) and not value.is_integer():
+            number = float(value) if isinstance(value, str) else value
+            if isinstance(number, float) and not number.is_integer():
                 raise ValueError
-            return int(float(value)) if isinstance(value, str) and "e" in value.lower() else int(value)
+            return int(number)  # '8', '8.0' and '1e3' are whole numbers; '8.5' is not
         if elem is float:
             return float(value)
         return str(value)

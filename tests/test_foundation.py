@@ -26,6 +26,9 @@ def test_config_validation_names_the_field():
         make_config(SerialConfig, {"seq_lens": ""})
     cfg = make_config(SerialConfig, {"seq_lens": "8, 16", "d_model": "64", "models": ["lstm"]})
     assert cfg.seq_lens == (8, 16) and cfg.d_model == 64 and cfg.models == ("lstm",)
+    assert make_config(SerialConfig, {"d_model": "64.0", "seq_lens": "1e3"}).seq_lens == (1000,)
+    with pytest.raises(ValueError, match="^d_model: '64.5' is not a valid int"):
+        make_config(SerialConfig, {"d_model": "64.5"})
 
 
 def test_absent_device_is_a_clear_error():

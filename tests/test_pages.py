@@ -55,3 +55,24 @@ def test_page_restores_its_controls_from_the_url():
     at.switch_page("pages/serial.py").run()
     assert at.text_input(key="w:serial:seq_lens").value == "8, 24"
     assert at.number_input(key="w:serial:d_model").value == 48
+
+
+@pytest.mark.parametrize("key, path", PAGES)
+def test_every_page_restores_its_form_from_the_url(key, path):
+    """A copied link reopens a page with the same controls: one numeric control per page, set through the URL."""
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page(path).run()
+    main_form = [w for w in at.number_input if str(w.key).startswith(f"w:{key}:") and str(w.key).count(":") == 2]
+    numeric = [w for w in main_form if w.min is not None]
+    assert numeric
+    w = numeric[0]
+    target = w.min if w.value != w.min else (w.max if w.max is not None else w.min + 1)
+    if float(target).is_integer() and w.step >= 1:
+        target = int(target)
+    field = str(w.key).split(":")[2]  # w:<page>:<field>
+    at2 = AppTest.from_file(APP, default_timeout=60)
+    at2.query_params[field] = str(target)
+    at2.run()
+    at2.switch_page(path).run()
+    assert not at2.exception
+    assert at2.number_input(key=w.key).value == target

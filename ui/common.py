@@ -141,8 +141,13 @@ def _label(tr, page: str, name: str) -> str:
     return name
 
 
-def _query_overrides(names: list[str]) -> dict:
-    return {n: st.query_params[n] for n in names if n in st.query_params}
+def _query_name(page: str, name: str) -> str:
+    """A field's name in the URL: plain for a page's main form, 'reach.seq_len' for a second form 'long_range:reach'."""
+    return f"{page.split(':', 1)[1]}.{name}" if ":" in page else name
+
+
+def _query_overrides(page: str, names: list[str]) -> dict:
+    return {n: st.query_params[_query_name(page, n)] for n in names if _query_name(page, n) in st.query_params}
 
 
 def config_form_ui(tr, experiment, page: str, fields: list[str], preset: str = "quick"):
@@ -154,7 +159,7 @@ def config_form_ui(tr, experiment, page: str, fields: list[str], preset: str = "
     base = experiment.config(preset)
     infos = {i["name"]: i for i in field_info(experiment.config_cls)}
     try:
-        start = make_config(experiment.config_cls, _query_overrides(list(infos)), base=base)
+        start = make_config(experiment.config_cls, _query_overrides(page, list(infos)), base=base)
     except ValueError as err:
         st.error(tr("ui.bad_url", error=str(err)))
         start = base
@@ -194,7 +199,7 @@ def config_form_ui(tr, experiment, page: str, fields: list[str], preset: str = "
         return None
     for name in fields:  # shareable: the URL now holds the controls
         v = getattr(cfg, name)
-        st.query_params[name] = ",".join(map(str, v)) if isinstance(v, tuple) else str(v)
+        st.query_params[_query_name(page, name)] = ",".join(map(str, v)) if isinstance(v, tuple) else str(v)
     return cfg
 
 
