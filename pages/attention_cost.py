@@ -17,11 +17,8 @@ tr = ui.page_ui(PAGE)
 ui.predict_ui(tr, PAGE, 3)
 reveal = st.container()  # filled below, once the live run (if any) has added its rows
 
-st.subheader(tr("ui.live_header"))
-st.caption(tr("ui.live_intro"))
-cfg = ui.config_form_ui(tr, ac.EXPERIMENT, PAGE, ["impls", "backends", "seq_lens", "dtype", "n_heads", "head_dim",
-                                                  "batch_size", "causal", "budget_mib", "verify_wall", "device"])
-live = ui.run_ui(tr, ac.EXPERIMENT, cfg, PAGE)
+live = ui.live_run_ui(tr, ac.EXPERIMENT, PAGE, ["impls", "backends", "seq_lens", "dtype", "n_heads", "head_dim",
+                                                "batch_size", "causal", "budget_mib", "verify_wall", "device"])
 
 
 def slopes_table(df):

@@ -10,11 +10,8 @@ tr = ui.page_ui(PAGE)
 ui.predict_ui(tr, PAGE, 3)
 reveal = st.container()  # filled below, once the live run (if any) has added its rows
 
-st.subheader(tr("ui.live_header"))
-st.caption(tr("ui.live_intro"))
-cfg = ui.config_form_ui(tr, depth.EXPERIMENT, PAGE, ["models", "depths", "lr", "warmup_steps", "clip", "steps",
-                                                     "seeds", "d_model", "device", "seed"])
-live = ui.run_ui(tr, depth.EXPERIMENT, cfg, PAGE)
+live = ui.live_run_ui(tr, depth.EXPERIMENT, PAGE, ["models", "depths", "lr", "warmup_steps", "clip", "steps",
+                                                   "seeds", "d_model", "device", "seed"])
 
 
 def pick_ui(label: str, values, key: str, fmt=str, at_most: int | None = None):

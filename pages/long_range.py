@@ -103,11 +103,8 @@ with right:
 st.subheader(tr("long_range.train_header"))
 st.markdown(tr("long_range.train_intro"))
 reveal = st.container()  # filled below, once the live run (if any) has added its rows
-st.subheader(tr("ui.live_header"))
-st.caption(tr("ui.live_intro"))
-cfg = ui.config_form_ui(tr, long_range.EXPERIMENT, PAGE, ["tasks", "models", "distances", "seq_len", "n_keys",
-                                                          "n_pairs", "steps", "d_model", "device", "seed"])
-live = ui.run_ui(tr, long_range.EXPERIMENT, cfg, PAGE)
+live = ui.live_run_ui(tr, long_range.EXPERIMENT, PAGE, ["tasks", "models", "distances", "seq_len", "n_keys",
+                                                        "n_pairs", "steps", "d_model", "device", "seed"])
 
 with reveal:
     both, primary = ui.shown_data(tr, PAGE, live)

@@ -11,11 +11,8 @@ tr = ui.page_ui(PAGE)
 ui.predict_ui(tr, PAGE, 3)
 reveal = st.container()  # filled below, once the live run (if any) has added its rows
 
-st.subheader(tr("ui.live_header"))
-st.caption(tr("ui.live_intro"))
-cfg = ui.config_form_ui(tr, serial.EXPERIMENT, PAGE, ["models", "seq_lens", "d_model", "n_layers", "batch_size",
-                                                      "device", "seed"])
-live = ui.run_ui(tr, serial.EXPERIMENT, cfg, PAGE)
+live = ui.live_run_ui(tr, serial.EXPERIMENT, PAGE, ["models", "seq_lens", "d_model", "n_layers", "batch_size",
+                                                    "device", "seed"])
 
 with reveal:
     both, primary = ui.shown_data(tr, PAGE, live)

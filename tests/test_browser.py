@@ -92,13 +92,18 @@ def test_every_page_renders_in_a_real_browser(app_url, browser, key, lang):
     page.close()
 
 
-def test_serial_page_runs_live_in_the_browser(app_url, browser):
+def _run_serial(browser, app_url, seq_lens: str):
+    """Open the serial page, type the sequence lengths and press Run; return the browser page."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{app_url}/serial?lang=en")
     _settle(page)
-    box = page.get_by_role("textbox", name="Sequence lengths")
-    box.fill("16, 32")
+    page.get_by_role("textbox", name="Sequence lengths").fill(seq_lens)
     page.get_by_role("button", name="Run").click()
+    return page
+
+
+def test_serial_page_runs_live_in_the_browser(app_url, browser):
+    page = _run_serial(browser, app_url, "16, 32")
     page.wait_for_timeout(1000)
     _settle(page, 90)
     assert not page.query_selector_all("[data-testid='stException']")
@@ -107,12 +112,7 @@ def test_serial_page_runs_live_in_the_browser(app_url, browser):
 
 
 def test_stop_keeps_what_was_measured(app_url, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{app_url}/serial?lang=en")
-    _settle(page)
-    box = page.get_by_role("textbox", name="Sequence lengths")
-    box.fill("16, 32, 64, 128, 256, 512, 1024, 2048, 4096")
-    page.get_by_role("button", name="Run").click()
+    page = _run_serial(browser, app_url, "16, 32, 64, 128, 256, 512, 1024, 2048, 4096")
     page.wait_for_selector("text=/[2-9] of 45 done/", timeout=60000)  # the progress bar moves per point
     page.get_by_test_id("stButton").get_by_role("button", name="Stop").click()  # the page's own Stop
     try:

@@ -273,6 +273,14 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
     return pd.DataFrame(list(state["rows"])).assign(source="live")  # a copy: see the docstring
 
 
+def live_run_ui(tr, experiment, page: str, fields: list[str]) -> "pd.DataFrame | None":
+    """The 'measure it yourself' section every page has: heading, the form over `fields`, and the live run."""
+    st.subheader(tr("ui.live_header"))
+    st.caption(tr("ui.live_intro"))
+    cfg = config_form_ui(tr, experiment, page, fields)
+    return run_ui(tr, experiment, cfg, page)
+
+
 @st.cache_data(show_spinner=False)
 def reference_ui_data(name: str) -> tuple[pd.DataFrame, list[str]]:
     from core.results import load_reference
