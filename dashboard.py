@@ -1,4 +1,5 @@
 """Transformer Bottleneck Lab — entry point: `streamlit run dashboard.py`."""
+
 import streamlit as st
 
 from core.i18n import translator

@@ -3,6 +3,7 @@
 Method follows flash-attention's benchmarks/ and torch.utils.benchmark: inputs built outside the timed region,
 warm-up first, CUDA synchronised around the timed region, median and interquartile range of repeats.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,8 +40,14 @@ def _quantile(sorted_xs: list[float], q: float) -> float:
     return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
 
 
-def time_fn(fn: Callable[[], object], *, warmup: int = 2, repeats: int = 7, device: torch.device | str = "cpu",
-            max_seconds: float | None = None) -> Timing:
+def time_fn(
+    fn: Callable[[], object],
+    *,
+    warmup: int = 2,
+    repeats: int = 7,
+    device: torch.device | str = "cpu",
+    max_seconds: float | None = None,
+) -> Timing:
     """Median and IQR (ms) of `repeats` calls of `fn()`, after `warmup` untimed calls.
 
     `max_seconds` caps the total timed work: once it is spent, at least 3 repeats are kept and the rest skipped,
@@ -71,6 +78,7 @@ def saved_activation_bytes(fn: Callable[[], object], exclude: tuple = ()) -> int
     Tensors whose storage belongs to `exclude` (pass the parameters and the inputs) are not activations and are
     skipped. Device-independent: it counts what the graph holds, not what an allocator happened to reserve.
     """
+
     def key(t: torch.Tensor):
         return (t.device.type, t.device.index, t.untyped_storage().data_ptr())
 

@@ -6,6 +6,7 @@ dict of tensors and numbers, read back with `torch.load(..., weights_only=True)`
 From a loaded pair this module computes what the page draws: the Transformer's attention from the query to every
 position (each layer, each head) beside the LSTM's gradient saliency (‖∂ logit / ∂ input embedding‖ per position).
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -31,8 +32,17 @@ from core.results import DATA_DIR
 CHECKPOINT_DIR = DATA_DIR / "checkpoints"
 MODELS = ("transformer", "lstm")
 # What the shipped pair was trained with; small enough to train in about a minute on one CPU thread.
-SPEC = {"seq_len": 24, "n_keys": 8, "d_model": 32, "n_layers": 2, "steps": 1500, "batch_size": 64, "lr": 3e-3,
-        "forget_bias": 1.0, "seed": 0}
+SPEC = {
+    "seq_len": 24,
+    "n_keys": 8,
+    "d_model": 32,
+    "n_layers": 2,
+    "steps": 1500,
+    "batch_size": 64,
+    "lr": 3e-3,
+    "forget_bias": 1.0,
+    "seed": 0,
+}
 
 
 def path_for(name: str, folder: Path | None = None) -> Path:
@@ -40,16 +50,26 @@ def path_for(name: str, folder: Path | None = None) -> Path:
 
 
 def _config(spec: dict) -> LongRangeConfig:
-    return LongRangeConfig(seq_len=spec["seq_len"], n_keys=spec["n_keys"], d_model=spec["d_model"],
-                           n_layers=spec["n_layers"], lr=spec["lr"], forget_bias=spec["forget_bias"],
-                           seed=spec["seed"], distances=(1,), device="cpu")
+    return LongRangeConfig(
+        seq_len=spec["seq_len"],
+        n_keys=spec["n_keys"],
+        d_model=spec["d_model"],
+        n_layers=spec["n_layers"],
+        lr=spec["lr"],
+        forget_bias=spec["forget_bias"],
+        seed=spec["seed"],
+        distances=(1,),
+        device="cpu",
+    )
 
 
 def accuracy_by_distance(model: torch.nn.Module, spec: dict, n: int = 256) -> list[float]:
     """Held-out recall accuracy at every distance 1..seq_len−1 (index 0 is distance 1)."""
     g = torch.Generator().manual_seed(spec["seed"] + 1)
-    return [accuracy(model, *tasks.recall_batch(n, spec["seq_len"], d, spec["n_keys"], g))
-            for d in range(1, spec["seq_len"])]
+    return [
+        accuracy(model, *tasks.recall_batch(n, spec["seq_len"], d, spec["n_keys"], g))
+        for d in range(1, spec["seq_len"])
+    ]
 
 
 def train(name: str, spec: dict = SPEC, log=None) -> tuple[torch.nn.Module, dict]:
@@ -71,9 +91,17 @@ def train(name: str, spec: dict = SPEC, log=None) -> tuple[torch.nn.Module, dict
         opt.step()
         if log is not None and step % 250 == 0:
             log(f"{name}: step {step}/{spec['steps']} loss {loss.item():.3f}")
-    meta = {"model": name, "task": "recall", "vocab_size": V, "params": n_params(model), "train_s": time.perf_counter() - t0,
-            "accuracy_by_distance": accuracy_by_distance(model, spec), "torch_version": str(torch.__version__),
-            "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), **spec}
+    meta = {
+        "model": name,
+        "task": "recall",
+        "vocab_size": V,
+        "params": n_params(model),
+        "train_s": time.perf_counter() - t0,
+        "accuracy_by_distance": accuracy_by_distance(model, spec),
+        "torch_version": str(torch.__version__),
+        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        **spec,
+    }
     if name == "lstm":
         meta["width"] = model.rnn.hidden_size
     return model, meta
@@ -126,8 +154,9 @@ def predict(model: torch.nn.Module, tokens: list[int]) -> tuple[int, float]:
     return int(p.argmax()), float(p.max())
 
 
-def map_frame(tokens: list[int], transformer: torch.nn.Module, lstm: torch.nn.Module, n_keys: int,
-              labels: dict | None = None) -> pd.DataFrame:
+def map_frame(
+    tokens: list[int], transformer: torch.nn.Module, lstm: torch.nn.Module, n_keys: int, labels: dict | None = None
+) -> pd.DataFrame:
     """Tidy rows (row, kind, position, word, share) for the heat map: one row per attention head, one for the LSTM.
 
     Each row is a distribution over positions: attention probabilities as they are; the saliency divided by its sum
@@ -144,10 +173,14 @@ def map_frame(tokens: list[int], transformer: torch.nn.Module, lstm: torch.nn.Mo
         for head in range(H):
             name = labels.get("attention", "Transformer attention · layer {layer}").format(layer=layer + 1)
             name += f" · head {head + 1}" if H > 1 else ""
-            rows += [{"row": name, "kind": "attention", "position": t, "word": words[t], "share": float(att[layer, head, t])}
-                     for t in range(T)]
+            rows += [
+                {"row": name, "kind": "attention", "position": t, "word": words[t], "share": float(att[layer, head, t])}
+                for t in range(T)
+            ]
     name = labels.get("saliency", "LSTM gradient saliency")
-    rows += [{"row": name, "kind": "saliency", "position": t, "word": words[t], "share": float(sal[t])} for t in range(T)]
+    rows += [
+        {"row": name, "kind": "saliency", "position": t, "word": words[t], "share": float(sal[t])} for t in range(T)
+    ]
     df = pd.DataFrame(rows)
     df["label"] = df["position"].map(lambda t: f"{t + 1}·{words[t]}")
     return df
@@ -170,8 +203,10 @@ def parse_example(text: str, n_keys: int, max_len: int = 64) -> list[int]:
     words = text.replace(",", " ").split()
     unknown = [w for w in words if w.lower() not in vocab]
     if unknown:
-        raise ValueError(f"example: unknown word(s) {', '.join(repr(w) for w in unknown[:5])}; use the names "
-                         f"{', '.join(tasks.NAMES[:n_keys])}, the fillers {', '.join(tasks.FILLERS)} and 'she'")
+        raise ValueError(
+            f"example: unknown word(s) {', '.join(repr(w) for w in unknown[:5])}; use the names "
+            f"{', '.join(tasks.NAMES[:n_keys])}, the fillers {', '.join(tasks.FILLERS)} and 'she'"
+        )
     ids = [vocab[w.lower()] for w in words]
     if not ids or ids[-1] != n_keys:
         ids.append(n_keys)
@@ -188,9 +223,11 @@ def write_all(folder: Path | None = None, spec: dict = SPEC, log=print) -> list[
             model, meta = train(name, spec, log)
             path = save(model, meta, path_for(name, folder))
             acc = meta["accuracy_by_distance"]
-            log(f"{name}: {meta['params']:,} parameters, {meta['train_s']:.0f} s; held-out accuracy at distance "
+            log(
+                f"{name}: {meta['params']:,} parameters, {meta['train_s']:.0f} s; held-out accuracy at distance "
                 f"1 / {len(acc) // 2} / {len(acc)}: {acc[0]:.0%} / {acc[len(acc) // 2 - 1]:.0%} / {acc[-1]:.0%}; "
-                f"{path.stat().st_size / 1024:.0f} KiB → {path}")
+                f"{path.stat().st_size / 1024:.0f} KiB → {path}"
+            )
             paths.append(path)
     return paths
 
@@ -219,15 +256,33 @@ def map_takeaways(frame: pd.DataFrame, tokens: list[int], transformer, lstm, n_k
     sal = frame[frame["kind"] == "saliency"].set_index("position")["share"]
     for model, key in ((transformer, "transformer"), (lstm, "lstm")):
         answer, p = predict(model, tokens)
-        out.append(tr(f"long_range.map.take.answer_{key}", answer=tasks.show_tokens([answer], n_keys)[0],
-                      p=f"{100 * p:.0f}"))
+        out.append(
+            tr(f"long_range.map.take.answer_{key}", answer=tasks.show_tokens([answer], n_keys)[0], p=f"{100 * p:.0f}")
+        )
     if len(names) == 1:
         pos = names[0]
         top = int(sal.idxmax())
-        out.append(tr("long_range.map.take.attention", row=last_row, share=f"{100 * last[pos]:.0f}", word=words[pos],
-                      pos=pos + 1, d=len(tokens) - 1 - pos))
-        out.append(tr("long_range.map.take.saliency", share=f"{100 * sal[pos]:.0f}", word=words[pos],
-                      uniform=f"{100 / len(tokens):.0f}", n_other=len(tokens) - 1,
-                      rest=f"{100 * (sal.sum() - sal[pos]):.0f}", top_word=words[top], top_pos=top + 1,
-                      top_share=f"{100 * sal[top]:.0f}"))
+        out.append(
+            tr(
+                "long_range.map.take.attention",
+                row=last_row,
+                share=f"{100 * last[pos]:.0f}",
+                word=words[pos],
+                pos=pos + 1,
+                d=len(tokens) - 1 - pos,
+            )
+        )
+        out.append(
+            tr(
+                "long_range.map.take.saliency",
+                share=f"{100 * sal[pos]:.0f}",
+                word=words[pos],
+                uniform=f"{100 / len(tokens):.0f}",
+                n_other=len(tokens) - 1,
+                rest=f"{100 * (sal.sum() - sal[pos]):.0f}",
+                top_word=words[top],
+                top_pos=top + 1,
+                top_share=f"{100 * sal[top]:.0f}",
+            )
+        )
     return out

@@ -3,6 +3,7 @@
 Bad input (unknown experiment or field, a value out of range, an absent device) exits with status 2 and one line
 on stderr naming the field and what is allowed; never a traceback.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,14 +29,17 @@ def _parse_sets(pairs: list[str]) -> dict:
 def cmd_list(args) -> int:
     from core.config import describe_range, field_info
     from core.experiments import EXPERIMENTS
+
     for name, exp in EXPERIMENTS.items():
         print(f"{name}: {exp.summary}")
         print(f"  presets: {', '.join(exp.presets)}")
         for info in field_info(exp.config_cls):
             d = info["default"]
             default = ",".join(map(str, d)) if isinstance(d, tuple) else d
-            print(f"  {info['name']:<14} default {default!s:<24} allowed {describe_range(info)}"
-                  + (f"  — {info['help']}" if info.get("help") else ""))
+            print(
+                f"  {info['name']:<14} default {default!s:<24} allowed {describe_range(info)}"
+                + (f"  — {info['help']}" if info.get("help") else "")
+            )
         print()
     return 0
 
@@ -43,21 +47,27 @@ def cmd_list(args) -> int:
 def table(df: pd.DataFrame, max_rows: int = 60) -> str:
     """The rows as text, environment columns left out; long results show their head and tail (the CSV has all)."""
     shown = df[[c for c in df.columns if c not in ENV_COLUMNS and c != "source" and df[c].notna().any()]]
-    with pd.option_context("display.width", 200, "display.max_columns", 30,
-                           "display.float_format", lambda v: f"{v:.4g}"):
+    with pd.option_context(
+        "display.width", 200, "display.max_columns", 30, "display.float_format", lambda v: f"{v:.4g}"
+    ):
         if len(shown) <= max_rows:
             return shown.to_string(index=False)
         head, tail = shown.head(max_rows // 2), shown.tail(10)
-        return (head.to_string(index=False) + f"\n… {len(shown) - len(head) - len(tail)} more rows (all in the CSV) …\n"
-                + tail.to_string(index=False, header=False))
+        return (
+            head.to_string(index=False)
+            + f"\n… {len(shown) - len(head) - len(tail)} more rows (all in the CSV) …\n"
+            + tail.to_string(index=False, header=False)
+        )
 
 
-def run_one(name: str, preset: str, device: str | None, seed: int | None, sets: dict, out: str | None,
-            quiet: bool = False) -> pd.DataFrame:
+def run_one(
+    name: str, preset: str, device: str | None, seed: int | None, sets: dict, out: str | None, quiet: bool = False
+) -> pd.DataFrame:
     from core.device import configure_threads, measuring
     from core.experiments import get
     from core.i18n import translator
     from core.results import save_csv
+
     exp = get(name)
     overrides = dict(sets)
     if device is not None:
@@ -96,6 +106,7 @@ def cmd_reference(args) -> int:
     from core.device import device_label, resolve_device
     from core.experiments import EXPERIMENTS
     from core.results import REFERENCE_DIR, reference_path
+
     dev = resolve_device(args.device)
     names = args.only or list(EXPERIMENTS)
     for name in names:
@@ -103,22 +114,29 @@ def cmd_reference(args) -> int:
         if exp is None:
             raise ValueError(f"--only: {name!r} is not one of {', '.join(EXPERIMENTS)}")
     for name in names:
-        out = reference_path(name, device_label(dev), dev.type) if args.out_dir is None else \
-            Path(args.out_dir) / reference_path(name, device_label(dev), dev.type).name
-        print(f"== {name} → {out.relative_to(REFERENCE_DIR.parent.parent) if out.is_relative_to(REFERENCE_DIR.parent.parent) else out}",
-              file=sys.stderr)
+        out = (
+            reference_path(name, device_label(dev), dev.type)
+            if args.out_dir is None
+            else Path(args.out_dir) / reference_path(name, device_label(dev), dev.type).name
+        )
+        print(
+            f"== {name} → {out.relative_to(REFERENCE_DIR.parent.parent) if out.is_relative_to(REFERENCE_DIR.parent.parent) else out}",
+            file=sys.stderr,
+        )
         run_one(name, args.preset, args.device, None, {}, str(out))
     return 0
 
 
 def cmd_checkpoints(args) -> int:
     from core.checkpoints import cli
+
     return cli(args)
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m core", description="Transformer Bottleneck Lab: run experiments "
-                                 "without the dashboard.")
+    ap = argparse.ArgumentParser(
+        prog="python -m core", description="Transformer Bottleneck Lab: run experiments without the dashboard."
+    )
     sub = ap.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="experiments, presets, config fields with defaults and allowed ranges")
     r = sub.add_parser("run", help="run one experiment and write its CSV")

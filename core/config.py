@@ -3,6 +3,7 @@
 A field's metadata says what a learner may set (`spec(...)`); `make_config` turns strings from the CLI's
 `--set FIELD=VALUE` or a page's controls into a validated config, raising ValueError that names the field.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -127,6 +128,7 @@ def make_config(cls, overrides: dict | None = None, base=None):
 @dataclasses.dataclass(frozen=True)
 class Progress:
     """What an experiment reports after each point: done of total, a short message, and the new row(s)."""
+
     done: int
     total: int
     message: str = ""
@@ -136,6 +138,7 @@ class Progress:
 @dataclasses.dataclass(frozen=True)
 class Experiment:
     """A registry entry: the config class, its presets (field overrides) and the run function."""
+
     name: str
     config_cls: type
     run: Callable[..., pd.DataFrame]

@@ -3,6 +3,7 @@
 A 2-core machine running two torch processes with all threads each slowed an LSTM step ~10x (EXPERIMENTS.md),
 so threads are set deliberately and every measurement in this process takes `MEASURE_LOCK`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -36,6 +37,7 @@ def physical_cores() -> int:
 def configure_threads(n: int | None = None) -> int:
     """Give torch exactly one thread per usable core (or `n`); return the count in force."""
     import torch
+
     n = n or int(os.environ.get("LAB_THREADS", "0")) or physical_cores()
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
@@ -50,6 +52,7 @@ def torch_threads(n: int):
     a training step 20-60x slower (13 ms → 800 ms), so small experiments train on one thread and say so in each row.
     """
     import torch
+
     before = torch.get_num_threads()
     if n and n != before:
         torch.set_num_threads(n)
@@ -62,6 +65,7 @@ def torch_threads(n: int):
 
 def available(kind: str) -> bool:
     import torch
+
     if kind == "cpu":
         return True
     if kind == "cuda":
@@ -74,6 +78,7 @@ def available(kind: str) -> bool:
 def resolve_device(name: str = "auto") -> torch.device:
     """'auto' picks CUDA, then MPS, then CPU; an explicit device that is absent raises ValueError."""
     import torch
+
     if name not in DEVICES:
         raise ValueError(f"device: {name!r} is not one of {', '.join(DEVICES)}")
     if name == "auto":
@@ -82,7 +87,9 @@ def resolve_device(name: str = "auto") -> torch.device:
                 return torch.device(kind)
         return torch.device("cpu")
     if not available(name):
-        raise ValueError(f"device: {name!r} is not available on this machine (available: {', '.join(available_devices())})")
+        raise ValueError(
+            f"device: {name!r} is not available on this machine (available: {', '.join(available_devices())})"
+        )
     return torch.device(name)
 
 
@@ -104,6 +111,7 @@ def _cpu_name() -> str:
 
 def total_memory_bytes(device: torch.device) -> int:
     import torch
+
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).total_memory
     try:
@@ -115,6 +123,7 @@ def total_memory_bytes(device: torch.device) -> int:
 def free_memory_bytes(device: torch.device) -> int:
     """Memory a new allocation could use now: CUDA's free memory, or the OS's MemAvailable."""
     import torch
+
     if device.type == "cuda":
         return torch.cuda.mem_get_info(device)[0]
     try:
@@ -129,6 +138,7 @@ def free_memory_bytes(device: torch.device) -> int:
 
 def device_name(device: torch.device) -> str:
     import torch
+
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     if device.type == "mps":
@@ -139,6 +149,7 @@ def device_name(device: torch.device) -> str:
 def device_label(device: torch.device) -> str:
     """Short label for chart titles and result rows, e.g. 'cpu · AMD EPYC · 2 threads'."""
     import torch
+
     if device.type == "cpu":
         return f"cpu · {device_name(device)} · {torch.get_num_threads()} threads"
     return f"{device.type} · {device_name(device)}"
@@ -148,7 +159,9 @@ def device_label(device: torch.device) -> str:
 def git_commit() -> str:
     try:
         here = os.path.dirname(os.path.abspath(__file__))
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], check=False, cwd=here, capture_output=True, text=True, timeout=5
+        )
         return out.stdout.strip() if out.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):
         return ""
@@ -157,6 +170,7 @@ def git_commit() -> str:
 def environment(device: torch.device) -> dict:
     """The columns every result row carries, so a CSV says where and how it was measured."""
     import torch
+
     return {
         "device": device_label(device),
         "device_type": device.type,
@@ -170,6 +184,7 @@ def environment(device: torch.device) -> dict:
 
 def synchronize(device: torch.device) -> None:
     import torch
+
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     elif device.type == "mps":
@@ -198,9 +213,16 @@ def light_facts() -> dict:
     """
     if "torch" in sys.modules:
         import torch
+
         dev = resolve_device("auto")
-        return {"type": dev.type, "name": device_name(dev), "memory": total_memory_bytes(dev),
-                "torch": torch.__version__, "threads": torch.get_num_threads(), "checked": True}
+        return {
+            "type": dev.type,
+            "name": device_name(dev),
+            "memory": total_memory_bytes(dev),
+            "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "checked": True,
+        }
     try:
         version = metadata.version("torch")
     except metadata.PackageNotFoundError:
@@ -210,5 +232,11 @@ def light_facts() -> dict:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         memory = 0
-    return {"type": kind, "name": _cpu_name() if kind == "cpu" else "NVIDIA GPU", "memory": memory,
-            "torch": version, "threads": int(os.environ.get("LAB_THREADS", "0")) or physical_cores(), "checked": False}
+    return {
+        "type": kind,
+        "name": _cpu_name() if kind == "cpu" else "NVIDIA GPU",
+        "memory": memory,
+        "torch": version,
+        "threads": int(os.environ.get("LAB_THREADS", "0")) or physical_cores(),
+        "checked": False,
+    }

@@ -1,4 +1,5 @@
 """Scaling exponents: least-squares slope of log(y) against log(x), the number a log-log chart shows by eye."""
+
 from __future__ import annotations
 
 import math

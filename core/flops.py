@@ -3,6 +3,7 @@
 `torch.utils.flop_counter.FlopCounterMode` reports 0 for fused kernels (oneDNN/cuDNN LSTM, CPU flash SDPA), so
 these formulas are the count; tests check them against the counter on the unfused paths.
 """
+
 from __future__ import annotations
 
 # Per token, per layer, forward: gates × (input matmul + recurrent matmul) × 2 FLOPs per multiply-add.

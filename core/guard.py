@@ -3,6 +3,7 @@
 A refused point becomes a row with status='skipped' and the predicted size; a CUDA out-of-memory error becomes
 status='oom' after freeing the cache. Either way the sweep goes on and nothing measured before is lost.
 """
+
 from __future__ import annotations
 
 import gc
@@ -39,8 +40,9 @@ def is_oom(err: BaseException) -> bool:
     if isinstance(err, torch.cuda.OutOfMemoryError):
         return True
     text = str(err).lower()
-    return isinstance(err, (RuntimeError, MemoryError)) and ("out of memory" in text or "can't allocate" in text
-                                                            or isinstance(err, MemoryError))
+    return isinstance(err, (RuntimeError, MemoryError)) and (
+        "out of memory" in text or "can't allocate" in text or isinstance(err, MemoryError)
+    )
 
 
 def free(device: torch.device) -> None:
@@ -49,12 +51,17 @@ def free(device: torch.device) -> None:
         torch.cuda.empty_cache()
 
 
-def guarded(measure: Callable[[], dict], predicted_bytes: float, device: torch.device, budget: int | None = None) -> dict:
+def guarded(
+    measure: Callable[[], dict], predicted_bytes: float, device: torch.device, budget: int | None = None
+) -> dict:
     """Run `measure()` if `predicted_bytes` fits the budget; return its row fields plus a status."""
     budget = budget_bytes(device) if budget is None else budget
     if not fits(predicted_bytes, device, budget):
-        return {"status": "skipped", "predicted_bytes": predicted_bytes,
-                "note": f"would need {format_bytes(predicted_bytes)}; budget {format_bytes(budget)}"}
+        return {
+            "status": "skipped",
+            "predicted_bytes": predicted_bytes,
+            "note": f"would need {format_bytes(predicted_bytes)}; budget {format_bytes(budget)}",
+        }
     try:
         row = measure()
     except (RuntimeError, MemoryError) as err:

@@ -4,6 +4,7 @@ A language's catalogue is the folder core/locales/<lang>/: one JSON file per pag
 can be written side by side. `t(key, lang, **values)` formats with str.format; a missing key shows as «key» so a
 test can find it on a page.
 """
+
 from __future__ import annotations
 
 import functools

@@ -4,6 +4,7 @@ Recurrent models start from a zero state inside `forward`, so training and bench
 type (STYLE.md). The fast path and the explicit path sit side by side: fused `nn.LSTM` beside an `nn.LSTMCell`
 step loop, `scaled_dot_product_attention` beside the materialised softmax(QKᵀ)V.
 """
+
 from __future__ import annotations
 
 import math
@@ -99,8 +100,15 @@ class SelfAttention(nn.Module):
 class Block(nn.Module):
     """A Transformer block. norm='pre' (GPT-2 style), 'post' (2017 original) or 'none'; residual on or off."""
 
-    def __init__(self, d_model: int, n_heads: int, norm: str = "pre", residual: bool = True, impl: str = "sdpa",
-                 causal: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        norm: str = "pre",
+        residual: bool = True,
+        impl: str = "sdpa",
+        causal: bool = True,
+    ):
         super().__init__()
         self.norm, self.residual = norm, residual
         self.ln1 = nn.LayerNorm(d_model) if norm != "none" else nn.Identity()
@@ -121,8 +129,17 @@ class Block(nn.Module):
 class TransformerLM(nn.Module):
     """Embedding + sinusoidal positions → n Blocks → (final LayerNorm for pre-LN) → vocabulary head."""
 
-    def __init__(self, vocab_size: int, d_model: int, n_layers: int, n_heads: int = 4, norm: str = "pre",
-                 residual: bool = True, impl: str = "sdpa", causal: bool = True):
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        n_layers: int,
+        n_heads: int = 4,
+        norm: str = "pre",
+        residual: bool = True,
+        impl: str = "sdpa",
+        causal: bool = True,
+    ):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, d_model)
         self.blocks = nn.ModuleList(Block(d_model, n_heads, norm, residual, impl, causal) for _ in range(n_layers))

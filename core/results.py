@@ -3,6 +3,7 @@
 One row per measured point (zoology's records → DataFrame). A corrupt or foreign file is reported and skipped,
 never raised into a page.
 """
+
 from __future__ import annotations
 
 import os
@@ -60,11 +61,15 @@ def load_csv(path: str | os.PathLike, required: tuple[str, ...] = ()) -> tuple[p
 
 
 def reference_path(experiment: str, device_label: str, device_type: str) -> Path:
-    return REFERENCE_DIR / f"{experiment}-{device_type}-{slug(device_label.split('·')[1] if '·' in device_label else device_label)}.csv"
+    return (
+        REFERENCE_DIR
+        / f"{experiment}-{device_type}-{slug(device_label.split('·')[1] if '·' in device_label else device_label)}.csv"
+    )
 
 
-def load_reference(experiment: str, required: tuple[str, ...] = ("device",), folder: Path | None = None
-                   ) -> tuple[pd.DataFrame, list[str]]:
+def load_reference(
+    experiment: str, required: tuple[str, ...] = ("device",), folder: Path | None = None
+) -> tuple[pd.DataFrame, list[str]]:
     """Every reference file of `experiment`, concatenated with a `source` column; plus problems found."""
     folder = Path(folder or REFERENCE_DIR)
     frames, problems = [], []

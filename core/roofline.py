@@ -4,6 +4,7 @@ It explains why a fused LSTM can beat a Transformer on a 2-core CPU (few FLOP/s,
 on a GPU (huge FLOP/s, so the n dependent steps dominate). Hardware presets other than 'this device' are
 assumptions, labelled as such; reference rows measured on that hardware validate them where present.
 """
+
 from __future__ import annotations
 
 import dataclasses

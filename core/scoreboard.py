@@ -3,6 +3,7 @@ page — all computed from result rows (a live run of this session, else the shi
 
 Torch-free on purpose (pandas and numpy only), so the home page starts fast.
 """
+
 from __future__ import annotations
 
 import math
@@ -37,8 +38,12 @@ def serial_facts(df: pd.DataFrame | None) -> dict:
         g = ok[ok["model"] == m]
         if len(g):
             at = g[g["seq_len"] == g["seq_len"].max()].iloc[0]
-            out[m] = {"slope": tail_slope(g["seq_len"], g["train_ms"]), "steps": int(at["seq_steps"]),
-                      "T": int(at["seq_len"]), "ms": float(at["train_ms"])}
+            out[m] = {
+                "slope": tail_slope(g["seq_len"], g["train_ms"]),
+                "steps": int(at["seq_steps"]),
+                "T": int(at["seq_len"]),
+                "ms": float(at["train_ms"]),
+            }
     if len(ok) and "peak_flops_per_s" in ok:
         out["peak_flops_per_s"] = float(ok["peak_flops_per_s"].median())
     out["T"] = T
@@ -58,8 +63,11 @@ def attention_facts(df: pd.DataFrame | None) -> dict:
             g = auto if len(auto) else g
         if len(g) >= 2:
             mem = g["peak_bytes"] if g["peak_bytes"].notna().sum() >= 2 else g["saved_bytes"]
-            out[impl] = {"time_slope": tail_slope(g["seq_len"], g["time_ms"]), "mem_slope": tail_slope(g["seq_len"], mem),
-                         "n": int(g["seq_len"].max())}
+            out[impl] = {
+                "time_slope": tail_slope(g["seq_len"], g["time_ms"]),
+                "mem_slope": tail_slope(g["seq_len"], mem),
+                "n": int(g["seq_len"].max()),
+            }
     return out
 
 
@@ -74,8 +82,12 @@ def reach_facts(df: pd.DataFrame | None) -> dict:
         near = g[g["distance"] == 1]["grad_norm"]
         far = g.iloc[-1]
         ratio = float(far["grad_norm"] / near.iloc[0]) if len(near) and near.iloc[0] > 0 else math.nan
-        out[m] = {"reach": float(g["reach"].iloc[0]) if "reach" in g else math.nan, "T": int(g["seq_len"].iloc[0]),
-                  "far": int(far["distance"]), "ratio": ratio}
+        out[m] = {
+            "reach": float(g["reach"].iloc[0]) if "reach" in g else math.nan,
+            "T": int(g["seq_len"].iloc[0]),
+            "far": int(far["distance"]),
+            "ratio": ratio,
+        }
     return out
 
 
@@ -139,15 +151,24 @@ def measured_cells(frames: dict, tr) -> dict:
     a = attention_facts(frames.get("attention_cost"))
     r = reach_facts(frames.get("gradient_reach"))
     none = tr("home.t1.none")
-    att_cost = tr("home.t1.cost", b=_slope(a["naive"]["time_slope"]), what=tr("home.t1.naive")) if "naive" in a else none
+    att_cost = (
+        tr("home.t1.cost", b=_slope(a["naive"]["time_slope"]), what=tr("home.t1.naive")) if "naive" in a else none
+    )
     rec_cost = tr("home.t1.cost", b=_slope(s["lstm"]["slope"]), what="LSTM") if "lstm" in s else none
-    att_steps = tr("home.t1.steps", steps=s["transformer"]["steps"], T=s["transformer"]["T"]) if "transformer" in s else none
+    att_steps = (
+        tr("home.t1.steps", steps=s["transformer"]["steps"], T=s["transformer"]["T"]) if "transformer" in s else none
+    )
     rec_steps = tr("home.t1.steps", steps=s["lstm"]["steps"], T=s["lstm"]["T"]) if "lstm" in s else none
-    att_path = tr("home.t1.flat", ratio=_num(r["attention"]["ratio"]), far=r["attention"]["far"]) if "attention" in r else none
+    att_path = (
+        tr("home.t1.flat", ratio=_num(r["attention"]["ratio"]), far=r["attention"]["far"]) if "attention" in r else none
+    )
     if "lstm" in r:
         lstm = r["lstm"]
-        rec_path = (tr("home.t1.reach", reach=int(lstm["reach"])) if math.isfinite(lstm["reach"])
-                    else tr("home.t1.no_reach", T=lstm["T"]))
+        rec_path = (
+            tr("home.t1.reach", reach=int(lstm["reach"]))
+            if math.isfinite(lstm["reach"])
+            else tr("home.t1.no_reach", T=lstm["T"])
+        )
     else:
         rec_path = none
     return {"self_attention": (att_cost, att_steps, att_path), "recurrent": (rec_cost, rec_steps, rec_path)}
@@ -158,9 +179,17 @@ def table1(frames: dict, tr) -> pd.DataFrame:
     rows = []
     for key, cost, seq, path in TABLE1:
         m = cells.get(key, (tr("home.t1.not_here"),) * 3)
-        rows.append({tr("home.t1.layer"): tr(f"home.t1.{key}"), tr("home.t1.complexity"): cost,
-                     tr("home.t1.sequential"): seq, tr("home.t1.path"): path,
-                     tr("home.t1.m_cost"): m[0], tr("home.t1.m_steps"): m[1], tr("home.t1.m_path"): m[2]})
+        rows.append(
+            {
+                tr("home.t1.layer"): tr(f"home.t1.{key}"),
+                tr("home.t1.complexity"): cost,
+                tr("home.t1.sequential"): seq,
+                tr("home.t1.path"): path,
+                tr("home.t1.m_cost"): m[0],
+                tr("home.t1.m_steps"): m[1],
+                tr("home.t1.m_path"): m[2],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -175,20 +204,38 @@ def findings(frames: dict, tr) -> dict:
     r = reach_facts(frames.get("gradient_reach"))
     rc = recall_facts(frames.get("long_range"))
     if "lstm" in rc and "transformer" in rc:
-        out["long_range"] = tr("home.find.long_range", d=rc["distance"], task=tr(f"long_range.task.{rc['task']}"),
-                               tf=_pct(rc["transformer"]["accuracy"]), lstm=_pct(rc["lstm"]["accuracy"]),
-                               chance=_pct(rc["chance"]))
+        out["long_range"] = tr(
+            "home.find.long_range",
+            d=rc["distance"],
+            task=tr(f"long_range.task.{rc['task']}"),
+            tf=_pct(rc["transformer"]["accuracy"]),
+            lstm=_pct(rc["lstm"]["accuracy"]),
+            chance=_pct(rc["chance"]),
+        )
     elif "lstm" in r and "attention" in r:
-        out["long_range"] = tr("home.find.reach", reach=_num(r["lstm"]["reach"], 3), ratio=_num(r["attention"]["ratio"]),
-                               far=r["attention"]["far"])
+        out["long_range"] = tr(
+            "home.find.reach",
+            reach=_num(r["lstm"]["reach"], 3),
+            ratio=_num(r["attention"]["ratio"]),
+            far=r["attention"]["far"],
+        )
     d = depth_facts(frames.get("depth"))
     if "lstm" in d:
         other = next((m for m in ("lstm_residual", "pre_ln", *d) if m in d and m != "lstm"), None)
         if other:
-            out["depth"] = tr("home.find.depth", L=d["lstm"]["layers"], lstm=_num(d["lstm"]["ratio"]),
-                              other=tr(f"model.{other}"), ratio=_num(d[other]["ratio"]))
+            out["depth"] = tr(
+                "home.find.depth",
+                L=d["lstm"]["layers"],
+                lstm=_num(d["lstm"]["ratio"]),
+                other=tr(f"model.{other}"),
+                ratio=_num(d[other]["ratio"]),
+            )
     a = attention_facts(frames.get("attention_cost"))
     if "naive" in a and "sdpa" in a:
-        out["attention_cost"] = tr("home.find.attention", naive=_slope(a["naive"]["mem_slope"]),
-                                   sdpa=_slope(a["sdpa"]["mem_slope"]), n=a["naive"]["n"])
+        out["attention_cost"] = tr(
+            "home.find.attention",
+            naive=_slope(a["naive"]["mem_slope"]),
+            sdpa=_slope(a["sdpa"]["mem_slope"]),
+            n=a["naive"]["n"],
+        )
     return out

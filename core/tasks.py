@@ -10,6 +10,7 @@ Every task returns `(tokens, targets)`, both (batch, seq_len) int64; `targets` i
 positions, so one loss (cross-entropy with ignore_index) and one accuracy serve every task and every model.
 Chance accuracy is 1 / n_keys for both tasks.
 """
+
 from __future__ import annotations
 
 import torch
@@ -18,11 +19,41 @@ IGNORE = -100  # cross_entropy's ignore_index: positions without a question
 N_FILLER = 16  # distinct filler "words"
 
 # What each token id means, for showing a sequence to a learner (the models only see ids).
-NAMES = ("Alice", "Beth", "Cara", "Dana", "Emma", "Fay", "Gina", "Hana", "Iris", "Jane", "Kate", "Lily", "Mia",
-         "Nora", "Olga", "Pia", "Rosa", "Sara", "Tina", "Uma", "Vera", "Wren", "Xia", "Yara", "Zoe", "Ada", "Bea",
-         "Cleo", "Dora", "Eve", "Flo", "Gail")
-FILLERS = ("the", "a", "cat", "sat", "on", "mat", "and", "then", "it", "was", "very", "far", "ran", "big", "old",
-           "day")
+NAMES = (
+    "Alice",
+    "Beth",
+    "Cara",
+    "Dana",
+    "Emma",
+    "Fay",
+    "Gina",
+    "Hana",
+    "Iris",
+    "Jane",
+    "Kate",
+    "Lily",
+    "Mia",
+    "Nora",
+    "Olga",
+    "Pia",
+    "Rosa",
+    "Sara",
+    "Tina",
+    "Uma",
+    "Vera",
+    "Wren",
+    "Xia",
+    "Yara",
+    "Zoe",
+    "Ada",
+    "Bea",
+    "Cleo",
+    "Dora",
+    "Eve",
+    "Flo",
+    "Gail",
+)
+FILLERS = ("the", "a", "cat", "sat", "on", "mat", "and", "then", "it", "was", "very", "far", "ran", "big", "old", "day")
 MAX_KEYS = len(NAMES)
 
 
@@ -52,14 +83,16 @@ def recall_sequence(name: int, distance: int, seq_len: int, n_keys: int, fillers
         raise ValueError(f"distance: {distance} must be between 1 and seq_len - 1 ({seq_len - 1})")
     key_pos = seq_len - 1 - distance
     filler_ids = iter(fillers)
-    tokens = [name if t == key_pos else n_keys if t == seq_len - 1 else n_keys + 1 + next(filler_ids)
-              for t in range(seq_len)]
+    tokens = [
+        name if t == key_pos else n_keys if t == seq_len - 1 else n_keys + 1 + next(filler_ids) for t in range(seq_len)
+    ]
     targets = [IGNORE] * (seq_len - 1) + [name]
     return tokens, targets
 
 
-def recall_batch(batch_size: int, seq_len: int, distance: int, n_keys: int, generator: torch.Generator
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
+def recall_batch(
+    batch_size: int, seq_len: int, distance: int, n_keys: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """`batch_size` random recall examples at one distance: random name, random fillers (see recall_sequence)."""
     if not 1 <= distance < seq_len:
         raise ValueError(f"distance: {distance} must be between 1 and seq_len - 1 ({seq_len - 1})")
@@ -78,8 +111,9 @@ def mqar_vocab(n_keys: int) -> int:
     return 2 * n_keys + N_FILLER
 
 
-def mqar_sequence(keys: list[int], values: list[int], order: list[int], distance: int, seq_len: int, n_keys: int,
-                  fillers: list[int]) -> tuple[list, list]:
+def mqar_sequence(
+    keys: list[int], values: list[int], order: list[int], distance: int, seq_len: int, n_keys: int, fillers: list[int]
+) -> tuple[list, list]:
     """One MQAR example: pairs (key, value) … `distance` … then the keys again in `order`; targets are values.
 
     The P queries fill the last P positions; the last value sits `distance` positions before the first query.
@@ -118,25 +152,28 @@ def mqar_max_distance(seq_len: int, n_pairs: int) -> int:
     return seq_len - 3 * n_pairs + 1
 
 
-def mqar_batch(batch_size: int, seq_len: int, distance: int, n_keys: int, n_pairs: int, generator: torch.Generator
-               ) -> tuple[torch.Tensor, torch.Tensor]:
+def mqar_batch(
+    batch_size: int, seq_len: int, distance: int, n_keys: int, n_pairs: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """`batch_size` random MQAR examples: distinct keys, random values, queries in random order (see mqar_sequence)."""
     if n_pairs > n_keys:
         raise ValueError(f"n_pairs: {n_pairs} pairs need at least as many distinct keys (n_keys={n_keys})")
     if not 1 <= distance <= mqar_max_distance(seq_len, n_pairs):
-        raise ValueError(f"distance: {distance} leaves no room for {n_pairs} pairs and queries in seq_len {seq_len} "
-                         f"(at most {mqar_max_distance(seq_len, n_pairs)})")
+        raise ValueError(
+            f"distance: {distance} leaves no room for {n_pairs} pairs and queries in seq_len {seq_len} "
+            f"(at most {mqar_max_distance(seq_len, n_pairs)})"
+        )
     B, T, P = batch_size, seq_len, n_pairs
     keys = torch.rand(B, n_keys, generator=generator).argsort(dim=1)[:, :P]  # (B, P) distinct keys per row
     values = torch.randint(n_keys, (B, P), generator=generator)  # (B, P)
     order = torch.rand(B, P, generator=generator).argsort(dim=1)  # (B, P) query order
     tokens = 2 * n_keys + torch.randint(N_FILLER, (B, T), generator=generator)
     start = T - P - distance - 2 * P + 1
-    tokens[:, start:start + 2 * P:2] = keys
-    tokens[:, start + 1:start + 2 * P:2] = n_keys + values
-    tokens[:, T - P:] = keys.gather(1, order)
+    tokens[:, start : start + 2 * P : 2] = keys
+    tokens[:, start + 1 : start + 2 * P : 2] = n_keys + values
+    tokens[:, T - P :] = keys.gather(1, order)
     targets = torch.full((B, T), IGNORE, dtype=torch.long)
-    targets[:, T - P:] = n_keys + values.gather(1, order)
+    targets[:, T - P :] = n_keys + values.gather(1, order)
     return tokens, targets
 
 
@@ -147,8 +184,9 @@ def vocab_size(task: str, n_keys: int) -> int:
     return recall_vocab(n_keys) if task == "recall" else mqar_vocab(n_keys)
 
 
-def batch(task: str, batch_size: int, seq_len: int, distance: int, n_keys: int, n_pairs: int,
-          generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def batch(
+    task: str, batch_size: int, seq_len: int, distance: int, n_keys: int, n_pairs: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """A batch of `task` (one interface for the training loop)."""
     if task == "recall":
         return recall_batch(batch_size, seq_len, distance, n_keys, generator)

@@ -1,4 +1,5 @@
 """Bottleneck 4 — attention's own cost: the n × n score matrix in training, the KV cache at inference."""
+
 import math
 
 import streamlit as st
@@ -17,20 +18,43 @@ tr = ui.page_ui(PAGE)
 ui.predict_ui(tr, PAGE, 3)
 reveal = st.container()  # filled below, once the live run (if any) has added its rows
 
-live = ui.live_run_ui(tr, ac.EXPERIMENT, PAGE, ["impls", "backends", "seq_lens", "dtype", "n_heads", "head_dim",
-                                                "batch_size", "causal", "budget_mib", "verify_wall", "device"])
+live = ui.live_run_ui(
+    tr,
+    ac.EXPERIMENT,
+    PAGE,
+    [
+        "impls",
+        "backends",
+        "seq_lens",
+        "dtype",
+        "n_heads",
+        "head_dim",
+        "batch_size",
+        "causal",
+        "budget_mib",
+        "verify_wall",
+        "device",
+    ],
+)
 
 
 def slopes_table(df):
     """Fitted exponents per implementation, over the three longest lengths of the run shown."""
     ok = charts.with_labels(df[(df["status"] == "ok") & (df["point"] == "sweep")], tr)
+
     def slope(g, column):
         b = tail_slope(g["seq_len"], g[column])
         return f"{b:.2f}" if math.isfinite(b) else "–"
 
-    rows = [{tr("attention_cost.slopes.label"): label, tr("attention_cost.slopes.saved"): slope(g, "saved_bytes"),
-             tr("attention_cost.slopes.peak"): slope(g, "peak_bytes"), tr("attention_cost.slopes.time"): slope(g, "time_ms")}
-            for label, g in ok.groupby("label", sort=False)]
+    rows = [
+        {
+            tr("attention_cost.slopes.label"): label,
+            tr("attention_cost.slopes.saved"): slope(g, "saved_bytes"),
+            tr("attention_cost.slopes.peak"): slope(g, "peak_bytes"),
+            tr("attention_cost.slopes.time"): slope(g, "time_ms"),
+        }
+        for label, g in ok.groupby("label", sort=False)
+    ]
     return ui.pd.DataFrame(rows)
 
 
@@ -55,28 +79,42 @@ with reveal:
         st.markdown(tr("attention_cost.wall_intro"))
         budget = float(primary["budget_bytes"].dropna().iloc[0]) if primary["budget_bytes"].notna().any() else math.nan
         walls = charts.with_labels(ac.wall(primary, budget), tr)
-        st.dataframe(ui.pd.DataFrame({
-            tr("attention_cost.wall_table.impl"): walls["label"],
-            tr("attention_cost.wall_table.slope"): walls["slope"].map(lambda b: f"{b:.2f}"),
-            tr("attention_cost.wall_table.n_max"): walls["n_max"].map(lambda n: f"{n:,.0f}" if math.isfinite(n) else "–"),
-            tr("attention_cost.wall_table.fitted_on"): walls["fitted_on"],
-            tr("attention_cost.wall_table.budget"): walls["budget_bytes"].map(format_bytes)}), hide_index=True)
+        st.dataframe(
+            ui.pd.DataFrame(
+                {
+                    tr("attention_cost.wall_table.impl"): walls["label"],
+                    tr("attention_cost.wall_table.slope"): walls["slope"].map(lambda b: f"{b:.2f}"),
+                    tr("attention_cost.wall_table.n_max"): walls["n_max"].map(
+                        lambda n: f"{n:,.0f}" if math.isfinite(n) else "–"
+                    ),
+                    tr("attention_cost.wall_table.fitted_on"): walls["fitted_on"],
+                    tr("attention_cost.wall_table.budget"): walls["budget_bytes"].map(format_bytes),
+                }
+            ),
+            hide_index=True,
+        )
 
         st.markdown("#### " + tr("attention_cost.extrap_header"))
         st.markdown(tr("attention_cost.extrap_intro"))
         c1, c2 = st.columns(2)
-        shape = MODEL_PRESETS[c1.selectbox(tr("attention_cost.extrap_model"), list(MODEL_PRESETS), index=1,
-                                           key="extrap_model")]
+        shape = MODEL_PRESETS[
+            c1.selectbox(tr("attention_cost.extrap_model"), list(MODEL_PRESETS), index=1, key="extrap_model")
+        ]
         dtype = c2.selectbox(tr("attention_cost.extrap_dtype"), ["bfloat16", "float32"], key="extrap_dtype")
         ext = ac.extrapolate(primary, shape, dtype, budget_bytes=budget)
         ui.chart_ui(charts.wall_chart(ext, tr, budget))
-        st.dataframe(ui.pd.DataFrame({
-            tr("attention_cost.extrap.what"): [tr(f"attention_cost.wall.what.{w}") for w in ext["what"]],
-            tr("attention_cost.extrap.seq_len"): ext["seq_len"].map("{:,}".format),
-            tr("attention_cost.extrap.size"): ext["bytes"].map(format_bytes),
-            tr("attention_cost.extrap.fits"): ext["fits_budget"],
-            tr("attention_cost.extrap.time"): ext["time_s"].map(lambda t: ac.format_seconds(t, tr))}),
-            hide_index=True)
+        st.dataframe(
+            ui.pd.DataFrame(
+                {
+                    tr("attention_cost.extrap.what"): [tr(f"attention_cost.wall.what.{w}") for w in ext["what"]],
+                    tr("attention_cost.extrap.seq_len"): ext["seq_len"].map("{:,}".format),
+                    tr("attention_cost.extrap.size"): ext["bytes"].map(format_bytes),
+                    tr("attention_cost.extrap.fits"): ext["fits_budget"],
+                    tr("attention_cost.extrap.time"): ext["time_s"].map(lambda t: ac.format_seconds(t, tr)),
+                }
+            ),
+            hide_index=True,
+        )
         ui.caption_source_ui(tr, primary)
         ui.takeaways_ui(tr, ac.takeaways(primary, tr))
     else:
@@ -107,10 +145,21 @@ else:
 e = DTYPE_BYTES[kv_dtype]
 memory = total_memory_bytes(resolve_device("auto"))
 per_token = kv_cache_bytes(shape.n_layers, shape.n_kv_heads, shape.head_dim, 1, batch, e)
-st.markdown(tr("attention_cost.kv.result", model=shape.name, per_token=format_bytes(per_token),
-               scheme=shape.scheme.upper(), kv=shape.n_kv_heads, layers=shape.n_layers, head_dim=shape.head_dim,
-               at_max=format_bytes(per_token * shape.max_context), max_context=f"{shape.max_context:,}",
-               memory=format_bytes(memory), cross=f"{kv.crossing_tokens(shape, e, batch, memory):,.0f}"))
+st.markdown(
+    tr(
+        "attention_cost.kv.result",
+        model=shape.name,
+        per_token=format_bytes(per_token),
+        scheme=shape.scheme.upper(),
+        kv=shape.n_kv_heads,
+        layers=shape.n_layers,
+        head_dim=shape.head_dim,
+        at_max=format_bytes(per_token * shape.max_context),
+        max_context=f"{shape.max_context:,}",
+        memory=format_bytes(memory),
+        cross=f"{kv.crossing_tokens(shape, e, batch, memory):,.0f}",
+    )
+)
 contexts = [2**k for k in range(10, 21)]
 ui.chart_ui(charts.kv_models_chart(kv.calculator_frame(shape, e, batch, contexts), tr, memory))
 

@@ -1,4 +1,5 @@
 """Bottleneck 3 — depth and stability: gradients fade through plain stacks; residuals and LayerNorm keep them alive."""
+
 import streamlit as st
 
 from core.charts import depth as charts
@@ -10,16 +11,21 @@ tr = ui.page_ui(PAGE)
 ui.predict_ui(tr, PAGE, 3)
 reveal = st.container()  # filled below, once the live run (if any) has added its rows
 
-live = ui.live_run_ui(tr, depth.EXPERIMENT, PAGE, ["models", "depths", "lr", "warmup_steps", "clip", "steps",
-                                                   "seeds", "d_model", "device", "seed"])
+live = ui.live_run_ui(
+    tr,
+    depth.EXPERIMENT,
+    PAGE,
+    ["models", "depths", "lr", "warmup_steps", "clip", "steps", "seeds", "d_model", "device", "seed"],
+)
 
 
 def pick_ui(label: str, values, key: str, fmt=str, at_most: int | None = None):
     """A selectbox over the whole numbers present in the data; the largest (up to `at_most`) by default."""
     options = sorted({int(v) for v in values})
     fitting = [i for i, v in enumerate(options) if at_most is None or v <= at_most]
-    return st.selectbox(label, options, index=fitting[-1] if fitting else len(options) - 1, format_func=fmt,
-                        key=f"pick:{PAGE}:{key}")
+    return st.selectbox(
+        label, options, index=fitting[-1] if fitting else len(options) - 1, format_func=fmt, key=f"pick:{PAGE}:{key}"
+    )
 
 
 with reveal:
@@ -53,8 +59,9 @@ with reveal:
         with c1:
             n = pick_ui(tr("depth.pick.n_layers"), train["n_layers"], "n_layers")
         with c2:
-            w = pick_ui(tr("depth.pick.warmup"), train["warmup_steps"], "warmup",
-                        lambda v: tr("depth.warmup_label", w=v))
+            w = pick_ui(
+                tr("depth.pick.warmup"), train["warmup_steps"], "warmup", lambda v: tr("depth.warmup_label", w=v)
+            )
         with c3:  # per-layer rows exist for the first `layer_seeds` seeds only
             s = pick_ui(tr("depth.pick.seed"), train[train["layer"].notna()]["seed"], "seed")
         chosen = primary[(primary["n_layers"] == n) & (primary["warmup_steps"] == w) & (primary["seed"] == s)]

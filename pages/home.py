@@ -1,4 +1,5 @@
 """Home: the chapter's story, Vaswani et al.'s Table 1 beside this machine's measurements, one finding per page."""
+
 import streamlit as st
 
 from core import scoreboard

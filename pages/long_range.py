@@ -1,4 +1,5 @@
 """Bottleneck 2 — long-range dependency: a fact must survive d recurrent updates; attention reaches it in one step."""
+
 import threading
 
 import pandas as pd
@@ -40,19 +41,32 @@ else:
     T, K = meta["seq_len"], meta["n_keys"]
     acc_t, acc_l = meta["accuracy_by_distance"], lstm_meta["accuracy_by_distance"]
     picks = (0, len(acc_t) // 2 - 1, len(acc_t) - 1)
-    st.caption(tr("long_range.map.trained", tp=f"{meta['params']:,}", lp=f"{lstm_meta['params']:,}",
-                  steps=meta["steps"], T=T, mid=picks[1] + 1, last=picks[2] + 1,
-                  t_acc=" / ".join(f"{100 * acc_t[i]:.0f}%" for i in picks),
-                  l_acc=" / ".join(f"{100 * acc_l[i]:.0f}%" for i in picks)))
+    st.caption(
+        tr(
+            "long_range.map.trained",
+            tp=f"{meta['params']:,}",
+            lp=f"{lstm_meta['params']:,}",
+            steps=meta["steps"],
+            T=T,
+            mid=picks[1] + 1,
+            last=picks[2] + 1,
+            t_acc=" / ".join(f"{100 * acc_t[i]:.0f}%" for i in picks),
+            l_acc=" / ".join(f"{100 * acc_l[i]:.0f}%" for i in picks),
+        )
+    )
     c1, c2, c3 = st.columns([1, 2, 1])
-    name = c1.selectbox(tr("long_range.map.name"), range(K), format_func=lambda i: tasks.NAMES[i],
-                        key=f"{PAGE}:map:name")
+    name = c1.selectbox(
+        tr("long_range.map.name"), range(K), format_func=lambda i: tasks.NAMES[i], key=f"{PAGE}:map:name"
+    )
     distance = c2.slider(tr("long_range.map.distance"), 1, T - 1, T - 4, key=f"{PAGE}:map:distance")
     if c3.button(tr("long_range.map.shuffle"), key=f"{PAGE}:map:shuffle"):
         st.session_state[f"{PAGE}:map:seed"] = st.session_state.get(f"{PAGE}:map:seed", 0) + 1
         st.session_state[f"{PAGE}:map:typed"] = ""
-    typed = st.text_input(tr("long_range.map.type"), key=f"{PAGE}:map:typed",
-                          placeholder="Alice the cat sat on the mat and then it was very far she")
+    typed = st.text_input(
+        tr("long_range.map.type"),
+        key=f"{PAGE}:map:typed",
+        placeholder="Alice the cat sat on the mat and then it was very far she",
+    )
     st.caption(tr("long_range.map.vocab", names=", ".join(tasks.NAMES[:K]), fillers=", ".join(tasks.FILLERS)))
     tokens = ck.random_example(T, distance, K, st.session_state.get(f"{PAGE}:map:seed", 0), name)
     if typed.strip():
@@ -70,14 +84,27 @@ else:
 # ---- 2 · gradient reach at initialisation, measured here and now -------------------------------------------------
 st.subheader(tr("long_range.reach_header"))
 st.markdown(tr("long_range.reach_intro"))
-fields = {"seq_len": (2, 1000), "d_model": (4, 128), "rnn_radius": (0.0, 4.0), "forget_bias": (-10.0, 10.0),
-          "seed": (0, 2**31 - 1)}
+fields = {
+    "seq_len": (2, 1000),
+    "d_model": (4, 128),
+    "rnn_radius": (0.0, 4.0),
+    "forget_bias": (-10.0, 10.0),
+    "seed": (0, 2**31 - 1),
+}
 defaults = gradient_reach.EXPERIMENT.config("quick")
 with st.form(f"form:{PAGE}:reach"):
     cols = st.columns(len(fields))
-    values = {f: col.number_input(tr(f"long_range.reach.field.{f}"), lo, hi, getattr(defaults, f), key=f"w:{PAGE}:reach:{f}",
-                                  help=tr("ui.allowed", range=f"{lo}..{hi}"))
-              for col, (f, (lo, hi)) in zip(cols, fields.items())}
+    values = {
+        f: col.number_input(
+            tr(f"long_range.reach.field.{f}"),
+            lo,
+            hi,
+            getattr(defaults, f),
+            key=f"w:{PAGE}:reach:{f}",
+            help=tr("ui.allowed", range=f"{lo}..{hi}"),
+        )
+        for col, (f, (lo, hi)) in zip(cols, fields.items())
+    }
     st.form_submit_button(tr("long_range.reach.compute"))
 with st.spinner(tr("long_range.reach.computing")):
     try:
@@ -103,8 +130,12 @@ with right:
 st.subheader(tr("long_range.train_header"))
 st.markdown(tr("long_range.train_intro"))
 reveal = st.container()  # filled below, once the live run (if any) has added its rows
-live = ui.live_run_ui(tr, long_range.EXPERIMENT, PAGE, ["tasks", "models", "distances", "seq_len", "n_keys",
-                                                        "n_pairs", "steps", "d_model", "device", "seed"])
+live = ui.live_run_ui(
+    tr,
+    long_range.EXPERIMENT,
+    PAGE,
+    ["tasks", "models", "distances", "seq_len", "n_keys", "n_pairs", "steps", "d_model", "device", "seed"],
+)
 
 with reveal:
     both, primary = ui.shown_data(tr, PAGE, live)
@@ -124,7 +155,14 @@ with reveal:
         if ck.available() and len(lstm_runs) and (lstm_runs["accuracy"] < long_range.SOLVED).any():
             _, _, _, shipped, _ = shipped_models()
             acc = shipped["accuracy_by_distance"]
-            st.caption(tr("long_range.train_note", acc=f"{100 * acc[-1]:.0f}%", far=len(acc), steps=shipped["steps"],
-                          run_steps=int(lstm_runs["step"].max())))
+            st.caption(
+                tr(
+                    "long_range.train_note",
+                    acc=f"{100 * acc[-1]:.0f}%",
+                    far=len(acc),
+                    steps=shipped["steps"],
+                    run_steps=int(lstm_runs["step"].max()),
+                )
+            )
     ui.method_ui(tr, PAGE)
     ui.table_ui(tr, both, PAGE)

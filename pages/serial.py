@@ -1,4 +1,5 @@
 """Bottleneck 1 — serial computation: h_t = f(h_{t-1}, x_t) forces n dependent steps; attention takes one."""
+
 import pandas as pd
 import streamlit as st
 
@@ -11,8 +12,9 @@ tr = ui.page_ui(PAGE)
 ui.predict_ui(tr, PAGE, 3)
 reveal = st.container()  # filled below, once the live run (if any) has added its rows
 
-live = ui.live_run_ui(tr, serial.EXPERIMENT, PAGE, ["models", "seq_lens", "d_model", "n_layers", "batch_size",
-                                                    "device", "seed"])
+live = ui.live_run_ui(
+    tr, serial.EXPERIMENT, PAGE, ["models", "seq_lens", "d_model", "n_layers", "batch_size", "device", "seed"]
+)
 
 with reveal:
     both, primary = ui.shown_data(tr, PAGE, live)
@@ -30,8 +32,10 @@ with reveal:
         ui.chart_ui(charts.utilization_chart(both, tr))
         st.caption(tr("serial.slopes_header"))
         slopes = serial.scaling_exponents(both).drop(columns="points").round(2)
-        st.dataframe(slopes.rename(columns={c: tr(f"serial.slopes.{c}") for c in ("time_slope", "memory_slope")}),
-                     hide_index=True)
+        st.dataframe(
+            slopes.rename(columns={c: tr(f"serial.slopes.{c}") for c in ("time_slope", "memory_slope")}),
+            hide_index=True,
+        )
 
     st.subheader(tr("serial.model_header"))
     st.markdown(tr("serial.model_intro"))

@@ -7,6 +7,7 @@ Cold start = `streamlit run` launched → the home page's title drawn in headles
 in the navigation → the page's first chart drawn (reference data, no measuring). Memory = resident set size of
 the server process after visiting every page. Prints a Markdown table for the README.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,15 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def free_port() -> int:
@@ -35,10 +43,27 @@ def free_port() -> int:
 def start(app: str, cwd: str):
     port = free_port()
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", app, "--server.headless", "true",
-                             "--server.port", str(port), "--browser.gatherUsageStats", "false",
-                             "--server.fileWatcherType", "none"], cwd=cwd, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            app,
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+        ],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     while True:
         try:
@@ -74,7 +99,8 @@ def main() -> int:
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
-    from ui.common import PAGES  # noqa: E402 - only the page list (a warning about no Streamlit runtime is harmless)
+    from ui.common import PAGES
+
     bare_dir = tempfile.mkdtemp()
     with open(os.path.join(bare_dir, "bare.py"), "w") as f:
         f.write("import streamlit as st\nst.title('Hello')\n")
@@ -88,7 +114,7 @@ def main() -> int:
             page.close()
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait()
-            s, proc, url, page = cold_start(browser, "dashboard.py", ROOT)
+            s, proc, _url, page = cold_start(browser, "dashboard.py", ROOT)
             lab.append(s)
             page.wait_for_timeout(3000)  # a learner reads the home page for a moment: torch warms up meanwhile
             for visit, key in [(v, k) for v in (1, 2) for k, _ in PAGES]:
@@ -112,8 +138,10 @@ def main() -> int:
     print(f"| cold start, bare one-page app | {med(bare):.1f} s |")
     print(f"| cold start, lab home page | {med(lab):.1f} s ({med(lab) / med(bare):.1f}× bare) |")
     for key, _ in PAGES:
-        print(f"| switch to `{key}`: first chart drawn, first visit / later visit | "
-              f"{med(switch[(key, 1)]):.2f} s / {med(switch[(key, 2)]):.2f} s |")
+        print(
+            f"| switch to `{key}`: first chart drawn, first visit / later visit | "
+            f"{med(switch[(key, 1)]):.2f} s / {med(switch[(key, 2)]):.2f} s |"
+        )
     print(f"| server memory after visiting every page | {med(rss):.0f} MiB |")
     return 0
 

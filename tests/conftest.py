@@ -1,4 +1,5 @@
 """Shared test setup: a fixed thread count and seeds, and the repo root on sys.path."""
+
 import os
 import sys
 

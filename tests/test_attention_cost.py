@@ -1,4 +1,5 @@
 """The attention-cost experiment: implementations agree, exact saved bytes, n² vs n slopes, the guard, the wall."""
+
 import math
 import os
 import resource
@@ -17,8 +18,22 @@ from core.memory_formulas import MODEL_PRESETS, attention_saved_bytes
 from core.models import naive_attention
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REQUIRED = ("impl", "backend", "seq_len", "batch_size", "n_heads", "head_dim", "dtype", "time_ms", "time_iqr_ms",
-            "peak_bytes", "saved_bytes", "analytic_bytes", "device", "status")
+REQUIRED = (
+    "impl",
+    "backend",
+    "seq_len",
+    "batch_size",
+    "n_heads",
+    "head_dim",
+    "dtype",
+    "time_ms",
+    "time_iqr_ms",
+    "peak_bytes",
+    "saved_bytes",
+    "analytic_bytes",
+    "device",
+    "status",
+)
 tr = translator("en")
 
 
@@ -33,6 +48,7 @@ def cfg(**overrides):
 
 
 # ---- the implementations compute the same function (except linear attention, which is not softmax) ----------
+
 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("backend", ["auto", "flash", "math"])
@@ -72,20 +88,26 @@ def test_linear_attention_matches_its_quadratic_definition_and_is_not_softmax(ca
 
 # ---- exact bytes ---------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("impl, backend", [("naive", "-"), ("sdpa", "flash"), ("sdpa", "math")])
 def test_saved_bytes_equal_the_formula_exactly(impl, backend, causal):
     from core.bench import saved_activation_bytes
+
     B, H, n, d = 2, 3, 40, 16
     q, k, v = qkv(B, H, n, d)
-    fn = (lambda: naive_attention(q, k, v, causal)[0]) if impl == "naive" else \
-        (lambda: ac.sdpa(q, k, v, backend, causal))
+    fn = (
+        (lambda: naive_attention(q, k, v, causal)[0])
+        if impl == "naive"
+        else (lambda: ac.sdpa(q, k, v, backend, causal))
+    )
     saved = saved_activation_bytes(fn, exclude=(q, k, v))
     assert saved == attention_saved_bytes("naive" if impl == "naive" else backend, B, H, n, d, 4, causal)
 
 
 def test_naive_keeps_exactly_one_extra_score_tensor():
     from core.bench import saved_activation_bytes
+
     B, H, n, d = 2, 3, 50, 8
     q, k, v = qkv(B, H, n, d)
     assert saved_activation_bytes(lambda: naive_attention(q, k, v, False)[0], exclude=(q, k, v)) == B * H * n * n * 4
@@ -112,6 +134,7 @@ def test_backend_names_from_operators_cover_cuda_kernels():
 
 
 # ---- a tiny sweep: slopes, columns, the LSTM's flat state ----------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def sweep():
@@ -142,7 +165,10 @@ def test_naive_memory_grows_as_n_squared_and_sdpa_as_n(sweep):
         slope[(impl, req, "peak")] = tail_slope(g.seq_len, g.peak_bytes)
     assert slope[("naive", "-", "saved")] == pytest.approx(2.0, abs=1e-9)  # exactly n² (inputs excluded)
     assert 1.85 < slope[("naive", "-", "peak")] < 2.1
-    assert slope[("sdpa", "auto", "saved")] == pytest.approx(1.0, abs=1e-9) and abs(slope[("sdpa", "auto", "peak")] - 1) < 0.1
+    assert (
+        slope[("sdpa", "auto", "saved")] == pytest.approx(1.0, abs=1e-9)
+        and abs(slope[("sdpa", "auto", "peak")] - 1) < 0.1
+    )
     assert abs(slope[("linear", "-", "saved")] - 1) < 0.1
     assert abs(slope[("lstm_state", "-", "peak")]) < 0.01  # the recurrent state does not grow
 
@@ -163,17 +189,21 @@ def test_takeaways_follow_the_data(sweep):
     df, _ = sweep
     lines = ac.takeaways(df, tr)
     ratio = next(x for x in lines if x.startswith("At n = 512"))
-    naive, fused = (df[(df.seq_len == 512) & (df.impl == i) & (df.requested_backend.isin(["-", "auto"]))].iloc[0]
-                    for i in ("naive", "sdpa"))
+    naive, fused = (
+        df[(df.seq_len == 512) & (df.impl == i) & (df.requested_backend.isin(["-", "auto"]))].iloc[0]
+        for i in ("naive", "sdpa")
+    )
     assert f"{naive.saved_bytes / fused.saved_bytes:.0f}× more" in ratio
     doubled = df.copy()
     doubled.loc[doubled.impl == "naive", "saved_bytes"] *= 2
-    assert f"{2 * naive.saved_bytes / fused.saved_bytes:.0f}× more" in \
-        next(x for x in ac.takeaways(doubled, tr) if x.startswith("At n = 512"))
+    assert f"{2 * naive.saved_bytes / fused.saved_bytes:.0f}× more" in next(
+        x for x in ac.takeaways(doubled, tr) if x.startswith("At n = 512")
+    )
     assert any("cannot run here" in x for x in lines) != torch.cuda.is_available()
 
 
 # ---- the guard, time limits, OOM -----------------------------------------------------------------------------
+
 
 def test_a_million_tokens_naive_is_refused_in_seconds_without_allocating():
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -220,11 +250,18 @@ def test_a_forced_backend_failing_in_its_own_way_is_a_row_not_a_crash(monkeypatc
     assert list(df.status) == ["unsupported", "ok"] and "cuDNN Frontend" in df.note.iloc[0]
 
 
-@pytest.mark.parametrize("overrides, field", [
-    ({"seq_lens": "1,64"}, "seq_lens"), ({"dtype": "float64"}, "dtype"), ({"n_heads": "0"}, "n_heads"),
-    ({"impls": "naive", "backends": "flash"}, "backends"), ({"impls": "rnn"}, "impls"),
-    ({"seq_lens": "64,64"}, "seq_lens"), ({"budget_mib": "-1"}, "budget_mib"),
-])
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        ({"seq_lens": "1,64"}, "seq_lens"),
+        ({"dtype": "float64"}, "dtype"),
+        ({"n_heads": "0"}, "n_heads"),
+        ({"impls": "naive", "backends": "flash"}, "backends"),
+        ({"impls": "rnn"}, "impls"),
+        ({"seq_lens": "64,64"}, "seq_lens"),
+        ({"budget_mib": "-1"}, "budget_mib"),
+    ],
+)
 def test_bad_input_names_the_field(overrides, field):
     with pytest.raises(ValueError, match=f"^{field}:"):
         cfg(**overrides)
@@ -232,11 +269,24 @@ def test_bad_input_names_the_field(overrides, field):
 
 # ---- the wall ------------------------------------------------------------------------------------------------
 
+
 def synthetic(a=3.0, b=2.0):
     ns = [256, 512, 1024, 2048]
-    return pd.DataFrame({"impl": "naive", "requested_backend": "-", "backend": "naive", "seq_len": ns,
-                         "peak_bytes": [a * n**b for n in ns], "time_ms": [1e-6 * n**2 for n in ns],
-                         "n_heads": 4, "head_dim": 32, "batch_size": 1, "status": "ok", "point": "sweep"})
+    return pd.DataFrame(
+        {
+            "impl": "naive",
+            "requested_backend": "-",
+            "backend": "naive",
+            "seq_len": ns,
+            "peak_bytes": [a * n**b for n in ns],
+            "time_ms": [1e-6 * n**2 for n in ns],
+            "n_heads": 4,
+            "head_dim": 32,
+            "batch_size": 1,
+            "status": "ok",
+            "point": "sweep",
+        }
+    )
 
 
 def test_wall_solves_the_fitted_curve_for_the_budget():
@@ -270,8 +320,10 @@ def test_wall_check_brackets_the_prediction_with_a_small_budget():
 
 # ---- charts and CLI ------------------------------------------------------------------------------------------
 
+
 def test_memory_chart_is_log_log_with_slope_guides(sweep):
     from core.charts import attention_cost as charts
+
     spec = charts.memory_chart(sweep[0], tr).to_dict()
     text = str(spec)
     assert "'type': 'log'" in text and "∝ n^1" in text and "∝ n^2" in text and "cpu" in text
@@ -283,30 +335,55 @@ def test_memory_chart_is_log_log_with_slope_guides(sweep):
 
 def test_cli_writes_the_columns(tmp_path, capsys):
     from core.cli import main
+
     out = tmp_path / "a.csv"
-    assert main(["run", "attention_cost", "--device", "cpu", "--set", "seq_lens=32,64", "--set", "impls=naive,sdpa",
-                 "--set", "repeats=1", "--set", "warmup=0", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "attention_cost",
+                "--device",
+                "cpu",
+                "--set",
+                "seq_lens=32,64",
+                "--set",
+                "impls=naive,sdpa",
+                "--set",
+                "repeats=1",
+                "--set",
+                "warmup=0",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert set(REQUIRED) <= set(pd.read_csv(out).columns)
     assert "• At n = 64, naive attention kept" in capsys.readouterr().out  # computed takeaways on stdout
 
 
 def test_the_cli_path_imports_no_ui_packages():
-    code = ("import sys, core.cli, core.experiments.attention_cost, core.experiments.kv_cache; "
-            "assert 'streamlit' not in sys.modules and 'altair' not in sys.modules")
+    code = (
+        "import sys, core.cli, core.experiments.attention_cost, core.experiments.kv_cache; "
+        "assert 'streamlit' not in sys.modules and 'altair' not in sys.modules"
+    )
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
 
 
 def test_cli_bad_input_exits_2_naming_the_field(capsys):
     from core.cli import main
+
     assert main(["run", "attention_cost", "--set", "head_dim=0"]) == 2
     assert capsys.readouterr().err.strip().startswith("error: head_dim:")
 
 
 # ---- the page ------------------------------------------------------------------------------------------------
 
+
 def test_page_runs_live_reports_bad_input_and_measures_the_kv_cache():
     from streamlit.testing.v1 import AppTest
+
     at = AppTest.from_file(os.path.join(ROOT, "dashboard.py"), default_timeout=90).run()
     at.switch_page("pages/attention_cost.py").run()
     assert not at.exception

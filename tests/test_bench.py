@@ -1,4 +1,5 @@
 """The harness: timing agrees with torch.utils.benchmark; saved bytes are exact on hand-countable graphs."""
+
 import pytest
 import torch
 import torch.utils.benchmark as tub
@@ -37,19 +38,23 @@ def test_saved_bytes_exact_on_a_hand_counted_graph():
     B, n, m = 4, 8, 16
     x = torch.randn(B, n)
     w = torch.randn(n, m, requires_grad=True)
+
     # matmul saves x (an input) and w (a parameter): excluded. tanh saves its output: B·m·4 bytes.
     # sigmoid saves its output: B·m·4. mul saves both operands: tanh's output (already counted) and sigmoid's.
     def fn():
         h = torch.tanh(x @ w)
         return (h * torch.sigmoid(h)).sum()
+
     assert bench.saved_activation_bytes(fn, exclude=(x, w)) == 2 * B * m * 4
 
 
 def test_saved_bytes_counts_each_storage_once_and_excludes_parameters():
     x = torch.randn(100, requires_grad=True)
+
     def fn():
         y = x.exp()  # saves its result y
         return (y * y).sum()  # saves y twice: the same storage
+
     assert bench.saved_activation_bytes(fn, exclude=(x,)) == 100 * 4
     assert bench.saved_activation_bytes(lambda: (x * 2).exp().sum(), exclude=(x,)) == 100 * 4
 

@@ -3,6 +3,7 @@
 Asserts no exception element on any page, a drawn chart on every measuring page, and one live Run. A missing
 browser fails the test (set LAB_SKIP_BROWSER=1 to skip it deliberately on a machine without one).
 """
+
 import os
 import signal
 import socket
@@ -17,8 +18,15 @@ from ui.common import PAGES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHROMIUM = os.environ.get("LAB_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 CHART = "[data-testid='stVegaLiteChart'], .vega-embed"
 
 if os.environ.get("LAB_SKIP_BROWSER") == "1":
@@ -35,9 +43,23 @@ def _free_port() -> int:
 def app_url():
     assert os.path.exists(CHROMIUM), f"no browser at {CHROMIUM}: install Debian's chromium (scripts/test.sh does)"
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.headless", "true",
-                             "--server.port", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "dashboard.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -58,6 +80,7 @@ def app_url():
 @pytest.fixture(scope="module")
 def browser():
     from playwright.sync_api import sync_playwright
+
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield b

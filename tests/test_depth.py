@@ -1,5 +1,6 @@
 """The depth experiment: per-layer gradient norms by hand, vanishing gradients in plain stacks, divergence,
 determinism, the guard, bad input, computed takeaways, the charts and the page."""
+
 import itertools
 import math
 import os
@@ -17,8 +18,20 @@ from core.i18n import translator
 from core.models import n_params
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REQUIRED = ("model", "n_layers", "layer", "step", "grad_norm", "loss", "lr", "warmup_steps", "clip", "seed", "device",
-            "status")
+REQUIRED = (
+    "model",
+    "n_layers",
+    "layer",
+    "step",
+    "grad_norm",
+    "loss",
+    "lr",
+    "warmup_steps",
+    "clip",
+    "seed",
+    "device",
+    "status",
+)
 TINY = {"d_model": "16", "seq_len": "8", "batch_size": "4", "init_depths": "1", "device": "cpu", "log_every": "1"}
 
 
@@ -51,7 +64,7 @@ def test_layers_partition_the_weights_and_the_guard_counts_them_exactly(name):
     torch.nn.functional.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten()).backward()
     in_layers = {id(p) for layer in layers for p in layer.parameters()}
     rest = [p for p in model.parameters() if id(p) not in in_layers]  # embedding, head, final norm
-    total_sq = sum(n ** 2 for n in depth.layer_grad_norms(layers)) + depth.total_grad_norm(rest) ** 2
+    total_sq = sum(n**2 for n in depth.layer_grad_norms(layers)) + depth.total_grad_norm(rest) ** 2
     assert math.sqrt(total_sq) == pytest.approx(depth.total_grad_norm(list(model.parameters())), rel=1e-5)
 
 
@@ -109,8 +122,11 @@ def test_same_seed_same_numbers(small):
     again = depth.run(cfg)
     cols = ["model", "n_layers", "layer", "step", "grad_norm", "loss", "lr_now", "warmup_steps", "seed"]
     pd.testing.assert_frame_equal(df[cols], again[cols])
-    other = depth.run(depth.EXPERIMENT.config("quick", {**TINY, "models": "lstm", "depths": "1", "steps": "2",
-                                                         "warmup_steps": "0", "seed": "7"}))
+    other = depth.run(
+        depth.EXPERIMENT.config(
+            "quick", {**TINY, "models": "lstm", "depths": "1", "steps": "2", "warmup_steps": "0", "seed": "7"}
+        )
+    )
     assert not df[df["model"] == "lstm"]["loss"].head(3).equals(other["loss"].head(3))
 
 
@@ -169,9 +185,20 @@ def test_guard_prediction_is_gigabytes_for_the_widest_deepest_stack():
 
 
 # ---- bad input ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("field, value", [("depths", "0"), ("depths", "2,65"), ("lr", "0"), ("models", "gru"),
-                                          ("steps", "0"), ("seeds", "0"), ("clip", "-1"), ("d_model", "abc"),
-                                          ("warmup_steps", "60")])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("depths", "0"),
+        ("depths", "2,65"),
+        ("lr", "0"),
+        ("models", "gru"),
+        ("steps", "0"),
+        ("seeds", "0"),
+        ("clip", "-1"),
+        ("d_model", "abc"),
+        ("warmup_steps", "60"),
+    ],
+)
 def test_bad_input_names_the_field(field, value):
     with pytest.raises(ValueError, match=f"^{field}:"):
         depth.EXPERIMENT.config("quick", {field: value})
@@ -179,9 +206,14 @@ def test_bad_input_names_the_field(field, value):
 
 def test_cli_exit_2_on_bad_depth():
     code = "import sys; from core.cli import main; sys.exit(main(sys.argv[1:]))"
-    r = subprocess.run([sys.executable, "-c", code, "run", "depth", "--set", "depths=0"], check=False,
-                       cwd=ROOT,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", code, "run", "depth", "--set", "depths=0"],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and r.stderr.strip().startswith("error: depths:")
     assert len(r.stderr.strip().splitlines()) == 1
 
@@ -193,9 +225,26 @@ def fake_runs(final: dict, steps: int = 10, V: int = 16, noise: float = 0.2) -> 
     for (model, warmup), end in final.items():
         for s in range(1, steps + 1):
             loss = math.log(V) + (end - math.log(V)) * s / steps
-            rows.append({"model": model, "n_layers": 8, "layer": pd.NA, "step": s, "phase": "train", "loss": loss,
-                         "grad_norm": 1.0, "lr": 0.02, "warmup_steps": warmup, "clip": 0.0, "clipped": False,
-                         "seed": 0, "vocab_size": V, "noise": noise, "status": "ok", "device": "cpu"})
+            rows.append(
+                {
+                    "model": model,
+                    "n_layers": 8,
+                    "layer": pd.NA,
+                    "step": s,
+                    "phase": "train",
+                    "loss": loss,
+                    "grad_norm": 1.0,
+                    "lr": 0.02,
+                    "warmup_steps": warmup,
+                    "clip": 0.0,
+                    "clipped": False,
+                    "seed": 0,
+                    "vocab_size": V,
+                    "noise": noise,
+                    "status": "ok",
+                    "device": "cpu",
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -203,8 +252,10 @@ def test_warmup_takeaway_follows_the_data():
     tr = translator("en")
     floor, ceiling = depth.chain_entropy(16, 0.2), math.log(16)
     shown = depth.takeaways(fake_runs({("post_ln", 0): ceiling, ("pre_ln", 0): floor, ("post_ln", 20): floor}), tr)
-    assert any("Post-LN runs stalled or diverged in **1/1 at 8 layers**; Pre-LN runs in **0/1 at 8 layers**" in s
-               for s in shown)
+    assert any(
+        "Post-LN runs stalled or diverged in **1/1 at 8 layers**; Pre-LN runs in **0/1 at 8 layers**" in s
+        for s in shown
+    )
     assert any("let Post-LN train at 8 layers" in s for s in shown)
     flat = depth.takeaways(fake_runs({("post_ln", 0): floor, ("pre_ln", 0): floor}), tr)
     assert any("did not show" in s for s in flat)
@@ -224,6 +275,7 @@ def test_takeaways_in_chinese_and_on_init_only_data(small):
 # ---- charts ---------------------------------------------------------------------------------------------------
 def test_charts_encode_the_measurements(small):
     from core.charts import depth as charts
+
     _, df, _ = small
     tr = translator("en")
     run = df[(df["n_layers"] == 2) & (df["warmup_steps"] == 0)]
@@ -243,6 +295,7 @@ APP = os.path.join(ROOT, "dashboard.py")
 
 def test_page_runs_live_with_heat_map_takeaways_and_bad_input():
     from streamlit.testing.v1 import AppTest
+
     at = AppTest.from_file(APP, default_timeout=90).run()
     at.switch_page("pages/depth.py").run()
     assert not at.exception, at.exception
@@ -268,12 +321,18 @@ def test_page_runs_live_with_heat_map_takeaways_and_bad_input():
 
 def test_page_shows_the_rows_of_a_stopped_run(small):
     from streamlit.testing.v1 import AppTest
+
     _, _, progress = small
     half = progress[: len(progress) // 2]  # as if Stop was pressed mid-way through training
     at = AppTest.from_file(APP, default_timeout=60).run()
     at.switch_page("pages/depth.py")
-    at.session_state["live:depth"] = {"rows": [r for p in half for r in p.rows], "done": half[-1].done,
-                                      "total": half[-1].total, "finished": False, "error": None}
+    at.session_state["live:depth"] = {
+        "rows": [r for p in half for r in p.rows],
+        "done": half[-1].done,
+        "total": half[-1].total,
+        "finished": False,
+        "error": None,
+    }
     at.run()
     assert not at.exception, at.exception
     assert any("Stopped after" in w.value for w in at.warning)
@@ -292,6 +351,7 @@ def test_page_draws_shipped_reference_results_at_once(small, tmp_path, monkeypat
 
     import core.results
     from ui import common
+
     _, df, _ = small
     df.to_csv(tmp_path / "depth-cpu-test.csv", index=False)  # read back as a reference file would be
     monkeypatch.setattr(core.results, "REFERENCE_DIR", tmp_path)

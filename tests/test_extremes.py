@@ -3,6 +3,7 @@
 Config level: each field of every experiment at its lowest and highest allowed value either validates or raises
 ValueError naming a field. Page level: every numeric control of every page's form at its minimum, then Run.
 """
+
 import os
 
 import pytest

@@ -1,4 +1,5 @@
 """Analytic FLOP formulas match torch's FlopCounterMode exactly on the unfused paths."""
+
 import pytest
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel

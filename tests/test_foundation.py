@@ -1,4 +1,5 @@
 """Config validation, the memory guard, result files, device handling."""
+
 import math
 import time
 
@@ -59,11 +60,13 @@ def test_guard_refuses_what_cannot_fit_without_running_it():
 def test_guard_turns_oom_into_a_status_and_reraises_other_errors():
     def oom():
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
     row = guard.guarded(oom, 10, torch.device("cpu"))
     assert row["status"] == "oom" and "out of memory" in row["note"]
 
     def bug():
         raise RuntimeError("shape mismatch")
+
     with pytest.raises(RuntimeError):
         guard.guarded(bug, 10, torch.device("cpu"))
     assert guard.guarded(lambda: {"x": 1}, 10, torch.device("cpu")) == {"status": "ok", "predicted_bytes": 10, "x": 1}
@@ -90,6 +93,7 @@ def test_results_are_written_atomically_and_bad_files_are_reported(tmp_path):
 
 def test_measuring_lock_waits_for_another_session():
     import threading
+
     seen = []
     release = threading.Event()
 

@@ -1,4 +1,5 @@
 """Gradient reach: exact Jacobian norms on hand-computable layers, the decay/flat shapes, bad input, the CLI."""
+
 import math
 
 import pytest
@@ -46,11 +47,11 @@ def test_lstm_jacobian_decays_by_the_forget_gate_at_zero_state():
     lstm = nn.LSTM(d, d, batch_first=True)
     with torch.no_grad():
         lstm.weight_ih_l0.zero_()
-        lstm.weight_ih_l0[2 * d:3 * d] = torch.eye(d)  # the cell-input gate g
+        lstm.weight_ih_l0[2 * d : 3 * d] = torch.eye(d)  # the cell-input gate g
         lstm.weight_hh_l0.zero_()
         lstm.bias_ih_l0.zero_()
         lstm.bias_hh_l0.zero_()
-        lstm.bias_ih_l0[d:2 * d] = b
+        lstm.bias_ih_l0[d : 2 * d] = b
     norms = gr.jacobian_norms(_Seq(lstm), torch.zeros(T, d))
     f = 1 / (1 + math.exp(-b))
     expected = torch.tensor([0.25 * f**k * math.sqrt(d) for k in range(T)], dtype=torch.float64)

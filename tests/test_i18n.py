@@ -1,4 +1,5 @@
 """Both catalogues hold the same keys with the same placeholders, and every literal key in the code exists."""
+
 import re
 import string
 from pathlib import Path

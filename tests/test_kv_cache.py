@@ -1,4 +1,5 @@
 """The KV cache: the formula against public model configs, a real cache measured byte for byte, the RNN's state."""
+
 import os
 import subprocess
 import sys
@@ -13,12 +14,25 @@ from core.i18n import translator
 from core.memory_formulas import MODEL_PRESETS, model_kv_bytes_per_token
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REQUIRED = ("model", "scheme", "n_layers", "n_heads", "n_kv_heads", "head_dim", "seq_len", "batch_size",
-            "bytes_per_elem", "cache_bytes", "measured_bytes", "device")
+REQUIRED = (
+    "model",
+    "scheme",
+    "n_layers",
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "seq_len",
+    "batch_size",
+    "bytes_per_elem",
+    "cache_bytes",
+    "measured_bytes",
+    "device",
+)
 KiB, GiB = 2**10, 2**30
 
 
 # ---- the formula against published configs -------------------------------------------------------------------
+
 
 def test_llama_2_7b_mha_is_512_kib_per_token_and_2_gib_at_4096():
     assert kv_cache_bytes(32, 32, 128, 1) == 512 * KiB
@@ -34,11 +48,16 @@ def test_llama_2_70b_gqa_uses_kv_heads_not_query_heads():
     assert with_query_heads == 8 * 320 * KiB
 
 
-@pytest.mark.parametrize("name, per_token_kib, scheme", [
-    ("GPT-2 small", 36, "mha"),  # 2·12·12·64·2 B = 36 KiB
-    ("Llama-3-8B", 128, "gqa"), ("Mistral-7B-v0.1", 128, "gqa"), ("Qwen2-7B", 56, "gqa"),
-    ("Falcon-7B", 8, "mqa"),  # one K/V head of 64 for 71 query heads
-])
+@pytest.mark.parametrize(
+    "name, per_token_kib, scheme",
+    [
+        ("GPT-2 small", 36, "mha"),  # 2·12·12·64·2 B = 36 KiB
+        ("Llama-3-8B", 128, "gqa"),
+        ("Mistral-7B-v0.1", 128, "gqa"),
+        ("Qwen2-7B", 56, "gqa"),
+        ("Falcon-7B", 8, "mqa"),  # one K/V head of 64 for 71 query heads
+    ],
+)
 def test_other_presets(name, per_token_kib, scheme):
     m = MODEL_PRESETS[name]
     assert model_kv_bytes_per_token(m) == per_token_kib * KiB and m.scheme == scheme and m.source
@@ -46,18 +65,23 @@ def test_other_presets(name, per_token_kib, scheme):
 
 def test_kv_cache_bytes_is_importable_without_torch():
     code = "import sys; from core import kv_cache_bytes; assert 'torch' not in sys.modules; print(kv_cache_bytes(80, 8, 128, 1))"
-    r = subprocess.run([sys.executable, "-c", code],
-                       cwd=ROOT, check=False, capture_output=True, text=True, timeout=30)
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False, capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == str(320 * KiB)
 
 
-@pytest.mark.parametrize("args, field", [
-    ((0, 8, 128, 1), "n_layers"), ((32, 0, 128, 1), "n_kv_heads"), ((32, 8, -1, 1), "head_dim"),
-    ((32, 8, 128, -5), "seq_len"), ((32, 8, 128, 1, 0), "batch_size"), ((32, 8, 128, 1, 1, float("nan")),
-                                                                       "bytes_per_elem"),
-    ((32, True, 128, 1), "n_kv_heads"),
-])
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        ((0, 8, 128, 1), "n_layers"),
+        ((32, 0, 128, 1), "n_kv_heads"),
+        ((32, 8, -1, 1), "head_dim"),
+        ((32, 8, 128, -5), "seq_len"),
+        ((32, 8, 128, 1, 0), "batch_size"),
+        ((32, 8, 128, 1, 1, float("nan")), "bytes_per_elem"),
+        ((32, True, 128, 1), "n_kv_heads"),
+    ],
+)
 def test_bad_input_names_the_field(args, field):
     with pytest.raises(ValueError, match=f"^{field}:"):
         kv_cache_bytes(*args)
@@ -65,11 +89,14 @@ def test_bad_input_names_the_field(args, field):
 
 # ---- the measured cache --------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def quick():
     progress = []
-    df = kv.run(kv.EXPERIMENT.config("quick", {"device": "cpu", "gen_tokens": "48", "record_every": "8"}),
-                on_progress=progress.append)
+    df = kv.run(
+        kv.EXPERIMENT.config("quick", {"device": "cpu", "gen_tokens": "48", "record_every": "8"}),
+        on_progress=progress.append,
+    )
     return df, progress
 
 
@@ -125,7 +152,7 @@ def test_the_cache_is_real_generation_with_it_equals_a_full_forward(scheme):
         full, _ = model(tokens)  # causal attention over all 12 tokens at once, no cache
         cache, steps = None, []
         for t in range(12):
-            logits, cache = model(tokens[:, t:t + 1], cache)
+            logits, cache = model(tokens[:, t : t + 1], cache)
             steps.append(logits)
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
     assert kv.cache_storage_bytes(cache) == kv_cache_bytes(2, kv.kv_heads(scheme, 8), 8, 12, 2, 4)
@@ -139,10 +166,16 @@ def test_calculator_frame_and_crossing():
     assert kv.crossing_tokens(m, 2, 1, 80 * GiB) == pytest.approx(80 * GiB / (320 * KiB))
 
 
-@pytest.mark.parametrize("overrides, field", [
-    ({"n_heads": "6"}, "n_heads"), ({"record_every": "99", "gen_tokens": "10"}, "record_every"),
-    ({"models": "GPT-5"}, "models"), ({"schemes": "mla"}, "schemes"), ({"model_dtype": "float64"}, "model_dtype"),
-])
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        ({"n_heads": "6"}, "n_heads"),
+        ({"record_every": "99", "gen_tokens": "10"}, "record_every"),
+        ({"models": "GPT-5"}, "models"),
+        ({"schemes": "mla"}, "schemes"),
+        ({"model_dtype": "float64"}, "model_dtype"),
+    ],
+)
 def test_bad_config_names_the_field(overrides, field):
     with pytest.raises(ValueError, match=f"^{field}:"):
         kv.EXPERIMENT.config("quick", overrides)
@@ -150,8 +183,14 @@ def test_bad_config_names_the_field(overrides, field):
 
 def test_cli_quick_preset_writes_the_columns(tmp_path):
     out = tmp_path / "kv.csv"
-    r = subprocess.run([sys.executable, "-m", "core", "run", "kv_cache", "--preset", "quick", "--device", "cpu",
-                        "--out", str(out)], cwd=ROOT, check=False, capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "core", "run", "kv_cache", "--preset", "quick", "--device", "cpu", "--out", str(out)],
+        cwd=ROOT,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     df = pd.read_csv(out)
     assert set(REQUIRED) <= set(df.columns) and "8× less" in r.stdout

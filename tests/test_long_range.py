@@ -1,4 +1,5 @@
 """Long-range training: the tasks' worked examples, config errors, matched models, divergence, checkpoints."""
+
 import doctest
 
 import pandas as pd
@@ -16,8 +17,16 @@ ROOT = __import__("os").path.dirname(__import__("os").path.dirname(__import__("o
 
 
 def _cfg(**kw):
-    base = {"device": "cpu", "seq_len": 16, "distances": "2", "steps": 4, "eval_every": 2, "eval_size": 16,
-            "d_model": 16, "batch_size": 8}
+    base = {
+        "device": "cpu",
+        "seq_len": 16,
+        "distances": "2",
+        "steps": 4,
+        "eval_every": 2,
+        "eval_size": 16,
+        "d_model": 16,
+        "batch_size": 8,
+    }
     return make_config(lr.LongRangeConfig, {**base, **kw})
 
 
@@ -47,10 +56,16 @@ def test_mqar_batch_targets_are_the_values_stored_with_each_key():
         assert all(v == tasks.IGNORE for v in tgt[:first_query])
 
 
-@pytest.mark.parametrize("override, field", [({"distances": "4,16"}, "distances"), ({"n_keys": 1}, "n_keys"),
-                                             ({"steps": 0}, "steps"), ({"tasks": "mqar", "distances": "12"},
-                                                                        "distances"),
-                                             ({"tasks": "mqar", "n_pairs": 9}, "n_pairs")])
+@pytest.mark.parametrize(
+    "override, field",
+    [
+        ({"distances": "4,16"}, "distances"),
+        ({"n_keys": 1}, "n_keys"),
+        ({"steps": 0}, "steps"),
+        ({"tasks": "mqar", "distances": "12"}, "distances"),
+        ({"tasks": "mqar", "n_pairs": 9}, "n_pairs"),
+    ],
+)
 def test_bad_input_names_the_field(override, field):
     with pytest.raises(ValueError, match=f"^{field}"):
         _cfg(**override)
@@ -108,16 +123,27 @@ def _final_rows(lstm_acc, tfm_acc, distances=(4, 60)):
     rows = []
     for model, accs in (("lstm", lstm_acc), ("transformer", tfm_acc)):
         for d, a in zip(distances, accs):
-            rows.append({"task": "recall", "model": model, "distance": d, "step": 150, "accuracy": a, "chance": 0.125,
-                         "params": 1000, "status": "ok"})
+            rows.append(
+                {
+                    "task": "recall",
+                    "model": model,
+                    "distance": d,
+                    "step": 150,
+                    "accuracy": a,
+                    "chance": 0.125,
+                    "params": 1000,
+                    "status": "ok",
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def test_takeaways_are_computed_from_the_numbers_and_honest_when_the_effect_is_absent():
     tr = translator("en")
     lines = lr.takeaways(_final_rows((1.0, 0.13), (1.0, 1.0)), tr)
-    assert any("at distance 60 the Transformer reached at least 90% while the LSTM did not" in s and "13%" in s
-               for s in lines)
+    assert any(
+        "at distance 60 the Transformer reached at least 90% while the LSTM did not" in s and "13%" in s for s in lines
+    )
     held = lr.takeaways(_final_rows((0.95, 0.92), (1.0, 1.0)), tr)
     assert any("the effect does not show" in s for s in held)
     assert not any("while the LSTM did not" in s for s in held)
@@ -173,6 +199,7 @@ def test_typed_examples_are_parsed_and_bad_words_named():
 
 def _page():
     from streamlit.testing.v1 import AppTest
+
     at = AppTest.from_file(ROOT + "/dashboard.py", default_timeout=90).run()
     return at.switch_page("pages/long_range.py").run()
 
@@ -209,6 +236,7 @@ def test_page_runs_live_and_reports_bad_input():
 def test_charts_encode_the_physics():
     from core.charts import long_range as charts
     from core.experiments import gradient_reach as gr
+
     tr = translator("en")
     reach = gr.run(make_config(gr.GradientReachConfig, {"device": "cpu", "seq_len": 40, "d_model": 8}))
     reach.loc[30, "grad_norm"] = 0.0  # as float32 underflow leaves it

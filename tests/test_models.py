@@ -1,4 +1,5 @@
 """The fast and the explicit paths compute the same function."""
+
 import torch
 import torch.nn.functional as F
 

@@ -1,4 +1,5 @@
 """Every page through Streamlit's AppTest, in both languages: no exception, no untranslated key on screen."""
+
 import os
 
 import pytest

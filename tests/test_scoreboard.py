@@ -1,4 +1,5 @@
 """The home page's scoreboard is computed from result rows, and stays torch-free for a fast cold start."""
+
 import subprocess
 import sys
 
@@ -14,10 +15,26 @@ tr = translator("en")
 def serial_rows(tf_ms):
     rows = []
     for T in (64, 128, 256):
-        rows.append({"model": "lstm", "seq_len": T, "train_ms": 0.1 * T, "seq_steps": T, "status": "ok",
-                     "peak_flops_per_s": 5e10})
-        rows.append({"model": "transformer", "seq_len": T, "train_ms": tf_ms(T), "seq_steps": 1, "status": "ok",
-                     "peak_flops_per_s": 5e10})
+        rows.append(
+            {
+                "model": "lstm",
+                "seq_len": T,
+                "train_ms": 0.1 * T,
+                "seq_steps": T,
+                "status": "ok",
+                "peak_flops_per_s": 5e10,
+            }
+        )
+        rows.append(
+            {
+                "model": "transformer",
+                "seq_len": T,
+                "train_ms": tf_ms(T),
+                "seq_steps": 1,
+                "status": "ok",
+                "peak_flops_per_s": 5e10,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -29,10 +46,19 @@ def test_serial_finding_follows_the_data():
 
 
 def test_table1_measured_cells_carry_fitted_exponents_and_step_counts():
-    frames = {"serial": serial_rows(lambda T: 1e-4 * T * T),
-              "attention_cost": pd.DataFrame({"impl": ["naive"] * 3 + ["sdpa"] * 3, "seq_len": [256, 512, 1024] * 2,
-                                              "time_ms": [1, 4, 16, 1, 2, 4], "peak_bytes": [1, 4, 16, 1, 2, 4],
-                                              "saved_bytes": np.nan, "status": "ok"})}
+    frames = {
+        "serial": serial_rows(lambda T: 1e-4 * T * T),
+        "attention_cost": pd.DataFrame(
+            {
+                "impl": ["naive"] * 3 + ["sdpa"] * 3,
+                "seq_len": [256, 512, 1024] * 2,
+                "time_ms": [1, 4, 16, 1, 2, 4],
+                "peak_bytes": [1, 4, 16, 1, 2, 4],
+                "saved_bytes": np.nan,
+                "status": "ok",
+            }
+        ),
+    }
     t = scoreboard.table1(frames, tr).set_index("Layer type")
     assert t.loc["Self-attention", "Measured: cost vs n"] == "naive attention: time ∝ n^2.00"
     assert t.loc["Recurrent", "Measured: cost vs n"] == "LSTM: time ∝ n^1.00"
@@ -44,15 +70,37 @@ def test_table1_measured_cells_carry_fitted_exponents_and_step_counts():
 
 def test_reach_and_depth_facts():
     k = np.arange(50)
-    grad = pd.concat([pd.DataFrame({"model": "lstm", "distance": k, "grad_norm": 10.0 ** (-k / 5), "reach": 15.0,
-                                    "seq_len": 50, "status": "ok"}),
-                      pd.DataFrame({"model": "attention", "distance": k, "grad_norm": 0.08, "reach": np.nan,
-                                    "seq_len": 50, "status": "ok"})])
+    grad = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "model": "lstm",
+                    "distance": k,
+                    "grad_norm": 10.0 ** (-k / 5),
+                    "reach": 15.0,
+                    "seq_len": 50,
+                    "status": "ok",
+                }
+            ),
+            pd.DataFrame(
+                {"model": "attention", "distance": k, "grad_norm": 0.08, "reach": np.nan, "seq_len": 50, "status": "ok"}
+            ),
+        ]
+    )
     cells = scoreboard.measured_cells({"gradient_reach": grad}, tr)
     assert cells["recurrent"][2] == "falls 1000× within 15 tokens"
     assert cells["self_attention"][2] == "1× at 49 tokens back vs 1 back"
-    depth = pd.DataFrame({"model": "lstm", "n_layers": 4, "layer": [0, 1, 2, 3], "phase": "init", "step": 0,
-                          "grad_norm": [0.001, 0.01, 0.1, 1.0], "status": "ok"})
+    depth = pd.DataFrame(
+        {
+            "model": "lstm",
+            "n_layers": 4,
+            "layer": [0, 1, 2, 3],
+            "phase": "init",
+            "step": 0,
+            "grad_norm": [0.001, 0.01, 0.1, 1.0],
+            "status": "ok",
+        }
+    )
     assert scoreboard.depth_facts(depth) == {"lstm": {"layers": 4, "ratio": 0.001}}
 
 
@@ -60,4 +108,4 @@ def test_scoreboard_and_ui_import_no_torch():
     code = "import sys, core.scoreboard, ui.common; assert 'torch' not in sys.modules and 'pandas' in sys.modules"
     code2 = "import sys, ui.common; assert 'torch' not in sys.modules and 'pandas' not in sys.modules"
     for c in (code, code2):
-        assert subprocess.run([sys.executable, "-c", c], capture_output=True).returncode == 0
+        assert subprocess.run([sys.executable, "-c", c], check=False, capture_output=True).returncode == 0

@@ -1,4 +1,5 @@
 """The serial experiment: the columns, BPTT memory linear in n, the dependent-step count, the CLI."""
+
 import os
 import subprocess
 import sys
@@ -10,14 +11,39 @@ from core.experiments import serial
 from core.i18n import translator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REQUIRED = ("model", "n_layers", "d_model", "batch_size", "seq_len", "params", "train_ms", "train_iqr_ms",
-            "tokens_per_s", "saved_bytes", "seq_steps", "flops", "achieved_flops_per_s", "device", "status")
+REQUIRED = (
+    "model",
+    "n_layers",
+    "d_model",
+    "batch_size",
+    "seq_len",
+    "params",
+    "train_ms",
+    "train_iqr_ms",
+    "tokens_per_s",
+    "saved_bytes",
+    "seq_steps",
+    "flops",
+    "achieved_flops_per_s",
+    "device",
+    "status",
+)
 
 
 @pytest.fixture(scope="module")
 def tiny():
-    cfg = serial.EXPERIMENT.config("quick", {"seq_lens": "64,128,256", "d_model": "16", "n_layers": "2",
-                                             "batch_size": "2", "device": "cpu", "repeats": "1", "warmup": "0"})
+    cfg = serial.EXPERIMENT.config(
+        "quick",
+        {
+            "seq_lens": "64,128,256",
+            "d_model": "16",
+            "n_layers": "2",
+            "batch_size": "2",
+            "device": "cpu",
+            "repeats": "1",
+            "warmup": "0",
+        },
+    )
     progress = []
     df = serial.run(cfg, on_progress=progress.append)
     return cfg, df, progress
@@ -67,39 +93,69 @@ def test_takeaways_are_computed_from_the_rows(tiny):
 
 
 def test_guard_skips_an_impossible_point_and_the_sweep_continues():
-    cfg = serial.EXPERIMENT.config("quick", {"seq_lens": "8,65535", "d_model": "16", "batch_size": "1024",
-                                             "models": "lstm", "device": "cpu", "repeats": "1", "warmup": "0"})
+    cfg = serial.EXPERIMENT.config(
+        "quick",
+        {
+            "seq_lens": "8,65535",
+            "d_model": "16",
+            "batch_size": "1024",
+            "models": "lstm",
+            "device": "cpu",
+            "repeats": "1",
+            "warmup": "0",
+        },
+    )
     df = serial.run(cfg)
     assert list(df["status"]) == ["ok", "skipped"]
     assert "would need" in df["note"].iloc[1] and pd.isna(df["train_ms"].iloc[1])
 
 
 def cli(*args, timeout=120):
-    code = ("import sys; from core.cli import main; rc = main(sys.argv[1:]); "
-            "assert 'streamlit' not in sys.modules and 'altair' not in sys.modules, 'CLI imported UI packages'; "
-            "sys.exit(rc)")
-    return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+    code = (
+        "import sys; from core.cli import main; rc = main(sys.argv[1:]); "
+        "assert 'streamlit' not in sys.modules and 'altair' not in sys.modules, 'CLI imported UI packages'; "
+        "sys.exit(rc)"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], check=False, cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_cli_run_writes_the_csv(tmp_path):
     out = tmp_path / "x.csv"
-    r = cli("run", "serial", "--device", "cpu", "--set", "seq_lens=8,16", "--set", "models=lstm,transformer",
-            "--set", "d_model=16", "--set", "repeats=1", "--out", str(out))
+    r = cli(
+        "run",
+        "serial",
+        "--device",
+        "cpu",
+        "--set",
+        "seq_lens=8,16",
+        "--set",
+        "models=lstm,transformer",
+        "--set",
+        "d_model=16",
+        "--set",
+        "repeats=1",
+        "--out",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr
     df = pd.read_csv(out)
     assert set(REQUIRED) <= set(df.columns) and len(df) == 4
     assert "transformer" in r.stdout and "•" in r.stdout  # the table and the computed takeaways
 
 
-@pytest.mark.parametrize("args, field", [
-    (("run", "serial", "--set", "seq_lens=8,999999"), "seq_lens"),
-    (("run", "serial", "--set", "d_model=0"), "d_model"),
-    (("run", "serial", "--set", "colour=red"), "colour"),
-    (("run", "serial", "--set", "models"), "--set"),
-    (("run", "serial", "--preset", "huge"), "preset"),
-    (("run", "transformers"), "experiment"),
-])
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (("run", "serial", "--set", "seq_lens=8,999999"), "seq_lens"),
+        (("run", "serial", "--set", "d_model=0"), "d_model"),
+        (("run", "serial", "--set", "colour=red"), "colour"),
+        (("run", "serial", "--set", "models"), "--set"),
+        (("run", "serial", "--preset", "huge"), "preset"),
+        (("run", "transformers"), "experiment"),
+    ],
+)
 def test_cli_bad_input_exits_2_with_one_line_naming_the_field(args, field):
     r = cli(*args)
     assert r.returncode == 2
@@ -109,6 +165,7 @@ def test_cli_bad_input_exits_2_with_one_line_naming_the_field(args, field):
 
 def test_cli_absent_cuda_exits_2():
     import torch
+
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     r = cli("run", "serial", "--device", "cuda")

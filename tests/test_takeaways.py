@@ -1,4 +1,5 @@
 """Takeaways are computed from whatever rows a page shows — including a run stopped after any point."""
+
 import pytest
 
 from core import scoreboard

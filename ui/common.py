@@ -4,6 +4,7 @@ and Stop, reference data, takeaways, the method expander and the results table.
 A page reads: claim → predict first → reference results at once → Run (live) → takeaways → method → table.
 Helpers that draw widgets end in `_ui`; all computation lives in `core`.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,8 +57,14 @@ def language_ui() -> str:
         st.session_state["lang"] = st.session_state["_lang_choice"]
         st.query_params["lang"] = st.session_state["lang"]
 
-    st.sidebar.selectbox("Language · 语言", LANGS, index=LANGS.index(lang), format_func=LANG_NAMES.get,
-                         key="_lang_choice", on_change=changed)
+    st.sidebar.selectbox(
+        "Language · 语言",
+        LANGS,
+        index=LANGS.index(lang),
+        format_func=LANG_NAMES.get,
+        key="_lang_choice",
+        on_change=changed,
+    )
     return st.session_state["lang"]
 
 
@@ -65,6 +72,7 @@ def language_ui() -> str:
 @st.cache_resource(show_spinner=False)
 def _checked_device_facts() -> dict:
     from core.device import configure_threads, light_facts
+
     configure_threads()
     return light_facts()
 
@@ -74,6 +82,7 @@ def _device_facts() -> dict:
     import sys
 
     from core.device import light_facts
+
     return _checked_device_facts() if "torch" in sys.modules else light_facts()
 
 
@@ -85,11 +94,13 @@ def warm_up_torch() -> None:
     once per process, so the first measuring page opens without that wait."""
     import importlib
     import threading
+
     global _WARMING
     if not _WARMING:
         _WARMING = True
-        threading.Thread(target=lambda: [importlib.import_module(m) for m in WARM_UP_MODULES], daemon=True,
-                         name="warm-up").start()
+        threading.Thread(
+            target=lambda: [importlib.import_module(m) for m in WARM_UP_MODULES], daemon=True, name="warm-up"
+        ).start()
 
 
 _WARMING = False
@@ -97,10 +108,19 @@ _WARMING = False
 
 def device_card_ui(tr, where=None) -> dict:
     from core.guard import format_bytes
+
     facts = _device_facts()
     box = where or st.sidebar
-    box.markdown(tr("ui.device_card", type=facts["type"], name=facts["name"], memory=format_bytes(facts["memory"]),
-                    torch=facts["torch"], threads=facts["threads"]))
+    box.markdown(
+        tr(
+            "ui.device_card",
+            type=facts["type"],
+            name=facts["name"],
+            memory=format_bytes(facts["memory"]),
+            torch=facts["torch"],
+            threads=facts["threads"],
+        )
+    )
     return facts
 
 
@@ -111,8 +131,10 @@ def page_ui(page: str):
         # Calling st.navigation switches Streamlit out of its old pages/-folder mode for the whole server;
         # the rerun then goes through dashboard.py and lands on this same page by its URL.
         # (A page's identity is its URL path; home must be the default so /serial keeps its own.)
-        st.navigation([st.Page("pages/home.py", default=True)] + [st.Page(path, url_path=key) for key, path in PAGES],
-                      position="hidden")
+        st.navigation(
+            [st.Page("pages/home.py", default=True)] + [st.Page(path, url_path=key) for key, path in PAGES],
+            position="hidden",
+        )
         st.rerun()
     tr = translator(st.session_state.get("lang") or current_lang())
     st.title(tr(f"{page}.title"))
@@ -124,8 +146,13 @@ def page_ui(page: str):
 def predict_ui(tr, page: str, n_options: int) -> None:
     """A 'predict first' question: the learner commits to a guess before the data below is read."""
     with st.container(border=True):
-        choice = st.radio(tr(f"{page}.predict.q"), list(range(n_options)), index=None,
-                          format_func=lambda i: tr(f"{page}.predict.o{i + 1}"), key=f"predict:{page}")
+        choice = st.radio(
+            tr(f"{page}.predict.q"),
+            list(range(n_options)),
+            index=None,
+            format_func=lambda i: tr(f"{page}.predict.o{i + 1}"),
+            key=f"predict:{page}",
+        )
         if choice is None:
             st.caption(tr("ui.predict_hint"))
         else:
@@ -173,22 +200,38 @@ def config_form_ui(tr, experiment, page: str, fields: list[str], preset: str = "
             col = cols[i % 2]
             key = f"w:{page}:{name}"
             if info["sequence"] and info.get("choices"):
-                fmt = (lambda m, _p=page: tr(f"model.{m}") if has_key(f"model.{m}", "en") else m)
-                values[name] = col.multiselect(label, info["choices"], default=list(current), format_func=fmt,
-                                               key=key, help=help_text)
+                fmt = lambda m, _p=page: tr(f"model.{m}") if has_key(f"model.{m}", "en") else m
+                values[name] = col.multiselect(
+                    label, info["choices"], default=list(current), format_func=fmt, key=key, help=help_text
+                )
             elif info["sequence"]:
                 values[name] = col.text_input(label, ", ".join(map(str, current)), key=key, help=help_text)
             elif info.get("choices"):
-                values[name] = col.selectbox(label, info["choices"], index=info["choices"].index(current), key=key,
-                                             help=help_text)
+                values[name] = col.selectbox(
+                    label, info["choices"], index=info["choices"].index(current), key=key, help=help_text
+                )
             elif info["type"] is bool:
                 values[name] = col.checkbox(label, value=current, key=key, help=help_text)
             elif info["type"] is int:
-                values[name] = col.number_input(label, min_value=info.get("lo"), max_value=info.get("hi"),
-                                                value=int(current), step=1, key=key, help=help_text)
+                values[name] = col.number_input(
+                    label,
+                    min_value=info.get("lo"),
+                    max_value=info.get("hi"),
+                    value=int(current),
+                    step=1,
+                    key=key,
+                    help=help_text,
+                )
             else:
-                values[name] = col.number_input(label, min_value=info.get("lo"), max_value=info.get("hi"),
-                                                value=float(current), key=key, help=help_text, format="%g")
+                values[name] = col.number_input(
+                    label,
+                    min_value=info.get("lo"),
+                    max_value=info.get("hi"),
+                    value=float(current),
+                    key=key,
+                    help=help_text,
+                    format="%g",
+                )
         submitted = st.form_submit_button(tr("ui.run"), type="primary")
     if not submitted:
         return None
@@ -205,8 +248,9 @@ def config_form_ui(tr, experiment, page: str, fields: list[str], preset: str = "
 
 # ---- running --------------------------------------------------------------------------------------------------
 def _live_state(page: str) -> dict:
-    return st.session_state.setdefault(f"live:{page}", {"rows": [], "done": 0, "total": 0, "finished": False,
-                                                         "error": None})
+    return st.session_state.setdefault(
+        f"live:{page}", {"rows": [], "done": 0, "total": 0, "finished": False, "error": None}
+    )
 
 
 class _Superseded(Exception):
@@ -222,14 +266,19 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
     stopped or replaced and ends, without touching the new run's rows.
     """
     from core.device import configure_threads, measuring
+
     state = _live_state(page)
     if cfg is not None:
         token = object()
         state.update(rows=[], done=0, total=0, finished=False, error=None, token=token, stop=False)
         configure_threads()
         stop = st.empty()  # the Stop button exists only while the run does
-        stop.button(tr("ui.stop"), key=f"stop:{page}", help=tr("ui.stop_help"),
-                    on_click=lambda: state.update(stop=True) if state.get("token") is token else None)
+        stop.button(
+            tr("ui.stop"),
+            key=f"stop:{page}",
+            help=tr("ui.stop_help"),
+            on_click=lambda: state.update(stop=True) if state.get("token") is token else None,
+        )
         bar = st.progress(0.0, text=tr("ui.starting"))
 
         def on_progress(p):
@@ -239,8 +288,9 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
             state["done"], state["total"] = p.done, p.total
             if state.get("stop"):
                 raise _Superseded
-            bar.progress(min(1.0, p.done / max(1, p.total)), text=tr("ui.progress", done=p.done, total=p.total,
-                                                                     what=p.message))
+            bar.progress(
+                min(1.0, p.done / max(1, p.total)), text=tr("ui.progress", done=p.done, total=p.total, what=p.message)
+            )
 
         def on_wait():
             if state.get("token") is not token or state.get("stop"):
@@ -268,12 +318,13 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
             st.info(tr("ui.stopped_empty"))
         return None
     import pandas as pd
+
     if not state["finished"] and not state["error"]:
         st.warning(tr("ui.stopped", done=state["done"], total=state["total"]))
     return pd.DataFrame(list(state["rows"])).assign(source="live")  # a copy: see the docstring
 
 
-def live_run_ui(tr, experiment, page: str, fields: list[str]) -> "pd.DataFrame | None":
+def live_run_ui(tr, experiment, page: str, fields: list[str]) -> pd.DataFrame | None:
     """The 'measure it yourself' section every page has: heading, the form over `fields`, and the live run."""
     st.subheader(tr("ui.live_header"))
     st.caption(tr("ui.live_intro"))
@@ -284,12 +335,14 @@ def live_run_ui(tr, experiment, page: str, fields: list[str]) -> "pd.DataFrame |
 @st.cache_data(show_spinner=False)
 def reference_ui_data(name: str) -> tuple[pd.DataFrame, list[str]]:
     from core.results import load_reference
+
     return load_reference(name)
 
 
 def shown_data(tr, name: str, live: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(everything to chart: reference + live, the one run the takeaways speak of: live, else CPU reference)."""
     import pandas as pd
+
     ref, problems = reference_ui_data(name)
     for p in problems:
         st.warning(tr("ui.bad_reference", problem=p))
@@ -322,6 +375,7 @@ def _reference_device(ref: pd.DataFrame) -> str:
 def latest_rows(name: str) -> pd.DataFrame | None:
     """This session's live rows of experiment `name` if it ran, else its reference rows for this kind of device."""
     import pandas as pd
+
     state = st.session_state.get(f"live:{name}")
     if state and state["rows"]:
         return pd.DataFrame(state["rows"]).assign(source="live")
@@ -333,22 +387,31 @@ def latest_rows(name: str) -> pd.DataFrame | None:
 
 def caption_source_ui(tr, primary: pd.DataFrame) -> None:
     import pandas as pd
+
     if len(primary):
-        st.caption(tr("ui.showing", source=tr(f"ui.source.{primary['source'].iloc[0]}"),
-                      device=primary["device"].iloc[0], date=str(primary.get("date", pd.Series([""])).iloc[0])[:10]))
+        st.caption(
+            tr(
+                "ui.showing",
+                source=tr(f"ui.source.{primary['source'].iloc[0]}"),
+                device=primary["device"].iloc[0],
+                date=str(primary.get("date", pd.Series([""])).iloc[0])[:10],
+            )
+        )
 
 
-def status_ui(tr, df: "pd.DataFrame", shown_notes: int = 2) -> None:
+def status_ui(tr, df: pd.DataFrame, shown_notes: int = 2) -> None:
     """A banner for points that did not run normally (skipped by the guard, out of memory, diverged)."""
     import pandas as pd
+
     if "status" not in df:
         return
     for status in ("skipped", "oom", "diverged", "error"):
         bad = df[df["status"] == status]
         if len(bad):
             notes = list(dict.fromkeys(str(n) for n in bad.get("note", pd.Series(dtype=str)).fillna("") if n))
-            text = "; ".join(notes[:shown_notes]) + (tr("ui.more_notes", n=len(notes) - shown_notes)
-                                                     if len(notes) > shown_notes else "")
+            text = "; ".join(notes[:shown_notes]) + (
+                tr("ui.more_notes", n=len(notes) - shown_notes) if len(notes) > shown_notes else ""
+            )
             st.warning(tr(f"ui.status.{status}", n=len(bad), notes=text))
 
 
@@ -370,19 +433,26 @@ def table_ui(tr, df: pd.DataFrame, name: str) -> None:
         return
     with st.expander(tr("ui.table"), expanded=False):
         st.dataframe(df.drop(columns=["run"], errors="ignore"), hide_index=True)
-    st.download_button(tr("ui.download_csv"), df.drop(columns=["run"], errors="ignore").to_csv(index=False),
-                       file_name=f"{name}.csv", mime="text/csv", key=f"dl:{name}")
+    st.download_button(
+        tr("ui.download_csv"),
+        df.drop(columns=["run"], errors="ignore").to_csv(index=False),
+        file_name=f"{name}.csv",
+        mime="text/csv",
+        key=f"dl:{name}",
+    )
 
 
 def _export(spec: str, fmt: str):
     """Render a Vega-Lite spec to PNG or SVG on demand (vl-convert runs Vega itself; no browser needed)."""
     import vl_convert as vlc
+
     return vlc.vegalite_to_png(spec, scale=2) if fmt == "png" else vlc.vegalite_to_svg(spec)
 
 
 def chart_ui(chart, name: str | None = None) -> None:
     """Draw an Altair chart with PNG and SVG downloads beneath it (rendered only when clicked)."""
     import hashlib
+
     st.altair_chart(chart, width="stretch")
     spec = chart.to_json()
     key = hashlib.sha1(spec.encode()).hexdigest()[:12]
@@ -392,8 +462,16 @@ def chart_ui(chart, name: str | None = None) -> None:
     file = "".join(ch if ch.isalnum() else "-" for ch in str(name))[:60].strip("-").lower() or "chart"
     row = st.container(horizontal=True, gap="small")
     for fmt, mime in (("png", "image/png"), ("svg", "image/svg+xml")):
-        row.download_button(fmt.upper(), data=lambda f=fmt: _export(spec, f), file_name=f"{file}.{fmt}", mime=mime,
-                            key=f"{fmt}:{key}", on_click="ignore", type="tertiary", icon=":material/download:")
+        row.download_button(
+            fmt.upper(),
+            data=lambda f=fmt: _export(spec, f),
+            file_name=f"{file}.{fmt}",
+            mime=mime,
+            key=f"{fmt}:{key}",
+            on_click="ignore",
+            type="tertiary",
+            icon=":material/download:",
+        )
 
 
 def fmt(x: float, digits: int = 3) -> str:
@@ -406,5 +484,6 @@ def __getattr__(name: str):
     """`ui.pd` for pages, imported on first use: pandas costs ~0.5 s, which the home page's cold start skips."""
     if name == "pd":
         import pandas
+
         return pandas
     raise AttributeError(name)

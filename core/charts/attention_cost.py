@@ -1,5 +1,6 @@
 """Charts of the attention-cost page: memory and time vs n (log-log, with slope-1 and slope-2 guides), the wall
 extrapolated to long contexts, and the KV cache (measured and by formula) against the device's memory."""
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,11 @@ def _ok(df: pd.DataFrame) -> pd.DataFrame:
 
 def titled(chart: alt.Chart, title: str, subtitle: str = "") -> alt.Chart:
     """The house title (anchored left, subtitle if any), and room for a legend under the plot."""
-    params = alt.TitleParams(title, subtitle=subtitle, anchor="start") if subtitle.strip() else \
-        alt.TitleParams(title, anchor="start")
+    params = (
+        alt.TitleParams(title, subtitle=subtitle, anchor="start")
+        if subtitle.strip()
+        else alt.TitleParams(title, anchor="start")
+    )
     return chart.properties(title=params, height=420)  # the height includes title, axes and legend
 
 
@@ -49,8 +53,12 @@ def impl_color(d: pd.DataFrame, title: str) -> alt.Color:
     sdpa = iter(SDPA_COLORS * 2)
     impl_of = dict(zip(d["label"], d["impl"])) if len(d) else {}
     colors = [IMPL_COLORS.get(impl_of[lb]) or next(sdpa) for lb in labels]
-    return alt.Color("label:N", title=title, scale=alt.Scale(domain=labels, range=colors),
-                     legend=alt.Legend(orient="bottom", columns=2, labelLimit=400))
+    return alt.Color(
+        "label:N",
+        title=title,
+        scale=alt.Scale(domain=labels, range=colors),
+        legend=alt.Legend(orient="bottom", columns=2, labelLimit=400),
+    )
 
 
 def guides(x_min: float, x_max: float, y0: float, tr, slopes=(1, 2)) -> pd.DataFrame:
@@ -70,8 +78,11 @@ def _guide_layer(d: pd.DataFrame, y: str, tr) -> alt.Chart:
     else:
         first = d[d["seq_len"] == d["seq_len"].min()][y]
         g = guides(d["seq_len"].min(), d["seq_len"].max(), float(first.median()), tr)
-    return alt.Chart(g).mark_line(color=GUIDE_COLOR, strokeDash=[2, 3]).encode(
-        x="x:Q", y="y:Q", detail="guide:N", tooltip=["guide:N"])
+    return (
+        alt.Chart(g)
+        .mark_line(color=GUIDE_COLOR, strokeDash=[2, 3])
+        .encode(x="x:Q", y="y:Q", detail="guide:N", tooltip=["guide:N"])
+    )
 
 
 def _guide_labels(d: pd.DataFrame, y: str, tr) -> alt.Chart:
@@ -85,20 +96,32 @@ def memory_chart(df: pd.DataFrame, tr, metric: str = "saved_bytes") -> alt.Chart
     d = with_labels(_ok(df), tr)
     d = d[d[metric].notna()] if len(d) else d
     d = d.assign(mib=d[metric] / 2**20) if len(d) else d.assign(mib=pd.Series(dtype=float))
-    main = lines(d, log_x("seq_len", tr("attention_cost.axis.seq_len")),
-                 log_y("mib", tr(f"attention_cost.axis.{metric}")), "label", tr("attention_cost.axis.impl"),
-                 tooltip=["label:N", "seq_len:Q", "mib:Q", "peak_kind:N"] + (["run:N"] if "run" in d else [])).encode(color=impl_color(d, tr("attention_cost.axis.impl")))
+    main = lines(
+        d,
+        log_x("seq_len", tr("attention_cost.axis.seq_len")),
+        log_y("mib", tr(f"attention_cost.axis.{metric}")),
+        "label",
+        tr("attention_cost.axis.impl"),
+        tooltip=["label:N", "seq_len:Q", "mib:Q", "peak_kind:N"] + (["run:N"] if "run" in d else []),
+    ).encode(color=impl_color(d, tr("attention_cost.axis.impl")))
     score = d.drop_duplicates(["seq_len"]).assign(score_mib=lambda x: x["analytic_bytes"] / 2**20) if len(d) else d
-    one_matrix = alt.Chart(score).mark_line(color="black", strokeDash=[6, 3], opacity=0.5).encode(
-        x="seq_len:Q", y="score_mib:Q", tooltip=["seq_len:Q", "score_mib:Q"])
-    chart = main + _guide_layer(d.assign(y=d["mib"]), "y", tr) + _guide_labels(d.assign(y=d["mib"]), "y", tr) + \
-        one_matrix
+    one_matrix = (
+        alt.Chart(score)
+        .mark_line(color="black", strokeDash=[6, 3], opacity=0.5)
+        .encode(x="seq_len:Q", y="score_mib:Q", tooltip=["seq_len:Q", "score_mib:Q"])
+    )
+    chart = (
+        main + _guide_layer(d.assign(y=d["mib"]), "y", tr) + _guide_labels(d.assign(y=d["mib"]), "y", tr) + one_matrix
+    )
     subtitle = tr("attention_cost.chart.memory_sub")
     refused = _refused(df, tr) if metric == "peak_bytes" else df.iloc[0:0]
     if len(refused):  # what the guard would not run, at its predicted size
         chart = chart + alt.Chart(refused).mark_point(shape="triangle-up", filled=False, size=90).encode(
-            x="seq_len:Q", y="mib:Q", color=impl_color(pd.concat([d, refused]), tr("attention_cost.axis.impl")),
-            tooltip=["label:N", "seq_len:Q", "mib:Q", "note:N"])
+            x="seq_len:Q",
+            y="mib:Q",
+            color=impl_color(pd.concat([d, refused]), tr("attention_cost.axis.impl")),
+            tooltip=["label:N", "seq_len:Q", "mib:Q", "note:N"],
+        )
         subtitle += " " + tr("attention_cost.chart.refused_sub")
     return titled(chart, tr(f"attention_cost.chart.{metric}"), subtitle + " " + device_subtitle(d))
 
@@ -114,32 +137,49 @@ def _refused(df: pd.DataFrame, tr) -> pd.DataFrame:
 def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = with_labels(_ok(df), tr)
     tooltip = ["label:N", "seq_len:Q", "time_ms:Q", "time_iqr_ms:Q"] + (["run:N"] if "run" in d else [])
-    main = lines(d, log_x("seq_len", tr("attention_cost.axis.seq_len")),
-                 log_y("time_ms", tr("attention_cost.axis.time_ms")), "label", tr("attention_cost.axis.impl"),
-                 tooltip=tooltip).encode(color=impl_color(d, tr("attention_cost.axis.impl")))
+    main = lines(
+        d,
+        log_x("seq_len", tr("attention_cost.axis.seq_len")),
+        log_y("time_ms", tr("attention_cost.axis.time_ms")),
+        "label",
+        tr("attention_cost.axis.impl"),
+        tooltip=tooltip,
+    ).encode(color=impl_color(d, tr("attention_cost.axis.impl")))
     att = d[d["impl"] != "lstm_state"] if len(d) else d
-    chart = main + _guide_layer(att.assign(y=att["time_ms"]), "y", tr) + \
-        _guide_labels(att.assign(y=att["time_ms"]), "y", tr)
+    chart = (
+        main
+        + _guide_layer(att.assign(y=att["time_ms"]), "y", tr)
+        + _guide_labels(att.assign(y=att["time_ms"]), "y", tr)
+    )
     return titled(chart, tr("attention_cost.chart.time"), device_subtitle(d))
 
 
 def wall_chart(extrap: pd.DataFrame, tr, budget_bytes: float) -> alt.Chart:
     """Formula bytes of a whole model at 8K … 1M tokens, with this device's memory budget as a rule."""
-    d = extrap.assign(gib=extrap["bytes"] / 2**30,
-                      what_label=[tr(f"attention_cost.wall.what.{w}") for w in extrap["what"]])
+    d = extrap.assign(
+        gib=extrap["bytes"] / 2**30, what_label=[tr(f"attention_cost.wall.what.{w}") for w in extrap["what"]]
+    )
     whats = {"naive": "#d62728", "sdpa": "#1f77b4", "kv_cache": "#ff7f0e"}
     scale = alt.Scale(domain=[tr(f"attention_cost.wall.what.{w}") for w in whats], range=list(whats.values()))
-    main = alt.Chart(d).mark_line(point=True).encode(
-        x=log_x("seq_len", tr("attention_cost.axis.seq_len")), y=log_y("gib", tr("attention_cost.axis.gib")),
-        color=alt.Color("what_label:N", title=None, scale=scale,
-                        legend=alt.Legend(orient="bottom", columns=1, labelLimit=500)),
-        tooltip=["what_label", "seq_len", "gib", "fits_budget", "time_s", "memory_kind", "time_kind"])
+    main = (
+        alt.Chart(d)
+        .mark_line(point=True)
+        .encode(
+            x=log_x("seq_len", tr("attention_cost.axis.seq_len")),
+            y=log_y("gib", tr("attention_cost.axis.gib")),
+            color=alt.Color(
+                "what_label:N", title=None, scale=scale, legend=alt.Legend(orient="bottom", columns=1, labelLimit=500)
+            ),
+            tooltip=["what_label", "seq_len", "gib", "fits_budget", "time_s", "memory_kind", "time_kind"],
+        )
+    )
     layers = [main]
     if budget_bytes and math.isfinite(budget_bytes):
         rule = pd.DataFrame({"gib": [budget_bytes / 2**30], "label": [tr("attention_cost.budget_rule")]})
         layers.append(alt.Chart(rule).mark_rule(color="crimson").encode(y="gib:Q", tooltip=["label", "gib"]))
-        layers.append(alt.Chart(rule).mark_text(color="crimson", align="left", dy=-6, x=5).encode(
-            y="gib:Q", text="label:N"))
+        layers.append(
+            alt.Chart(rule).mark_text(color="crimson", align="left", dy=-6, x=5).encode(y="gib:Q", text="label:N")
+        )
     model = str(extrap["model"].iloc[0]) if len(extrap) else ""
     return titled(alt.layer(*layers), tr("attention_cost.chart.wall", model=model), tr("attention_cost.chart.wall_sub"))
 
@@ -147,19 +187,33 @@ def wall_chart(extrap: pd.DataFrame, tr, budget_bytes: float) -> alt.Chart:
 def kv_measured_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Measured cache bytes of the tiny decoder per scheme (points) on the formula (lines); the RNN's flat state."""
     d = df[df["kind"] == "measured"] if len(df) else df
-    d = d.assign(kib=d["measured_bytes"] / 1024, formula_kib=d["cache_bytes"] / 1024,
-                 scheme_label=[tr(f"attention_cost.kv.scheme.{s.replace(' ', '_')}") for s in d["scheme"]])
-    scale = alt.Scale(domain=[tr(f"attention_cost.kv.scheme.{k}") for k in SCHEME_COLORS],
-                      range=list(SCHEME_COLORS.values()))
+    d = d.assign(
+        kib=d["measured_bytes"] / 1024,
+        formula_kib=d["cache_bytes"] / 1024,
+        scheme_label=[tr(f"attention_cost.kv.scheme.{s.replace(' ', '_')}") for s in d["scheme"]],
+    )
+    scale = alt.Scale(
+        domain=[tr(f"attention_cost.kv.scheme.{k}") for k in SCHEME_COLORS], range=list(SCHEME_COLORS.values())
+    )
     color = alt.Color("scheme_label:N", title=None, scale=scale, legend=alt.Legend(orient="bottom", labelLimit=400))
     x = alt.X("seq_len:Q", title=tr("attention_cost.axis.tokens"))
-    formula = alt.Chart(d).mark_line(opacity=0.6).encode(x=x, y=alt.Y("formula_kib:Q",
-                                                                      title=tr("attention_cost.axis.cache_kib")),
-                                                         color=color)
-    measured = alt.Chart(d).mark_point(filled=True, size=45).encode(
-        x="seq_len:Q", y="kib:Q", color=color, tooltip=["scheme_label", "seq_len", "measured_bytes", "cache_bytes"])
-    return titled(formula + measured, tr("attention_cost.chart.kv_measured"),
-                  tr("attention_cost.chart.kv_measured_sub") + " " + device_subtitle(d))
+    formula = (
+        alt.Chart(d)
+        .mark_line(opacity=0.6)
+        .encode(x=x, y=alt.Y("formula_kib:Q", title=tr("attention_cost.axis.cache_kib")), color=color)
+    )
+    measured = (
+        alt.Chart(d)
+        .mark_point(filled=True, size=45)
+        .encode(
+            x="seq_len:Q", y="kib:Q", color=color, tooltip=["scheme_label", "seq_len", "measured_bytes", "cache_bytes"]
+        )
+    )
+    return titled(
+        formula + measured,
+        tr("attention_cost.chart.kv_measured"),
+        tr("attention_cost.chart.kv_measured_sub") + " " + device_subtitle(d),
+    )
 
 
 def kv_models_chart(df: pd.DataFrame, tr, memory_bytes: float | None = None) -> alt.Chart:
@@ -168,15 +222,26 @@ def kv_models_chart(df: pd.DataFrame, tr, memory_bytes: float | None = None) -> 
     d = d.assign(gib=d["cache_bytes"] / 2**30, who=d["model"] + " · " + d["scheme"].str.upper())
     who = list(dict.fromkeys(d["who"]))
     colors = [SCHEME_COLORS.get(s.split(" ")[0], "#8c564b") for s in dict.fromkeys(d["scheme"])]
-    main = alt.Chart(d).mark_line(point=True).encode(
-        x=log_x("seq_len", tr("attention_cost.axis.seq_len")), y=log_y("gib", tr("attention_cost.axis.gib")),
-        color=alt.Color("who:N", title=None, scale=alt.Scale(domain=who, range=colors),
-                        legend=alt.Legend(orient="bottom", columns=3, labelLimit=400)),
-        tooltip=["model", "scheme", "n_layers", "n_heads", "n_kv_heads", "head_dim", "seq_len", "gib"])
+    main = (
+        alt.Chart(d)
+        .mark_line(point=True)
+        .encode(
+            x=log_x("seq_len", tr("attention_cost.axis.seq_len")),
+            y=log_y("gib", tr("attention_cost.axis.gib")),
+            color=alt.Color(
+                "who:N",
+                title=None,
+                scale=alt.Scale(domain=who, range=colors),
+                legend=alt.Legend(orient="bottom", columns=3, labelLimit=400),
+            ),
+            tooltip=["model", "scheme", "n_layers", "n_heads", "n_kv_heads", "head_dim", "seq_len", "gib"],
+        )
+    )
     layers = [main]
     if memory_bytes:
         rule = pd.DataFrame({"gib": [memory_bytes / 2**30], "label": [tr("attention_cost.kv.memory_rule")]})
         layers.append(alt.Chart(rule).mark_rule(color="crimson").encode(y="gib:Q", tooltip=["label", "gib"]))
-        layers.append(alt.Chart(rule).mark_text(color="crimson", align="left", dy=-6, x=5).encode(
-            y="gib:Q", text="label:N"))
+        layers.append(
+            alt.Chart(rule).mark_text(color="crimson", align="left", dy=-6, x=5).encode(y="gib:Q", text="label:N")
+        )
     return titled(alt.layer(*layers), tr("attention_cost.chart.kv_models"), tr("attention_cost.chart.kv_models_sub"))

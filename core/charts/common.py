@@ -1,4 +1,5 @@
 """Pieces every chart shares: log axes, the colour of a model, the run (live or reference, and device) as dash."""
+
 from __future__ import annotations
 
 import altair as alt
@@ -15,8 +16,12 @@ def log_y(field: str, title: str) -> alt.Y:
 
 def lines(df: pd.DataFrame, x, y, color: str, color_title: str, dash: str = "run", tooltip=()) -> alt.Chart:
     """Lines with points, one per (colour, dash) pair; the dash legend tells live from reference and device."""
-    enc = dict(x=x, y=y, color=alt.Color(f"{color}:N", title=color_title),
-               tooltip=list(tooltip) or [color, dash])
+    enc = {
+        "x": x,
+        "y": y,
+        "color": alt.Color(f"{color}:N", title=color_title),
+        "tooltip": list(tooltip) or [color, dash],
+    }
     if dash in df.columns and df[dash].nunique() > 1:
         enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None, legend=alt.Legend(orient="right", labelLimit=240))
         enc["shape"] = alt.Shape(f"{dash}:N", title=None, legend=None)
@@ -24,7 +29,11 @@ def lines(df: pd.DataFrame, x, y, color: str, color_title: str, dash: str = "run
 
 
 def titled(chart: alt.Chart, title: str, subtitle: str = "") -> alt.Chart:
-    params = alt.TitleParams(title, subtitle=subtitle, anchor="start") if subtitle else alt.TitleParams(title, anchor="start")
+    params = (
+        alt.TitleParams(title, subtitle=subtitle, anchor="start")
+        if subtitle
+        else alt.TitleParams(title, anchor="start")
+    )
     return chart.properties(title=params, height=300)
 
 

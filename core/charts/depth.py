@@ -1,5 +1,6 @@
 """Charts of the depth page: per-layer gradients at initialisation, the first layer's gradient against depth, the
 layer × step heat map of gradient norms, loss curves, the global gradient norm with clipping, run outcomes."""
+
 from __future__ import annotations
 
 import math
@@ -10,13 +11,21 @@ import pandas as pd
 from core.charts.common import device_subtitle, log_x, log_y
 from core.experiments.depth import UNDERFLOW, chain_entropy, init_profile, summarize, to_frame
 
-OUTCOME_COLORS = {"trained": "#2ca02c", "stalled": "#ff7f0e", "diverged": "#d62728", "skipped": "#7f7f7f",
-                  "oom": "#7f7f7f"}
+OUTCOME_COLORS = {
+    "trained": "#2ca02c",
+    "stalled": "#ff7f0e",
+    "diverged": "#d62728",
+    "skipped": "#7f7f7f",
+    "oom": "#7f7f7f",
+}
 
 
 def _title(tr, key: str, df: pd.DataFrame, **values) -> alt.TitleParams:
-    return alt.TitleParams(tr(f"depth.chart.{key}", **values), anchor="start",
-                           subtitle=tr(f"depth.chart.{key}_sub", device=device_subtitle(df)))
+    return alt.TitleParams(
+        tr(f"depth.chart.{key}", **values),
+        anchor="start",
+        subtitle=tr(f"depth.chart.{key}_sub", device=device_subtitle(df)),
+    )
 
 
 def _named(df: pd.DataFrame, tr) -> pd.DataFrame:
@@ -51,28 +60,35 @@ def init_layers_chart(df: pd.DataFrame, tr, n_layers: int | None = None) -> alt.
     if n_layers is None and len(prof):
         n_layers = int(prof["n_layers"].max())
     d = _named(prof[(prof["n_layers"] == n_layers) & (prof["grad_norm"] > UNDERFLOW)], tr)  # 0 has no log
-    enc = {"x": alt.X("layer:Q", title=tr("depth.axis.layer"), axis=alt.Axis(tickMinStep=1)),
-           "y": log_y("grad_norm", tr("depth.axis.grad_norm")),
-           "color": alt.Color("variant:N", title=tr("depth.axis.variant"), sort=_order(d)),
-           "tooltip": ["variant", "layer", alt.Tooltip("grad_norm:Q", format=".3g")]}
+    enc = {
+        "x": alt.X("layer:Q", title=tr("depth.axis.layer"), axis=alt.Axis(tickMinStep=1)),
+        "y": log_y("grad_norm", tr("depth.axis.grad_norm")),
+        "color": alt.Color("variant:N", title=tr("depth.axis.variant"), sort=_order(d)),
+        "tooltip": ["variant", "layer", alt.Tooltip("grad_norm:Q", format=".3g")],
+    }
     if "run" in d and d["run"].nunique() > 1:
         enc["strokeDash"] = alt.StrokeDash("run:N", title=tr("depth.axis.run"))
-    return alt.Chart(d).mark_line(point=True).encode(**enc).properties(
-        title=_title(tr, "init_layers", df, L=n_layers), height=320)
+    return (
+        alt.Chart(d)
+        .mark_line(point=True)
+        .encode(**enc)
+        .properties(title=_title(tr, "init_layers", df, L=n_layers), height=320)
+    )
 
 
 def first_layer_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """The gradient reaching layer 1 at initialisation against the number of layers (log–log)."""
     prof = _by_source(df, init_profile)
     d = _named(prof[(prof["layer"] == 1) & (prof["grad_norm"] > UNDERFLOW)], tr)  # underflowed: exactly 0
-    enc = {"x": log_x("n_layers", tr("depth.axis.n_layers")).scale(type="log", base=2),
-           "y": log_y("grad_norm", tr("depth.axis.grad_norm")),
-           "color": alt.Color("variant:N", title=tr("depth.axis.variant"), sort=_order(d)),
-           "tooltip": ["variant", "n_layers", alt.Tooltip("grad_norm:Q", format=".3g")]}
+    enc = {
+        "x": log_x("n_layers", tr("depth.axis.n_layers")).scale(type="log", base=2),
+        "y": log_y("grad_norm", tr("depth.axis.grad_norm")),
+        "color": alt.Color("variant:N", title=tr("depth.axis.variant"), sort=_order(d)),
+        "tooltip": ["variant", "n_layers", alt.Tooltip("grad_norm:Q", format=".3g")],
+    }
     if "run" in d and d["run"].nunique() > 1:
         enc["strokeDash"] = alt.StrokeDash("run:N", title=tr("depth.axis.run"))
-    return alt.Chart(d).mark_line(point=True).encode(**enc).properties(title=_title(tr, "first_layer", df),
-                                                                       height=320)
+    return alt.Chart(d).mark_line(point=True).encode(**enc).properties(title=_title(tr, "first_layer", df), height=320)
 
 
 def grad_heatmap_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
@@ -84,24 +100,48 @@ def grad_heatmap_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     d = d[(d["phase"] == "train") & d["layer"].notna() & (d["status"] == "ok")]
     if len(d):
         first = d.iloc[0]
-        d = d[(d["n_layers"] == first["n_layers"]) & (d["warmup_steps"] == first["warmup_steps"])
-              & (d["seed"] == first["seed"])]
+        d = d[
+            (d["n_layers"] == first["n_layers"])
+            & (d["warmup_steps"] == first["warmup_steps"])
+            & (d["seed"] == first["seed"])
+        ]
     d = _named(d[d["grad_norm"] > 0], tr)  # a log colour scale cannot show 0; blank is honest
     L = int(d["n_layers"].max()) if len(d) else 0
     cell = max(8, min(18, 160 // max(1, L)))
-    chart = alt.Chart(d).mark_rect().encode(
-        x=alt.X("step:O", title=tr("depth.axis.step"), axis=alt.Axis(labelOverlap=True, labelAngle=0)),
-        y=alt.Y("layer:O", title=tr("depth.axis.layer_short"), sort="descending", axis=alt.Axis(labelOverlap=True)),
-        color=alt.Color("grad_norm:Q", title=tr("depth.axis.grad_norm"),
-                        scale=alt.Scale(type="log", scheme="viridis"), legend=alt.Legend(format=".0e")),
-        tooltip=["variant", "layer", "step", alt.Tooltip("grad_norm:Q", format=".3g")],
-    ).properties(height=cell * max(1, L), width=520)
+    chart = (
+        alt.Chart(d)
+        .mark_rect()
+        .encode(
+            x=alt.X("step:O", title=tr("depth.axis.step"), axis=alt.Axis(labelOverlap=True, labelAngle=0)),
+            y=alt.Y("layer:O", title=tr("depth.axis.layer_short"), sort="descending", axis=alt.Axis(labelOverlap=True)),
+            color=alt.Color(
+                "grad_norm:Q",
+                title=tr("depth.axis.grad_norm"),
+                scale=alt.Scale(type="log", scheme="viridis"),
+                legend=alt.Legend(format=".0e"),
+            ),
+            tooltip=["variant", "layer", "step", alt.Tooltip("grad_norm:Q", format=".3g")],
+        )
+        .properties(height=cell * max(1, L), width=520)
+    )
     first = d.iloc[0] if len(d) else None
-    title = _title(tr, "heatmap", df, L=L, warmup=first["warmup"] if first is not None else "",
-                   seed=int(first["seed"]) if first is not None else "")
-    return chart.facet(row=alt.Row("variant:N", title=None, sort=_order(d) if len(d) else None,
-                                   header=alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold")),
-                       title=title).resolve_scale(color="shared")
+    title = _title(
+        tr,
+        "heatmap",
+        df,
+        L=L,
+        warmup=first["warmup"] if first is not None else "",
+        seed=int(first["seed"]) if first is not None else "",
+    )
+    return chart.facet(
+        row=alt.Row(
+            "variant:N",
+            title=None,
+            sort=_order(d) if len(d) else None,
+            header=alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold"),
+        ),
+        title=title,
+    ).resolve_scale(color="shared")
 
 
 def _bounds(d: pd.DataFrame) -> tuple[float, float]:
@@ -114,23 +154,42 @@ def loss_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     d = _named(_runs(df), tr)
     ceiling, floor = _bounds(d) if len(d) else (math.nan, math.nan)
     last = d[d["status"] == "ok"].groupby(["variant", "n_layers", "warmup", "seed"])["loss"].last()
-    d = d.assign(ceiling=ceiling, floor=floor, cross=[
-        last.get((r.variant, r.n_layers, r.warmup, r.seed), ceiling) if r.status == "diverged" else math.nan
-        for r in d.itertuples()])
+    d = d.assign(
+        ceiling=ceiling,
+        floor=floor,
+        cross=[
+            last.get((r.variant, r.n_layers, r.warmup, r.seed), ceiling) if r.status == "diverged" else math.nan
+            for r in d.itertuples()
+        ],
+    )
     base = alt.Chart()
-    enc = {"x": alt.X("step:Q", title=tr("depth.axis.step")),
-           "color": alt.Color("variant:N", title=tr("depth.axis.variant"), sort=_order(d) if len(d) else None)}
-    lines = base.transform_filter("datum.status == 'ok'").mark_line(opacity=0.85).encode(
-        **enc, y=alt.Y("loss:Q", title=tr("depth.axis.loss")),
-        strokeDash=alt.StrokeDash("warmup:N", title=tr("depth.axis.warmup")),
-        detail="seed:N", tooltip=["variant", "warmup", "seed", "step", alt.Tooltip("loss:Q", format=".3f")])
+    enc = {
+        "x": alt.X("step:Q", title=tr("depth.axis.step")),
+        "color": alt.Color("variant:N", title=tr("depth.axis.variant"), sort=_order(d) if len(d) else None),
+    }
+    lines = (
+        base.transform_filter("datum.status == 'ok'")
+        .mark_line(opacity=0.85)
+        .encode(
+            **enc,
+            y=alt.Y("loss:Q", title=tr("depth.axis.loss")),
+            strokeDash=alt.StrokeDash("warmup:N", title=tr("depth.axis.warmup")),
+            detail="seed:N",
+            tooltip=["variant", "warmup", "seed", "step", alt.Tooltip("loss:Q", format=".3f")],
+        )
+    )
     top = base.mark_rule(color="gray", strokeDash=[6, 4]).encode(y="mean(ceiling):Q")
     bottom = base.mark_rule(color="gray", strokeDash=[2, 2]).encode(y="mean(floor):Q")
-    cross = base.transform_filter("isValid(datum.cross)").mark_point(shape="cross", size=160, color="#d62728",
-                                                                     filled=True).encode(
-        x="step:Q", y="cross:Q", tooltip=["variant", "warmup", "seed", "step", "note"])
-    return alt.layer(lines, top, bottom, cross, data=d).properties(height=240, width=330).facet(
-        facet=alt.Facet("n_layers:O", title=tr("depth.axis.n_layers")), columns=2, title=_title(tr, "loss", df))
+    cross = (
+        base.transform_filter("isValid(datum.cross)")
+        .mark_point(shape="cross", size=160, color="#d62728", filled=True)
+        .encode(x="step:Q", y="cross:Q", tooltip=["variant", "warmup", "seed", "step", "note"])
+    )
+    return (
+        alt.layer(lines, top, bottom, cross, data=d)
+        .properties(height=240, width=330)
+        .facet(facet=alt.Facet("n_layers:O", title=tr("depth.axis.n_layers")), columns=2, title=_title(tr, "loss", df))
+    )
 
 
 def grad_norm_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
@@ -140,16 +199,28 @@ def grad_norm_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     base = alt.Chart()
     color = alt.Color("variant:N", title=tr("depth.axis.variant"), sort=_order(d) if len(d) else None)
     lines = base.mark_line(opacity=0.8).encode(
-        x=alt.X("step:Q", title=tr("depth.axis.step")), y=log_y("grad_norm", tr("depth.axis.grad_norm")),
-        color=color, strokeDash=alt.StrokeDash("warmup:N", title=tr("depth.axis.warmup")), detail="seed:N",
-        tooltip=["variant", "warmup", "seed", "step", alt.Tooltip("grad_norm:Q", format=".3g"), "clipped"])
-    events = base.transform_filter("datum.clipped").mark_point(filled=True, size=35).encode(
-        x="step:Q", y="grad_norm:Q", color=color)
+        x=alt.X("step:Q", title=tr("depth.axis.step")),
+        y=log_y("grad_norm", tr("depth.axis.grad_norm")),
+        color=color,
+        strokeDash=alt.StrokeDash("warmup:N", title=tr("depth.axis.warmup")),
+        detail="seed:N",
+        tooltip=["variant", "warmup", "seed", "step", alt.Tooltip("grad_norm:Q", format=".3g"), "clipped"],
+    )
+    events = (
+        base.transform_filter("datum.clipped")
+        .mark_point(filled=True, size=35)
+        .encode(x="step:Q", y="grad_norm:Q", color=color)
+    )
     layers = [lines, events]
     if len(d) and (d["clip"] > 0).any():
         layers.append(base.transform_filter("datum.clip > 0").mark_rule(color="#d62728").encode(y="mean(clip):Q"))
-    return alt.layer(*layers, data=d).properties(height=240, width=330).facet(
-        facet=alt.Facet("n_layers:O", title=tr("depth.axis.n_layers")), columns=2, title=_title(tr, "grad_norm", df))
+    return (
+        alt.layer(*layers, data=d)
+        .properties(height=240, width=330)
+        .facet(
+            facet=alt.Facet("n_layers:O", title=tr("depth.axis.n_layers")), columns=2, title=_title(tr, "grad_norm", df)
+        )
+    )
 
 
 def outcomes_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
@@ -157,13 +228,24 @@ def outcomes_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     s = summarize(df)
     s = _named(s, tr).assign(outcome_label=lambda x: x["outcome"].map(lambda o: tr(f"depth.outcome.{o}")))
     domain = [tr(f"depth.outcome.{o}") for o in OUTCOME_COLORS]
-    bars = alt.Chart(s).mark_bar().encode(
-        x=alt.X("count():Q", title=tr("depth.axis.runs"), axis=alt.Axis(tickMinStep=1)),
-        y=alt.Y("variant:N", title=None, sort=_order(s) if len(s) else None, axis=alt.Axis(labelLimit=260)),
-        color=alt.Color("outcome_label:N", title=tr("depth.axis.outcome"),
-                        scale=alt.Scale(domain=domain, range=list(OUTCOME_COLORS.values())),
-                        legend=alt.Legend(labelLimit=300)),
-        tooltip=["variant", "n_layers", "warmup", "outcome_label", "count()"],
-    ).properties(width=140)
-    return bars.facet(column=alt.Column("n_layers:O", title=tr("depth.axis.n_layers")),
-                      row=alt.Row("warmup:N", title=None), title=_title(tr, "outcomes", df))
+    bars = (
+        alt.Chart(s)
+        .mark_bar()
+        .encode(
+            x=alt.X("count():Q", title=tr("depth.axis.runs"), axis=alt.Axis(tickMinStep=1)),
+            y=alt.Y("variant:N", title=None, sort=_order(s) if len(s) else None, axis=alt.Axis(labelLimit=260)),
+            color=alt.Color(
+                "outcome_label:N",
+                title=tr("depth.axis.outcome"),
+                scale=alt.Scale(domain=domain, range=list(OUTCOME_COLORS.values())),
+                legend=alt.Legend(labelLimit=300),
+            ),
+            tooltip=["variant", "n_layers", "warmup", "outcome_label", "count()"],
+        )
+        .properties(width=140)
+    )
+    return bars.facet(
+        column=alt.Column("n_layers:O", title=tr("depth.axis.n_layers")),
+        row=alt.Row("warmup:N", title=None),
+        title=_title(tr, "outcomes", df),
+    )

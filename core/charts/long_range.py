@@ -1,4 +1,5 @@
 """Charts of the long-range page: gradient reach (log y), accuracy vs distance, training curves, the attention map."""
+
 from __future__ import annotations
 
 import altair as alt
@@ -24,13 +25,25 @@ def reach_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """‖∂y_T/∂x_(T−k)‖ against k, log y; exact zeros (float32 underflow) cannot sit on a log axis and are dropped."""
     d = _ok(df)
     d = d[d["grad_norm"] > 0]
-    c = lines(d, alt.X("distance:Q", title=tr("long_range.axis.distance_k")),
-              log_y("grad_norm", tr("long_range.axis.grad_norm")), "model", tr("long_range.axis.model"),
-              tooltip=["model", "distance", "grad_norm", "reach", "run"] if "run" in d else
-              ["model", "distance", "grad_norm", "reach"])
-    c = c.mark_line(point=False).encode(color=_model_color(d["model"], tr("long_range.axis.model")),
-                                        y=alt.Y("grad_norm:Q", scale=alt.Scale(type="log"), axis=alt.Axis(format=".0e"),
-                                                title=tr("long_range.axis.grad_norm")))
+    c = lines(
+        d,
+        alt.X("distance:Q", title=tr("long_range.axis.distance_k")),
+        log_y("grad_norm", tr("long_range.axis.grad_norm")),
+        "model",
+        tr("long_range.axis.model"),
+        tooltip=["model", "distance", "grad_norm", "reach", "run"]
+        if "run" in d
+        else ["model", "distance", "grad_norm", "reach"],
+    )
+    c = c.mark_line(point=False).encode(
+        color=_model_color(d["model"], tr("long_range.axis.model")),
+        y=alt.Y(
+            "grad_norm:Q",
+            scale=alt.Scale(type="log"),
+            axis=alt.Axis(format=".0e"),
+            title=tr("long_range.axis.grad_norm"),
+        ),
+    )
     return titled(c, tr("long_range.chart.reach"), device_subtitle(d))
 
 
@@ -38,52 +51,78 @@ def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Final held-out accuracy against distance, one line per model (and run), chance as a dashed rule; one panel per task."""
     last = _ok(final(df)).assign(percent=lambda x: 100 * x["accuracy"], chance_pct=lambda x: 100 * x["chance"])
     last = last.assign(task=last["task"].map(lambda t: tr(f"long_range.task.{t}")))
-    line = lines(last, alt.X("distance:Q", title=tr("long_range.axis.distance")),
-                 alt.Y("percent:Q", title=tr("long_range.axis.accuracy"), scale=alt.Scale(domain=[0, 100])),
-                 "model", tr("long_range.axis.model"),
-                 tooltip=[c for c in ("task", "model", "distance", "percent", "step", "params", "run") if c in last]
-                 ).encode(color=_model_color(last["model"], tr("long_range.axis.model")))
-    chance = alt.Chart(last).mark_rule(strokeDash=[4, 4], color="gray").encode(
-        y="mean(chance_pct):Q", tooltip=[alt.Tooltip("mean(chance_pct):Q", title=tr("long_range.axis.chance"))])
-    chart = alt.layer(line, chance, data=last).properties(width=320, height=220).facet(
-        column=alt.Column("task:N", title=None))
+    line = lines(
+        last,
+        alt.X("distance:Q", title=tr("long_range.axis.distance")),
+        alt.Y("percent:Q", title=tr("long_range.axis.accuracy"), scale=alt.Scale(domain=[0, 100])),
+        "model",
+        tr("long_range.axis.model"),
+        tooltip=[c for c in ("task", "model", "distance", "percent", "step", "params", "run") if c in last],
+    ).encode(color=_model_color(last["model"], tr("long_range.axis.model")))
+    chance = (
+        alt.Chart(last)
+        .mark_rule(strokeDash=[4, 4], color="gray")
+        .encode(y="mean(chance_pct):Q", tooltip=[alt.Tooltip("mean(chance_pct):Q", title=tr("long_range.axis.chance"))])
+    )
+    chart = (
+        alt.layer(line, chance, data=last)
+        .properties(width=320, height=220)
+        .facet(column=alt.Column("task:N", title=None))
+    )
     sub = device_subtitle(last)
-    return chart.properties(title=alt.TitleParams(tr("long_range.chart.accuracy"), anchor="start",
-                                                  **({"subtitle": sub} if sub else {})))
+    return chart.properties(
+        title=alt.TitleParams(tr("long_range.chart.accuracy"), anchor="start", **({"subtitle": sub} if sub else {}))
+    )
 
 
 def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Held-out accuracy against training step: one panel per (task, distance), one line per model, chance dashed."""
     d = _ok(df).assign(percent=lambda x: 100 * x["accuracy"], chance_pct=lambda x: 100 * x["chance"])
-    d = d.assign(panel=d["task"].map(lambda t: tr(f"long_range.task.{t}")) + " · d="
-                 + d["distance"].astype(int).astype(str))
-    enc = {"x": alt.X("step:Q", title=tr("long_range.axis.step")),
-           "y": alt.Y("percent:Q", title=tr("long_range.axis.accuracy"), scale=alt.Scale(domain=[0, 100])),
-           "color": _model_color(d["model"], tr("long_range.axis.model")),
-           "tooltip": [c for c in ("task", "model", "distance", "step", "percent", "loss", "train_s", "run") if c in d]}
+    d = d.assign(
+        panel=d["task"].map(lambda t: tr(f"long_range.task.{t}")) + " · d=" + d["distance"].astype(int).astype(str)
+    )
+    enc = {
+        "x": alt.X("step:Q", title=tr("long_range.axis.step")),
+        "y": alt.Y("percent:Q", title=tr("long_range.axis.accuracy"), scale=alt.Scale(domain=[0, 100])),
+        "color": _model_color(d["model"], tr("long_range.axis.model")),
+        "tooltip": [c for c in ("task", "model", "distance", "step", "percent", "loss", "train_s", "run") if c in d],
+    }
     if "run" in d and d["run"].nunique() > 1:
         enc["strokeDash"] = alt.StrokeDash("run:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=500))
     line = alt.Chart(d).mark_line(point=True).encode(**enc)
     chance = alt.Chart(d).mark_rule(strokeDash=[4, 4], color="gray").encode(y="mean(chance_pct):Q")
     order = list(dict.fromkeys(d.sort_values(["task", "distance"])["panel"]))
-    chart = alt.layer(line, chance, data=d).properties(width=180, height=150).facet(
-        facet=alt.Facet("panel:N", title=None, sort=order), columns=4)
-    return chart.properties(title=alt.TitleParams(tr("long_range.chart.curves"), subtitle=tr("long_range.chart.curves_sub"),
-                                                  anchor="start"))
+    chart = (
+        alt.layer(line, chance, data=d)
+        .properties(width=180, height=150)
+        .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=4)
+    )
+    return chart.properties(
+        title=alt.TitleParams(tr("long_range.chart.curves"), subtitle=tr("long_range.chart.curves_sub"), anchor="start")
+    )
 
 
 def attention_map_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Heat map: one row per attention head (and one for the LSTM's saliency), one column per position."""
     order = list(dict.fromkeys(df.sort_values("position")["label"]))
     base = alt.Chart(df).encode(
-        x=alt.X("label:N", sort=order, title=tr("long_range.axis.position"), axis=alt.Axis(labelAngle=-60, labelOverlap=False)),
-        y=alt.Y("row:N", title=None, sort=list(dict.fromkeys(df["row"])), axis=alt.Axis(labelLimit=300)))
+        x=alt.X(
+            "label:N",
+            sort=order,
+            title=tr("long_range.axis.position"),
+            axis=alt.Axis(labelAngle=-60, labelOverlap=False),
+        ),
+        y=alt.Y("row:N", title=None, sort=list(dict.fromkeys(df["row"])), axis=alt.Axis(labelLimit=300)),
+    )
     cells = base.mark_rect().encode(
         color=alt.Color("share:Q", title=tr("long_range.axis.share"), scale=alt.Scale(scheme="blues", domain=[0, 1])),
-        tooltip=["row", "position", "word", alt.Tooltip("share:Q", format=".3f")])
+        tooltip=["row", "position", "word", alt.Tooltip("share:Q", format=".3f")],
+    )
     text = base.mark_text(fontSize=9).encode(
         text=alt.Text("share:Q", format=".2f"),
-        color=alt.condition("datum.share > 0.5", alt.value("white"), alt.value("black")))
-    return (cells + text).properties(title=alt.TitleParams(tr("long_range.chart.map"), subtitle=tr("long_range.chart.map_sub"),
-                                                           anchor="start"), height=alt.Step(36))  # a fixed height collapses the rows in Streamlit's autosize
-
+        color=alt.condition("datum.share > 0.5", alt.value("white"), alt.value("black")),
+    )
+    return (cells + text).properties(
+        title=alt.TitleParams(tr("long_range.chart.map"), subtitle=tr("long_range.chart.map_sub"), anchor="start"),
+        height=alt.Step(36),
+    )  # a fixed height collapses the rows in Streamlit's autosize

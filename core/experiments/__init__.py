@@ -1,4 +1,5 @@
 """The registry of experiments: a plain dict from name to `Experiment` (STYLE.md: no import-by-string)."""
+
 from core.experiments import attention_cost, depth, gradient_reach, kv_cache, long_range, serial
 
 EXPERIMENTS = {

@@ -9,6 +9,7 @@ saved for backward, a peak (CUDA allocator, or on CPU the peak of live tensors r
 analytic size of one score matrix. `wall` and `extrapolate` turn the fitted curves into where each implementation
 stops fitting, labelled as extrapolation.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,24 +35,58 @@ from core.results import tidy
 IMPLS = ("naive", "sdpa", "linear", "lstm_state")
 QUADRATIC = ("naive",)  # implementations whose memory holds an n × n matrix
 BACKENDS = ("auto", "flash", "efficient", "cudnn", "math")
-SDP_BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
-                "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}
+SDP_BACKENDS = {
+    "flash": SDPBackend.FLASH_ATTENTION,
+    "efficient": SDPBackend.EFFICIENT_ATTENTION,
+    "cudnn": SDPBackend.CUDNN_ATTENTION,
+    "math": SDPBackend.MATH,
+}
 # aten operator names → the SDPA backend that ran (math is composite: it shows no fused operator)
-KERNEL_OPS = (("cudnn_attention", "cudnn"), ("efficient_attention", "efficient"), ("flash_attention", "flash"),
-              ("fused_attention_overrideable", "overrideable"))
+KERNEL_OPS = (
+    ("cudnn_attention", "cudnn"),
+    ("efficient_attention", "efficient"),
+    ("flash_attention", "flash"),
+    ("fused_attention_overrideable", "overrideable"),
+)
 DTYPES = ("float32", "bfloat16", "float16", "auto")  # auto: bfloat16 on CUDA (flash needs it), else float32
-COLUMNS = ("impl", "backend", "requested_backend", "mode", "seq_len", "batch_size", "n_heads", "head_dim", "dtype",
-           "causal", "time_ms", "time_iqr_ms", "noisy", "peak_bytes", "peak_kind", "saved_bytes",
-           "formula_saved_bytes", "analytic_bytes", "state_bytes", "predicted_bytes", "budget_bytes", "point",
-           "fits_budget", "device", "status", "note", "seed")
+COLUMNS = (
+    "impl",
+    "backend",
+    "requested_backend",
+    "mode",
+    "seq_len",
+    "batch_size",
+    "n_heads",
+    "head_dim",
+    "dtype",
+    "causal",
+    "time_ms",
+    "time_iqr_ms",
+    "noisy",
+    "peak_bytes",
+    "peak_kind",
+    "saved_bytes",
+    "formula_saved_bytes",
+    "analytic_bytes",
+    "state_bytes",
+    "predicted_bytes",
+    "budget_bytes",
+    "point",
+    "fits_budget",
+    "device",
+    "status",
+    "note",
+    "seed",
+)
 WALL_LENGTHS = (8192, 32768, 131072, 524288, 1048576)
 
 
 @dataclasses.dataclass(frozen=True)
 class AttentionCostConfig:
     impls: tuple[str, ...] = spec(IMPLS, choices=IMPLS, help="implementations to compare")
-    backends: tuple[str, ...] = spec(("auto",), choices=BACKENDS,
-                                     help="SDPA backends for 'sdpa': auto = the device's best; others are forced")
+    backends: tuple[str, ...] = spec(
+        ("auto",), choices=BACKENDS, help="SDPA backends for 'sdpa': auto = the device's best; others are forced"
+    )
     seq_lens: tuple[int, ...] = spec((256, 512, 1024, 2048), lo=2, hi=2**21, help="sequence lengths n to sweep")
     batch_size: int = spec(1, lo=1, hi=1024)
     n_heads: int = spec(4, lo=1, hi=256)
@@ -63,8 +98,9 @@ class AttentionCostConfig:
     warmup: int = spec(1, lo=0, hi=50, help="untimed calls first")
     repeats: int = spec(5, lo=1, hi=200, help="timed calls; the median and IQR are reported")
     max_point_s: float = spec(2.0, lo=0.05, hi=600.0, help="stop repeating a point after this much timed work")
-    time_limit_s: float = spec(60.0, lo=0.1, hi=3600.0,
-                               help="skip a point whose time, extrapolated from smaller n, would exceed this")
+    time_limit_s: float = spec(
+        60.0, lo=0.1, hi=3600.0, help="skip a point whose time, extrapolated from smaller n, would exceed this"
+    )
     budget_mib: float = spec(0.0, lo=0.0, hi=1e9, help="memory budget for the wall; 0 = the guard's (half of free)")
     verify_wall: bool = spec(False, help="after the sweep, run just below and above each predicted wall if affordable")
 
@@ -77,13 +113,21 @@ PRESETS = {
     "quick": {"seq_lens": (256, 512, 1024, 2048), "warmup": 2, "repeats": 3, "max_point_s": 0.5},
     # up to 128K: on a GPU the guard finds the wall; on a CPU the long points come back at once as rows saying
     # what they would need (memory) or take (time)
-    "full": {"seq_lens": (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072), "dtype": "auto",
-             "backends": BACKENDS, "warmup": 2, "repeats": 7, "max_point_s": 10.0, "time_limit_s": 45.0,
-             "verify_wall": True},
+    "full": {
+        "seq_lens": (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072),
+        "dtype": "auto",
+        "backends": BACKENDS,
+        "warmup": 2,
+        "repeats": 7,
+        "max_point_s": 10.0,
+        "time_limit_s": 45.0,
+        "verify_wall": True,
+    },
 }
 
 
 # ---- the implementations -------------------------------------------------------------------------------------
+
 
 def linear_attention(q, k, v, causal: bool = False, eps: float = 1e-6) -> torch.Tensor:
     """Katharopoulos et al. 2020: φ(q)·(Σ φ(k)ᵀv) / φ(q)·Σ φ(k), φ = elu + 1. O(n) memory and time, not softmax."""
@@ -149,6 +193,7 @@ def backend_from_ops(ops) -> str:
 
 # ---- predictions (for the guard and the wall) ----------------------------------------------------------------
 
+
 def elem_bytes(dtype: str) -> int:
     return int(DTYPE_BYTES[dtype])
 
@@ -179,6 +224,7 @@ def formula_saved(impl: str, backend: str, cfg: AttentionCostConfig, n: int) -> 
 
 
 # ---- measuring one point -------------------------------------------------------------------------------------
+
 
 def _inputs(cfg: AttentionCostConfig, n: int, device: torch.device, requires_grad: bool = True):
     g = torch.Generator().manual_seed(cfg.seed)
@@ -212,14 +258,21 @@ def _measure_attention(impl: str, backend: str, cfg: AttentionCostConfig, n: int
     with LivePeak(exclude=(q, k, v, grad)) as live:
         step()  # also the first warm-up call; records which kernel ran
     ran = backend_from_ops(live.ops) if impl == "sdpa" else impl
-    timing = bench.time_fn(step, warmup=max(cfg.warmup - 1, 0), repeats=cfg.repeats, device=device,
-                           max_seconds=cfg.max_point_s)
+    timing = bench.time_fn(
+        step, warmup=max(cfg.warmup - 1, 0), repeats=cfg.repeats, device=device, max_seconds=cfg.max_point_s
+    )
     saved = bench.saved_activation_bytes(forward, exclude=(q, k, v, grad))
     cuda_peak = bench.cuda_peak_bytes(step, device)
-    return {"backend": ran, "time_ms": timing.median_ms, "time_iqr_ms": timing.iqr_ms, "noisy": timing.noisy,
-            "saved_bytes": saved, "peak_bytes": cuda_peak if cuda_peak is not None else live.peak,
-            "peak_kind": "cuda_max_allocated" if cuda_peak is not None else "live_tensors",
-            "formula_saved_bytes": formula_saved(impl, ran, cfg, n)}
+    return {
+        "backend": ran,
+        "time_ms": timing.median_ms,
+        "time_iqr_ms": timing.iqr_ms,
+        "noisy": timing.noisy,
+        "saved_bytes": saved,
+        "peak_bytes": cuda_peak if cuda_peak is not None else live.peak,
+        "peak_kind": "cuda_max_allocated" if cuda_peak is not None else "live_tensors",
+        "formula_saved_bytes": formula_saved(impl, ran, cfg, n),
+    }
 
 
 def _measure_lstm(cfg: AttentionCostConfig, n: int, device: torch.device) -> dict:
@@ -243,9 +296,16 @@ def _measure_lstm(cfg: AttentionCostConfig, n: int, device: torch.device) -> dic
             read()
         timing = bench.time_fn(read, warmup=0, repeats=cfg.repeats, device=device, max_seconds=cfg.max_point_s)
         cuda_peak = bench.cuda_peak_bytes(read, device)
-    return {"threads": 1, "backend": "-", "time_ms": timing.median_ms, "time_iqr_ms": timing.iqr_ms, "noisy": timing.noisy,
-            "state_bytes": state["bytes"], "peak_bytes": cuda_peak if cuda_peak is not None else live.peak,
-            "peak_kind": "cuda_max_allocated" if cuda_peak is not None else "live_tensors"}
+    return {
+        "threads": 1,
+        "backend": "-",
+        "time_ms": timing.median_ms,
+        "time_iqr_ms": timing.iqr_ms,
+        "noisy": timing.noisy,
+        "state_bytes": state["bytes"],
+        "peak_bytes": cuda_peak if cuda_peak is not None else live.peak,
+        "peak_kind": "cuda_max_allocated" if cuda_peak is not None else "live_tensors",
+    }
 
 
 def attention_flops(impl: str, cfg: AttentionCostConfig, n: int) -> float:
@@ -259,8 +319,9 @@ def attention_flops(impl: str, cfg: AttentionCostConfig, n: int) -> float:
     return 3.5 * 4.0 * B * H * n * n * d
 
 
-def predicted_seconds(impl: str, cfg: AttentionCostConfig, n: int, device: torch.device,
-                      history: list[tuple[int, float]]) -> tuple[float, str]:
+def predicted_seconds(
+    impl: str, cfg: AttentionCostConfig, n: int, device: torch.device, history: list[tuple[int, float]]
+) -> tuple[float, str]:
     """Seconds for one call: extrapolated from the largest smaller n measured (∝ n² for softmax attention, n for
     the others); with no history, the FLOPs at this device's measured matmul peak (a lower bound)."""
     smaller = [(m, t) for m, t in history if m < n and math.isfinite(t)]
@@ -276,31 +337,61 @@ def predicted_seconds(impl: str, cfg: AttentionCostConfig, n: int, device: torch
     return flops / bench.peak_flops(str(device), cfg.dtype), "FLOPs at this device's matmul peak"
 
 
-def measure_point(impl: str, backend: str, cfg: AttentionCostConfig, n: int, device: torch.device,
-                  history: list | None = None, point: str = "sweep", budget: int | None = None) -> dict:
+def measure_point(
+    impl: str,
+    backend: str,
+    cfg: AttentionCostConfig,
+    n: int,
+    device: torch.device,
+    history: list | None = None,
+    point: str = "sweep",
+    budget: int | None = None,
+) -> dict:
     """One row, guarded first by memory (bytes predicted from the shape; nothing is allocated for a refused
     point), then by time (a point that would exceed `time_limit_s`); a bad point is a row, never an exception."""
     B, H, e = cfg.batch_size, cfg.n_heads, elem_bytes(cfg.dtype)
-    row = {"impl": impl, "requested_backend": backend if impl == "sdpa" else "-",
-           "backend": backend if impl == "sdpa" else "-",
-           "mode": "inference" if impl == "lstm_state" else "train (fwd+bwd)", "seq_len": n, "batch_size": B,
-           "n_heads": H, "head_dim": cfg.head_dim, "dtype": cfg.dtype, "causal": cfg.causal,
-           "analytic_bytes": score_bytes(B, H, n, e), "seed": cfg.seed, "point": point, "note": ""}
+    row = {
+        "impl": impl,
+        "requested_backend": backend if impl == "sdpa" else "-",
+        "backend": backend if impl == "sdpa" else "-",
+        "mode": "inference" if impl == "lstm_state" else "train (fwd+bwd)",
+        "seq_len": n,
+        "batch_size": B,
+        "n_heads": H,
+        "head_dim": cfg.head_dim,
+        "dtype": cfg.dtype,
+        "causal": cfg.causal,
+        "analytic_bytes": score_bytes(B, H, n, e),
+        "seed": cfg.seed,
+        "point": point,
+        "note": "",
+    }
     predicted = predicted_bytes(impl, backend, cfg, n, device)
     budget = guard.budget_bytes(device) if budget is None else budget
     if not guard.fits(predicted, device, budget):
-        return {**row, "status": "skipped", "predicted_bytes": predicted,
-                "note": f"would need {guard.format_bytes(predicted)}; budget {guard.format_bytes(budget)}"}
+        return {
+            **row,
+            "status": "skipped",
+            "predicted_bytes": predicted,
+            "note": f"would need {guard.format_bytes(predicted)}; budget {guard.format_bytes(budget)}",
+        }
     calls = cfg.warmup + min(cfg.repeats, 3) + 2  # warm-up, timed repeats (capped), saved-bytes and peak passes
     if impl == "lstm_state":
         calls = min(cfg.repeats, 3) + 8  # its live-peak pass dispatches every step's operators through Python
     seconds, how = predicted_seconds(impl, cfg, n, device, history or [])
     seconds *= calls
     if seconds > cfg.time_limit_s:
-        return {**row, "status": "skipped", "predicted_bytes": predicted,
-                "note": f"would take ~{seconds:,.0f} s ({how}); limit {cfg.time_limit_s:,.0f} s"}
-    measure = (lambda: _measure_lstm(cfg, n, device)) if impl == "lstm_state" else \
-        (lambda: _measure_attention(impl, backend, cfg, n, device))
+        return {
+            **row,
+            "status": "skipped",
+            "predicted_bytes": predicted,
+            "note": f"would take ~{seconds:,.0f} s ({how}); limit {cfg.time_limit_s:,.0f} s",
+        }
+    measure = (
+        (lambda: _measure_lstm(cfg, n, device))
+        if impl == "lstm_state"
+        else (lambda: _measure_attention(impl, backend, cfg, n, device))
+    )
     try:
         fields = guard.guarded(measure, predicted, device, budget)
     except RuntimeError as err:  # a backend this device, dtype or shape cannot run ("No viable backend", cuDNN)
@@ -308,8 +399,7 @@ def measure_point(impl: str, backend: str, cfg: AttentionCostConfig, n: int, dev
         if not forced and "No viable backend" not in str(err):
             raise
         guard.free(device)
-        return {**row, "status": "unsupported", "predicted_bytes": predicted,
-                "note": str(err).splitlines()[0][:160]}
+        return {**row, "status": "unsupported", "predicted_bytes": predicted, "note": str(err).splitlines()[0][:160]}
     return {**row, **fields}
 
 
@@ -347,8 +437,9 @@ def run(cfg: AttentionCostConfig, on_progress=None) -> pd.DataFrame:
                 if not math.isfinite(n_max) or n_max * factor > 2**21:
                     continue
                 n = max(2, int(n_max * factor))
-                row = measure_point(impl, b, cfg, n, device, history[(impl, b)], point=f"wall_{side}",
-                                    budget=guard_budget)
+                row = measure_point(
+                    impl, b, cfg, n, device, history[(impl, b)], point=f"wall_{side}", budget=guard_budget
+                )
                 add(row, f"checking the wall: {impl} n={n}")
     return to_frame(rows)
 
@@ -358,6 +449,7 @@ def to_frame(rows: list[dict]) -> pd.DataFrame:
 
 
 # ---- the wall ------------------------------------------------------------------------------------------------
+
 
 def budget_for(cfg: AttentionCostConfig, device: torch.device) -> int:
     return int(cfg.budget_mib * 2**20) if cfg.budget_mib > 0 else guard.budget_bytes(device)
@@ -376,16 +468,43 @@ def wall(df: pd.DataFrame, budget_bytes: float, metric: str = "peak_bytes", poin
         n_max = math.nan
         if math.isfinite(a) and b > 0.2:  # a flat curve (the LSTM's state) has no wall in n
             n_max = (budget_bytes / math.exp(a)) ** (1 / b)
-        out.append({"impl": impl, "requested_backend": req, "backend": g.backend.iloc[-1] if len(g) else "",
-                    "slope": b, "n_max": n_max, "budget_bytes": budget_bytes, "metric": metric,
-                    "fitted_on": f"n={int(g.seq_len.min())}..{int(g.seq_len.max())}" if len(g) else "",
-                    "kind": "extrapolation"})
-    return pd.DataFrame(out, columns=["impl", "requested_backend", "backend", "slope", "n_max", "budget_bytes",
-                                      "metric", "fitted_on", "kind"])
+        out.append(
+            {
+                "impl": impl,
+                "requested_backend": req,
+                "backend": g.backend.iloc[-1] if len(g) else "",
+                "slope": b,
+                "n_max": n_max,
+                "budget_bytes": budget_bytes,
+                "metric": metric,
+                "fitted_on": f"n={int(g.seq_len.min())}..{int(g.seq_len.max())}" if len(g) else "",
+                "kind": "extrapolation",
+            }
+        )
+    return pd.DataFrame(
+        out,
+        columns=[
+            "impl",
+            "requested_backend",
+            "backend",
+            "slope",
+            "n_max",
+            "budget_bytes",
+            "metric",
+            "fitted_on",
+            "kind",
+        ],
+    )
 
 
-def extrapolate(df: pd.DataFrame, shape: ModelShape, dtype: str = "bfloat16", batch_size: int = 1,
-                lengths=WALL_LENGTHS, budget_bytes: float = math.nan) -> pd.DataFrame:
+def extrapolate(
+    df: pd.DataFrame,
+    shape: ModelShape,
+    dtype: str = "bfloat16",
+    batch_size: int = 1,
+    lengths=WALL_LENGTHS,
+    budget_bytes: float = math.nan,
+) -> pd.DataFrame:
     """A whole model at 8K … 1M tokens: attention memory by formula, time extrapolated from this device.
 
     Memory (formula): training keeps, per layer, the probabilities (naive: B·H·n²) or the output and log-sum-exp
@@ -407,24 +526,38 @@ def extrapolate(df: pd.DataFrame, shape: ModelShape, dtype: str = "bfloat16", ba
             anchors[impl] = (float(top.time_ms), int(top.seq_len), scale)
     rows = []
     for n in lengths:
-        memory = {"naive": L * score_bytes(B, H, n, e), "sdpa": L * B * H * n * (d * e + 4),
-                  "kv_cache": kv_cache_bytes(L, shape.n_kv_heads, d, n, B, e)}
+        memory = {
+            "naive": L * score_bytes(B, H, n, e),
+            "sdpa": L * B * H * n * (d * e + 4),
+            "kv_cache": kv_cache_bytes(L, shape.n_kv_heads, d, n, B, e),
+        }
         for what, nbytes in memory.items():
             t_s, time_kind = math.nan, ""
             if what in anchors:
                 t_ms, n0, scale = anchors[what]
                 t_s = t_ms / 1e3 * (n / n0) ** 2 * scale
                 time_kind = f"extrapolation from n={n0} as n²"
-            rows.append({"model": shape.name, "what": what, "seq_len": n, "bytes": nbytes,
-                         "fits_budget": bool(nbytes <= budget_bytes) if math.isfinite(budget_bytes) else math.nan,
-                         "time_s": t_s, "memory_kind": "formula", "time_kind": time_kind})
+            rows.append(
+                {
+                    "model": shape.name,
+                    "what": what,
+                    "seq_len": n,
+                    "bytes": nbytes,
+                    "fits_budget": bool(nbytes <= budget_bytes) if math.isfinite(budget_bytes) else math.nan,
+                    "time_s": t_s,
+                    "memory_kind": "formula",
+                    "time_kind": time_kind,
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def format_seconds(s: float, tr=None) -> str:
     """'250 ms', '1.5 min', '3.5 h', '12 days', '3e+04 years'; unit names from the catalogue when `tr` is given."""
+
     def unit(u):
         return tr(f"attention_cost.unit.{u}") if tr is not None else u
+
     if not math.isfinite(s):
         return "–"
     for u, size in (("years", 365 * 86400), ("days", 86400), ("h", 3600), ("min", 60), ("s", 1)):
@@ -434,6 +567,7 @@ def format_seconds(s: float, tr=None) -> str:
 
 
 # ---- takeaways -----------------------------------------------------------------------------------------------
+
 
 def _fmt_n(n: float) -> str:
     return f"{n:,.0f}" if math.isfinite(n) else "?"
@@ -447,15 +581,26 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     ok = df[(df.status == "ok") & (df.point == "sweep")]
     label = {}
     for (impl, req), g in ok.groupby(["impl", "requested_backend"], sort=False):
-        name = impl if impl != "sdpa" else (f"sdpa (auto → {g.backend.iloc[-1]})" if req == "auto"
-                                            else f"sdpa ({g.backend.iloc[-1]})")
+        name = (
+            impl
+            if impl != "sdpa"
+            else (f"sdpa (auto → {g.backend.iloc[-1]})" if req == "auto" else f"sdpa ({g.backend.iloc[-1]})")
+        )
         label[(impl, req)] = name
         mem = g.peak_bytes if impl == "lstm_state" else g.saved_bytes
         if g.seq_len.nunique() >= 3:
             key = "attention_cost.take.lstm_flat" if impl == "lstm_state" else "attention_cost.take.slopes"
-            out.append(tr(key, impl=name, mem_slope=tail_slope(g.seq_len, mem), time_slope=tail_slope(g.seq_len, g.time_ms),
-                          n_lo=_fmt_n(g.seq_len.min()), n_hi=_fmt_n(g.seq_len.max()),
-                          state=guard.format_bytes(g.state_bytes.max())))
+            out.append(
+                tr(
+                    key,
+                    impl=name,
+                    mem_slope=tail_slope(g.seq_len, mem),
+                    time_slope=tail_slope(g.seq_len, g.time_ms),
+                    n_lo=_fmt_n(g.seq_len.min()),
+                    n_hi=_fmt_n(g.seq_len.max()),
+                    state=guard.format_bytes(g.state_bytes.max()),
+                )
+            )
     noisy = ok.noisy.astype(bool).sum() if "noisy" in ok else 0
     if noisy:
         out.append(tr("attention_cost.take.noisy", k=int(noisy), total=len(ok)))
@@ -465,40 +610,78 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     if common:
         n = common[-1]
         a, b = naive[naive.seq_len == n].iloc[0], fused[fused.seq_len == n].iloc[0]
-        out.append(tr("attention_cost.take.ratio", n=_fmt_n(n), backend=b.backend,
-                      mem_ratio=a.saved_bytes / b.saved_bytes, naive_mem=guard.format_bytes(a.saved_bytes),
-                      sdpa_mem=guard.format_bytes(b.saved_bytes), time_ratio=a.time_ms / b.time_ms,
-                      naive_ms=a.time_ms, sdpa_ms=b.time_ms))
+        out.append(
+            tr(
+                "attention_cost.take.ratio",
+                n=_fmt_n(n),
+                backend=b.backend,
+                mem_ratio=a.saved_bytes / b.saved_bytes,
+                naive_mem=guard.format_bytes(a.saved_bytes),
+                sdpa_mem=guard.format_bytes(b.saved_bytes),
+                time_ratio=a.time_ms / b.time_ms,
+                naive_ms=a.time_ms,
+                sdpa_ms=b.time_ms,
+            )
+        )
     if len(ok):
         budget = float(df.budget_bytes.dropna().iloc[0]) if df.budget_bytes.notna().any() else math.nan
         walls = wall(df, budget)
         for _, w in walls.iterrows():
             if math.isfinite(w.n_max):
-                out.append(tr("attention_cost.take.wall", impl=label.get((w.impl, w.requested_backend), w.impl),
-                              n_max=_fmt_n(w.n_max), budget=guard.format_bytes(budget), slope=w.slope,
-                              fitted_on=w.fitted_on))
+                out.append(
+                    tr(
+                        "attention_cost.take.wall",
+                        impl=label.get((w.impl, w.requested_backend), w.impl),
+                        n_max=_fmt_n(w.n_max),
+                        budget=guard.format_bytes(budget),
+                        slope=w.slope,
+                        fitted_on=w.fitted_on,
+                    )
+                )
     checks = df[(df.point != "sweep") & (df.status == "ok")]
     for _, r in checks.iterrows():
         as_predicted = bool(r.fits_budget) == (r.point == "wall_below")
-        out.append(tr("attention_cost.take.check", impl=r.impl, n=_fmt_n(r.seq_len), peak=guard.format_bytes(r.peak_bytes),
-                      budget=guard.format_bytes(r.budget_bytes),
-                      verdict=tr("attention_cost.take.check." + ("ok" if as_predicted else "miss"))))
+        out.append(
+            tr(
+                "attention_cost.take.check",
+                impl=r.impl,
+                n=_fmt_n(r.seq_len),
+                peak=guard.format_bytes(r.peak_bytes),
+                budget=guard.format_bytes(r.budget_bytes),
+                verdict=tr("attention_cost.take.check." + ("ok" if as_predicted else "miss")),
+            )
+        )
     # one sentence per (kind of refusal, implementation), over the lengths it covers
     refused = df[df.status.isin(["skipped", "oom", "unsupported"])].copy()
     if len(refused):
-        refused["key"] = refused.status.where(~((refused.status == "skipped")
-                                                & refused.note.astype(str).str.startswith("would take")), "skipped_time")
+        refused["key"] = refused.status.where(
+            ~((refused.status == "skipped") & refused.note.astype(str).str.startswith("would take")), "skipped_time"
+        )
         refused["name"] = [f"sdpa ({b})" if i == "sdpa" else i for i, b in zip(refused.impl, refused.requested_backend)]
         for (key, name), g in refused.groupby(["key", "name"], sort=False):
             g = g.sort_values("seq_len")
             n = _fmt_n(g.seq_len.iloc[0]) + (f" … {_fmt_n(g.seq_len.iloc[-1])}" if len(g) > 1 else "")
             need = guard.format_bytes(g.predicted_bytes.iloc[0]) + (
-                f" … {guard.format_bytes(g.predicted_bytes.iloc[-1])}" if len(g) > 1 else "")
-            out.append(tr(f"attention_cost.take.{key}", impl=name, backend=g.requested_backend.iloc[0], n=n,
-                          need=need, note=g.note.iloc[0]))
+                f" … {guard.format_bytes(g.predicted_bytes.iloc[-1])}" if len(g) > 1 else ""
+            )
+            out.append(
+                tr(
+                    f"attention_cost.take.{key}",
+                    impl=name,
+                    backend=g.requested_backend.iloc[0],
+                    n=n,
+                    need=need,
+                    note=g.note.iloc[0],
+                )
+            )
     return out
 
 
-EXPERIMENT = Experiment("attention_cost", AttentionCostConfig, run, PRESETS,
-                        "memory and time of one attention layer vs n: naive O(n²) vs fused SDPA vs linear vs an "
-                        "LSTM's state", takeaways)
+EXPERIMENT = Experiment(
+    "attention_cost",
+    AttentionCostConfig,
+    run,
+    PRESETS,
+    "memory and time of one attention layer vs n: naive O(n²) vs fused SDPA vs linear vs an LSTM's state",
+    takeaways,
+)

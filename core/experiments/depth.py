@@ -7,6 +7,7 @@ Two measurements on one small next-token task (a noisy permutation chain, see `m
   each variant, depth, warm-up setting and seed (Xiong et al. 2020, Liu et al. 2020: Post-LN needs learning-rate
   warm-up, Pre-LN trains without it). A NaN/inf loss or gradient ends that run with status='diverged'.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,9 +33,29 @@ TRANSFORMERS = {  # name -> (norm, residual) for core.models.TransformerLM
     "no_residual": ("pre", False),  # ablation: Pre-LN blocks with the skip connection removed
     "no_norm": ("none", True),  # ablation: residual connections, no LayerNorm at all
 }
-COLUMNS = ("model", "n_layers", "layer", "step", "phase", "grad_norm", "loss", "lr", "lr_now", "warmup_steps",
-           "clip", "clipped", "seed", "d_model", "vocab_size", "noise", "seq_len", "batch_size", "status", "note",
-           "predicted_bytes")
+COLUMNS = (
+    "model",
+    "n_layers",
+    "layer",
+    "step",
+    "phase",
+    "grad_norm",
+    "loss",
+    "lr",
+    "lr_now",
+    "warmup_steps",
+    "clip",
+    "clipped",
+    "seed",
+    "d_model",
+    "vocab_size",
+    "noise",
+    "seq_len",
+    "batch_size",
+    "status",
+    "note",
+    "predicted_bytes",
+)
 LEARNED_FRACTION = 0.5  # a run "trained" if its final loss closed at least this share of the learnable gap
 FINAL_FRACTION = 0.2  # the final loss is the mean over the last 20% of logged steps
 CHUNK_STEPS = 10  # report progress at least every this many training steps …
@@ -45,8 +66,9 @@ CHUNK_SECONDS = 0.3  # … or this often, whichever comes first, so a page can S
 class DepthConfig:
     models: tuple[str, ...] = spec(DEFAULT_MODELS, choices=MODELS, help="which variants to compare")
     depths: tuple[int, ...] = spec((2, 8), lo=1, hi=64, help="stack depths to train")
-    init_depths: tuple[int, ...] = spec((1, 2, 4, 8, 16), lo=1, hi=64,
-                                        help="extra depths measured at initialisation only (one batch, cheap)")
+    init_depths: tuple[int, ...] = spec(
+        (1, 2, 4, 8, 16), lo=1, hi=64, help="extra depths measured at initialisation only (one batch, cheap)"
+    )
     d_model: int = spec(32, lo=8, hi=1024, help="width of every layer")
     vocab_size: int = spec(16, lo=4, hi=1024, help="tokens in the chain task")
     noise: float = spec(0.2, lo=0.0, hi=0.9, help="chance that the next token is random instead of perm[token]")
@@ -59,8 +81,13 @@ class DepthConfig:
     seed: int = spec(0, lo=0, hi=2**31 - 1, help="first seed")
     seeds: int = spec(1, lo=1, hi=20, help="runs per setting, seeds seed, seed+1, …")
     log_every: int = spec(2, lo=1, hi=1000, help="record losses and per-layer gradient norms every this many steps")
-    layer_seeds: int = spec(1, lo=1, hi=20, help="record per-layer gradient norms in training for the first this "
-                            "many seeds (every seed records loss and global gradient norm)")
+    layer_seeds: int = spec(
+        1,
+        lo=1,
+        hi=20,
+        help="record per-layer gradient norms in training for the first this "
+        "many seeds (every seed records loss and global gradient norm)",
+    )
     device: str = spec("auto", choices=DEVICES, help="auto = CUDA, then MPS, then CPU")
 
     def check(self):
@@ -75,8 +102,14 @@ class DepthConfig:
 PRESETS = {
     "quick": {},  # the defaults: 20 runs of 60 steps, depths 2 and 8
     # ~7 min on one CPU thread; per-layer rows for one seed keep the CSV near 2.5 MB (~14k rows)
-    "full": {"depths": (2, 8, 16, 32), "init_depths": (1, 2, 4, 8, 16, 32, 64), "steps": 150, "warmup_steps": (0, 30),
-             "seeds": 3, "log_every": 10},
+    "full": {
+        "depths": (2, 8, 16, 32),
+        "init_depths": (1, 2, 4, 8, 16, 32, 64),
+        "steps": 150,
+        "warmup_steps": (0, 30),
+        "seeds": 3,
+        "log_every": 10,
+    },
 }
 
 
@@ -203,7 +236,9 @@ def measure_init(name: str, cfg: DepthConfig, n_layers: int, seed: int, device: 
     loss = F.cross_entropy(model(tokens.to(device)).flatten(0, 1), targets.to(device).flatten())
     loss.backward()
     rows = [{"layer": i + 1, "grad_norm": n} for i, n in enumerate(layer_grad_norms(layer_modules(model)))]
-    rows.append({"layer": math.nan, "grad_norm": total_grad_norm(list(model.parameters())), "loss": float(loss.detach())})
+    rows.append(
+        {"layer": math.nan, "grad_norm": total_grad_norm(list(model.parameters())), "loss": float(loss.detach())}
+    )
     return rows
 
 
@@ -211,8 +246,16 @@ def _is_bad(x: float) -> bool:
     return not math.isfinite(x)
 
 
-def train(name: str, cfg: DepthConfig, n_layers: int, warmup: int, seed: int, device: torch.device,
-          report=None, per_layer: bool = True) -> list[dict]:
+def train(
+    name: str,
+    cfg: DepthConfig,
+    n_layers: int,
+    warmup: int,
+    seed: int,
+    device: torch.device,
+    report=None,
+    per_layer: bool = True,
+) -> list[dict]:
     """One training run; rows for logged steps (whole-model row with layer NaN, then one per layer if `per_layer`).
 
     `report(rows, steps_done)` is called every few steps with the new rows. A non-finite loss or gradient ends
@@ -241,8 +284,17 @@ def train(name: str, cfg: DepthConfig, n_layers: int, warmup: int, seed: int, de
         base = {"step": step, "lr_now": lr_now}
         if _is_bad(loss) or _is_bad(gnorm):
             what = "loss" if _is_bad(loss) else "gradient norm"
-            pending.append({**base, "layer": math.nan, "loss": loss, "grad_norm": gnorm, "clipped": False,
-                            "status": "diverged", "note": f"{what} became {loss if _is_bad(loss) else gnorm}"})
+            pending.append(
+                {
+                    **base,
+                    "layer": math.nan,
+                    "loss": loss,
+                    "grad_norm": gnorm,
+                    "clipped": False,
+                    "status": "diverged",
+                    "note": f"{what} became {loss if _is_bad(loss) else gnorm}",
+                }
+            )
             break
         clipped = cfg.clip > 0 and gnorm > cfg.clip
         if step % cfg.log_every == 0 or step == 1 or step == cfg.steps:
@@ -272,8 +324,13 @@ def _train_rows(*args) -> dict:
 
 
 def _task_fields(cfg: DepthConfig) -> dict:
-    return {"d_model": cfg.d_model, "vocab_size": cfg.vocab_size, "noise": cfg.noise, "seq_len": cfg.seq_len,
-            "batch_size": cfg.batch_size}
+    return {
+        "d_model": cfg.d_model,
+        "vocab_size": cfg.vocab_size,
+        "noise": cfg.noise,
+        "seq_len": cfg.seq_len,
+        "batch_size": cfg.batch_size,
+    }
 
 
 # These layers are tiny: per-op overhead dominates and extra intra-op threads do not help (core.device.torch_threads).
@@ -291,8 +348,7 @@ def run(cfg: DepthConfig, on_progress=None) -> pd.DataFrame:
 def _run(cfg: DepthConfig, device: torch.device, on_progress) -> pd.DataFrame:
     env = environment(device)
     seeds = range(cfg.seed, cfg.seed + cfg.seeds)
-    init_points = [(L, m, s) for L in sorted(set(cfg.init_depths) | set(cfg.depths)) for m in cfg.models
-                   for s in seeds]
+    init_points = [(L, m, s) for L in sorted(set(cfg.init_depths) | set(cfg.depths)) for m in cfg.models for s in seeds]
     runs = [(L, w, m, s) for L in sorted(cfg.depths) for w in cfg.warmup_steps for m in cfg.models for s in seeds]
     total = len(init_points) + len(runs) * cfg.steps
     rows, done = [], 0
@@ -305,29 +361,56 @@ def _run(cfg: DepthConfig, device: torch.device, on_progress) -> pd.DataFrame:
             on_progress(Progress(done, total, message, tuple(new)))
 
     for L, name, seed in init_points:
-        common = {"model": name, "n_layers": L, "step": 0, "phase": "init", "seed": seed, "lr": math.nan,
-                  "warmup_steps": math.nan, "clip": math.nan, **_task_fields(cfg), **env}
-        fields = guard.guarded(functools.partial(_init_rows, name, cfg, L, seed, device),
-                               predicted_bytes(name, cfg, L), device)
+        common = {
+            "model": name,
+            "n_layers": L,
+            "step": 0,
+            "phase": "init",
+            "seed": seed,
+            "lr": math.nan,
+            "warmup_steps": math.nan,
+            "clip": math.nan,
+            **_task_fields(cfg),
+            **env,
+        }
+        fields = guard.guarded(
+            functools.partial(_init_rows, name, cfg, L, seed, device), predicted_bytes(name, cfg, L), device
+        )
         measured = fields.pop("rows", None) or [{"layer": math.nan, "grad_norm": math.nan, "loss": math.nan}]
         emit([{**common, "note": "", **fields, **r} for r in measured], 1, f"init {name} L={L} seed={seed}")
 
     for L, warmup, name, seed in runs:
-        common = {"model": name, "n_layers": L, "phase": "train", "seed": seed, "lr": cfg.lr, "warmup_steps": warmup,
-                  "clip": cfg.clip, **_task_fields(cfg), **env}
+        common = {
+            "model": name,
+            "n_layers": L,
+            "phase": "train",
+            "seed": seed,
+            "lr": cfg.lr,
+            "warmup_steps": warmup,
+            "clip": cfg.clip,
+            **_task_fields(cfg),
+            **env,
+        }
         message = f"train {name} L={L} warm-up={warmup} seed={seed}"
         predicted = predicted_bytes(name, cfg, L)
 
         def report(new, advance, common=common, message=message, predicted=predicted):
-            emit([{"status": "ok", "note": "", "predicted_bytes": predicted, **common, **r} for r in new], advance,
-                 message)
+            emit(
+                [{"status": "ok", "note": "", "predicted_bytes": predicted, **common, **r} for r in new],
+                advance,
+                message,
+            )
 
         per_layer = seed < cfg.seed + cfg.layer_seeds
-        fields = guard.guarded(functools.partial(_train_rows, name, cfg, L, warmup, seed, device, report, per_layer),
-                               predicted, device)
+        fields = guard.guarded(
+            functools.partial(_train_rows, name, cfg, L, warmup, seed, device, report, per_layer), predicted, device
+        )
         if fields["status"] != "ok":  # refused or out of memory: one row with the predicted size, no metrics
-            emit([{**common, "step": math.nan, "layer": math.nan, "grad_norm": math.nan, "loss": math.nan,
-                   **fields}], cfg.steps, message)
+            emit(
+                [{**common, "step": math.nan, "layer": math.nan, "grad_norm": math.nan, "loss": math.nan, **fields}],
+                cfg.steps,
+                message,
+            )
     return to_frame(rows)
 
 
@@ -368,8 +451,17 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     'stalled' (did not, including runs that learned and then collapsed), 'diverged' (NaN/inf), or the guard's
     'skipped'/'oom'.
     """
-    cols = [*RUN_KEYS, *_source_keys(df), "status", "final_loss", "gap_closed", "outcome", "diverged_step",
-            "clipped_share", "logged_steps"]
+    cols = [
+        *RUN_KEYS,
+        *_source_keys(df),
+        "status",
+        "final_loss",
+        "gap_closed",
+        "outcome",
+        "diverged_step",
+        "clipped_share",
+        "logged_steps",
+    ]
     if df is None or not len(df) or "phase" not in df:
         return pd.DataFrame(columns=cols)
     df = to_frame(df)
@@ -389,10 +481,18 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
         else:
             outcome = status
         clipped = ok["clipped"].astype(bool) if len(ok) else pd.Series(dtype=bool)
-        out.append({**dict(zip([*RUN_KEYS, *_source_keys(df)], key)), "status": status, "final_loss": final,
-                    "gap_closed": gap, "outcome": outcome,
-                    "diverged_step": float(bad["step"].min()) if status == "diverged" else math.nan,
-                    "clipped_share": float(clipped.mean()) if len(clipped) else math.nan, "logged_steps": len(ok)})
+        out.append(
+            {
+                **dict(zip([*RUN_KEYS, *_source_keys(df)], key)),
+                "status": status,
+                "final_loss": final,
+                "gap_closed": gap,
+                "outcome": outcome,
+                "diverged_step": float(bad["step"].min()) if status == "diverged" else math.nan,
+                "clipped_share": float(clipped.mean()) if len(clipped) else math.nan,
+                "logged_steps": len(ok),
+            }
+        )
     return pd.DataFrame(out, columns=cols)
 
 
@@ -439,27 +539,61 @@ def _init_takeaways(df: pd.DataFrame, tr) -> list[str]:
             dd = int(usable.index[-1]) if len(usable) >= 2 else d1
             factor = (g.iloc[0] / g[dd]) ** (1 / (dd - d0)) if g[dd] > 0 and dd > d0 else math.inf
             key = "depth.take.lstm_init" if factor >= 1.5 else "depth.take.lstm_init_flat"
-            out.append(tr(key, d0=d0, d1=d1, g0=_num(g.iloc[0]), g1=_num(g.iloc[-1]), factor=_num(factor),
-                          top=_num(last.get(("lstm", d1), math.nan))))
+            out.append(
+                tr(
+                    key,
+                    d0=d0,
+                    d1=d1,
+                    g0=_num(g.iloc[0]),
+                    g1=_num(g.iloc[-1]),
+                    factor=_num(factor),
+                    top=_num(last.get(("lstm", d1), math.nan)),
+                )
+            )
             if ("lstm_residual", d1) in first.index:
-                out.append(tr("depth.take.res_init", d1=d1, g=_num(first[("lstm_residual", d1)]),
-                              top=_num(last.get(("lstm_residual", d1), math.nan))))
+                out.append(
+                    tr(
+                        "depth.take.res_init",
+                        d1=d1,
+                        g=_num(first[("lstm_residual", d1)]),
+                        top=_num(last.get(("lstm_residual", d1), math.nan)),
+                    )
+                )
     if "no_residual" in first.index.get_level_values(0):
         g = first["no_residual"].sort_index()
         if len(g) >= 2 and ("pre_ln", int(g.index[-1])) in first.index:
             d0, d1 = int(g.index[0]), int(g.index[-1])
-            out.append(tr("depth.take.nores_init", d0=d0, d1=d1, g0=_num(g.iloc[0]), g1=_num(g.iloc[-1]),
-                          pre=_num(first[("pre_ln", d1)])))
-    both = [L for L in sorted(set(first.index.get_level_values(1))) if L >= 4
-            and all((m, L) in first.index and (m, L) in last.index for m in ("post_ln", "pre_ln"))]
+            out.append(
+                tr(
+                    "depth.take.nores_init",
+                    d0=d0,
+                    d1=d1,
+                    g0=_num(g.iloc[0]),
+                    g1=_num(g.iloc[-1]),
+                    pre=_num(first[("pre_ln", d1)]),
+                )
+            )
+    both = [
+        L
+        for L in sorted(set(first.index.get_level_values(1)))
+        if L >= 4 and all((m, L) in first.index and (m, L) in last.index for m in ("post_ln", "pre_ln"))
+    ]
     if both:
         L = both[-1]
         r_post, r_pre = last[("post_ln", L)] / first[("post_ln", L)], last[("pre_ln", L)] / first[("pre_ln", L)]
         matches = (_shape(r_post) == "up") + (_shape(r_pre) == "flat")
         verdict = ("depth.verdict.match", "depth.verdict.partial", "depth.verdict.nomatch")[2 - matches]
-        out.append(tr("depth.take.xiong", L=L, r_post=_num(r_post), r_pre=_num(r_pre),
-                      shape_post=tr(f"depth.shape.{_shape(r_post)}"), shape_pre=tr(f"depth.shape.{_shape(r_pre)}"),
-                      verdict=tr(verdict)))
+        out.append(
+            tr(
+                "depth.take.xiong",
+                L=L,
+                r_post=_num(r_post),
+                r_pre=_num(r_pre),
+                shape_post=tr(f"depth.shape.{_shape(r_post)}"),
+                shape_pre=tr(f"depth.shape.{_shape(r_pre)}"),
+                verdict=tr(verdict),
+            )
+        )
     return out
 
 
@@ -470,8 +604,9 @@ def _rate(s: pd.DataFrame) -> float:
 
 def _per_depth(s: pd.DataFrame, tr) -> str:
     """'1/3 at 2 layers, 3/3 at 8 layers' — failed of run, per depth (all rows of `s` pooled per depth)."""
-    return tr("depth.take.sep").join(tr("depth.take.item", f=f, n=n, L=int(L)) for L, g in s.groupby("n_layers")
-                                     for f, n in [_failed(g)])
+    return tr("depth.take.sep").join(
+        tr("depth.take.item", f=f, n=n, L=int(L)) for L, g in s.groupby("n_layers") for f, n in [_failed(g)]
+    )
 
 
 def _layers(depths, tr) -> str:
@@ -496,10 +631,23 @@ def _warmup_takeaways(ran: pd.DataFrame, tr) -> list[str]:
         warm = warm[warm["warmup_steps"] == w]
         rescued = [L for L in depths if _rate(warm[warm["n_layers"] == L]) < _rate(post0[post0["n_layers"] == L])]
         still = [L for L in depths if _failed(warm[warm["n_layers"] == L])[0] > 0]
-        key = ("depth.take.warmup_no_help" if not rescued else "depth.take.warmup_partly" if still
-               else "depth.take.warmup_helped")
-        out.append(tr(key, w=w, warm=_per_depth(warm, tr), cold=_per_depth(post0, tr), rescued=_layers(rescued, tr),
-                      still=_layers(still, tr)))
+        key = (
+            "depth.take.warmup_no_help"
+            if not rescued
+            else "depth.take.warmup_partly"
+            if still
+            else "depth.take.warmup_helped"
+        )
+        out.append(
+            tr(
+                key,
+                w=w,
+                warm=_per_depth(warm, tr),
+                cold=_per_depth(post0, tr),
+                rescued=_layers(rescued, tr),
+                still=_layers(still, tr),
+            )
+        )
     return out
 
 
@@ -517,24 +665,41 @@ def _train_takeaways(df: pd.DataFrame, tr) -> list[str]:
         out.append(tr(key, nores=_per_depth(nores, tr), pre=_per_depth(pre, tr), d=D))
     plain, res = ran[ran["model"] == "lstm"], ran[ran["model"] == "lstm_residual"]
     if len(plain[plain["n_layers"] == D]) and len(res[res["n_layers"] == D]):
+
         def gap(s):
-            return tr("depth.take.sep").join(tr("depth.take.gap_item", p=f"{100 * g['gap_closed'].mean() + 0:.0f}".replace("-0", "0"), L=int(L))
-                                             for L, g in s.groupby("n_layers"))
+            return tr("depth.take.sep").join(
+                tr("depth.take.gap_item", p=f"{100 * g['gap_closed'].mean() + 0:.0f}".replace("-0", "0"), L=int(L))
+                for L, g in s.groupby("n_layers")
+            )
+
         p, q = (100 * s[s["n_layers"] == D]["gap_closed"].mean() for s in (plain, res))
         key = "depth.take.lstm_train_shown" if p < q - 10 else "depth.take.lstm_train_not_shown"
         out.append(tr(key, plain=gap(plain), res=gap(res), d=D, fp=_per_depth(plain, tr), fq=_per_depth(res, tr)))
     div = summ[summ["outcome"] == "diverged"]
     if len(div):
-        runs = tr("depth.take.sep").join(tr("depth.take.diverged_item", model=tr(f"depth.model.{r.model}"),
-                                            L=int(r.n_layers), seed=int(r.seed), step=int(r.diverged_step))
-                                         for r in div.itertuples())
+        runs = tr("depth.take.sep").join(
+            tr(
+                "depth.take.diverged_item",
+                model=tr(f"depth.model.{r.model}"),
+                L=int(r.n_layers),
+                seed=int(r.seed),
+                step=int(r.diverged_step),
+            )
+            for r in div.itertuples()
+        )
         out.append(tr("depth.take.diverged", n=len(div), total=len(ran), runs=runs))
     clip = ran[ran["clip"] > 0]
     if len(clip):
         share = clip.groupby("model")["clipped_share"].mean()
-        out.append(tr("depth.take.clipping", clip=_num(float(clip["clip"].iloc[0])),
-                      pct=f"{100 * clip['clipped_share'].mean():.0f}", model=tr(f"depth.model.{share.idxmax()}"),
-                      pm=f"{100 * share.max():.0f}"))
+        out.append(
+            tr(
+                "depth.take.clipping",
+                clip=_num(float(clip["clip"].iloc[0])),
+                pct=f"{100 * clip['clipped_share'].mean():.0f}",
+                model=tr(f"depth.model.{share.idxmax()}"),
+                pm=f"{100 * share.max():.0f}",
+            )
+        )
     return out
 
 
@@ -546,6 +711,12 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     return _init_takeaways(df, tr) + _train_takeaways(df, tr)
 
 
-EXPERIMENT = Experiment("depth", DepthConfig, run, PRESETS,
-                        "per-layer gradients at init and training stability vs depth: LSTM stacks (with/without "
-                        "residuals) vs Post-LN, Pre-LN and ablated Transformers", takeaways)
+EXPERIMENT = Experiment(
+    "depth",
+    DepthConfig,
+    run,
+    PRESETS,
+    "per-layer gradients at init and training stability vs depth: LSTM stacks (with/without "
+    "residuals) vs Post-LN, Pre-LN and ablated Transformers",
+    takeaways,
+)

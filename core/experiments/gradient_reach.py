@@ -7,6 +7,7 @@ position is one step away (path length O(1), Vaswani et al. 2017, Table 1), so t
 The exact Jacobian comes from one backward pass: the input is repeated d times in a batch and row b of the
 batch back-propagates only output component b.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,8 +26,22 @@ from core.results import tidy
 
 MODELS = ("rnn", "lstm", "gru", "attention")
 REACH_FACTOR = 1000.0  # "reach": the first distance where the norm is this many times below its k=1 value
-COLUMNS = ("model", "seq_len", "d_model", "distance", "grad_norm", "relative", "reach", "params", "rnn_radius",
-           "forget_bias", "compute_ms", "status", "note", "seed")
+COLUMNS = (
+    "model",
+    "seq_len",
+    "d_model",
+    "distance",
+    "grad_norm",
+    "relative",
+    "reach",
+    "params",
+    "rnn_radius",
+    "forget_bias",
+    "compute_ms",
+    "status",
+    "note",
+    "seed",
+)
 JACOBIAN_CHUNK = 64  # Jacobian rows per backward pass, so memory stays bounded at large width
 
 
@@ -35,10 +50,12 @@ class GradientReachConfig:
     models: tuple[str, ...] = spec(MODELS, choices=MODELS, help="which layers to compare")
     seq_len: int = spec(200, lo=2, hi=4096, help="T: length of the input sequence")
     d_model: int = spec(128, lo=4, hi=512, help="width of every layer (input and hidden size)")
-    rnn_radius: float = spec(0.0, lo=0.0, hi=4.0,
-                             help="tanh RNN: rescale the recurrent matrix to this spectral radius; 0 = PyTorch's init")
-    forget_bias: float = spec(0.0, lo=-10.0, hi=10.0,
-                              help="LSTM forget-gate bias (PyTorch's init is about 0; Jozefowicz et al. 2015 use 1)")
+    rnn_radius: float = spec(
+        0.0, lo=0.0, hi=4.0, help="tanh RNN: rescale the recurrent matrix to this spectral radius; 0 = PyTorch's init"
+    )
+    forget_bias: float = spec(
+        0.0, lo=-10.0, hi=10.0, help="LSTM forget-gate bias (PyTorch's init is about 0; Jozefowicz et al. 2015 use 1)"
+    )
     device: str = spec("auto", choices=DEVICES, help="auto = CUDA, then MPS, then CPU")
     seed: int = spec(0, lo=0, hi=2**31 - 1)
 
@@ -79,13 +96,14 @@ def build_layer(name: str, cfg: GradientReachConfig) -> nn.Module:
         if name == "rnn" and cfg.rnn_radius > 0:
             rnn.weight_hh_l0.mul_(cfg.rnn_radius / spectral_radius(rnn.weight_hh_l0))
         if name == "lstm":  # gate order i, f, g, o: the forget gate's bias is the second quarter
-            rnn.bias_ih_l0[d:2 * d] = cfg.forget_bias
-            rnn.bias_hh_l0[d:2 * d] = 0.0
+            rnn.bias_ih_l0[d : 2 * d] = cfg.forget_bias
+            rnn.bias_hh_l0[d : 2 * d] = 0.0
     return _LastOutput(rnn)
 
 
-def jacobian_norms(layer: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
-                   chunk: int = JACOBIAN_CHUNK) -> torch.Tensor:
+def jacobian_norms(
+    layer: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, chunk: int = JACOBIAN_CHUNK
+) -> torch.Tensor:
     """‖∂y_T/∂x_{T−k}‖_F for k = 0..T−1, exactly; `x` is one sequence (T, d_in), `layer` maps (B, T, d) → (B, T, d_out).
 
     Batch row b carries a copy of x and back-propagates only output component b of the last position, so the
@@ -132,13 +150,26 @@ def run(cfg: GradientReachConfig, on_progress=None) -> pd.DataFrame:
         radius = spectral_radius(layer.rnn.weight_hh_l0) if name == "rnn" else math.nan
         underflow = int((norms == 0).sum())
         note = f"{underflow} distances below float32's smallest number (exactly 0)" if underflow else ""
-        new = [{"model": name, "seq_len": cfg.seq_len, "d_model": cfg.d_model, "distance": k,
-                "grad_norm": float(v) if finite else math.nan, "relative": float(v / norms[1]) if finite and
-                cfg.seq_len > 1 and norms[1] > 0 else math.nan, "reach": k_reach, "params": n_params(layer),
-                "rnn_radius": radius, "forget_bias": cfg.forget_bias if name == "lstm" else math.nan,
-                "compute_ms": ms, "status": "ok" if finite else "diverged",
-                "note": note if finite else "gradient overflowed to inf/NaN", "seed": cfg.seed, **env}
-               for k, v in enumerate(norms)]
+        new = [
+            {
+                "model": name,
+                "seq_len": cfg.seq_len,
+                "d_model": cfg.d_model,
+                "distance": k,
+                "grad_norm": float(v) if finite else math.nan,
+                "relative": float(v / norms[1]) if finite and cfg.seq_len > 1 and norms[1] > 0 else math.nan,
+                "reach": k_reach,
+                "params": n_params(layer),
+                "rnn_radius": radius,
+                "forget_bias": cfg.forget_bias if name == "lstm" else math.nan,
+                "compute_ms": ms,
+                "status": "ok" if finite else "diverged",
+                "note": note if finite else "gradient overflowed to inf/NaN",
+                "seed": cfg.seed,
+                **env,
+            }
+            for k, v in enumerate(norms)
+        ]
         rows.extend(new)
         if on_progress is not None:
             on_progress(Progress(i + 1, len(cfg.models), f"{name} T={cfg.seq_len}", tuple(new)))
@@ -188,8 +219,10 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         if not math.isnan(r):
             kinds[model] = "decay"
             zeros = int((back == 0).sum())
-            out.append(tr("long_range.reach.take.decay", reach=int(r), factor=f"{REACH_FACTOR:,.0f}", **values)
-                       + (" " + tr("long_range.reach.take.underflow", n=zeros) if zeros else ""))
+            out.append(
+                tr("long_range.reach.take.decay", reach=int(r), factor=f"{REACH_FACTOR:,.0f}", **values)
+                + (" " + tr("long_range.reach.take.underflow", n=zeros) if zeros else "")
+            )
         elif back.min() > 0 and back.max() / back.min() < 100:
             kinds[model] = "flat"
             out.append(tr("long_range.reach.take.flat", lo=f"{back.min():.2g}", hi=f"{back.max():.2g}", **values))
@@ -199,11 +232,22 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     decaying = [m for m, k in kinds.items() if k == "decay"]
     if kinds.get("attention") == "flat" and decaying:
         reaches = df.drop_duplicates("model").set_index("model")["reach"]
-        out.append(tr("long_range.reach.take.contrast", models=", ".join(tr(f"long_range.model.{m}") for m in decaying),
-                      reach=int(max(reaches[m] for m in decaying)), T=T - 1))
+        out.append(
+            tr(
+                "long_range.reach.take.contrast",
+                models=", ".join(tr(f"long_range.model.{m}") for m in decaying),
+                reach=int(max(reaches[m] for m in decaying)),
+                T=T - 1,
+            )
+        )
     return out
 
 
-EXPERIMENT = Experiment("gradient_reach", GradientReachConfig, run, PRESETS,
-                        "‖∂y_T/∂x_(T−k)‖ at initialisation for every distance k: RNN/LSTM/GRU vs an attention block",
-                        takeaways)
+EXPERIMENT = Experiment(
+    "gradient_reach",
+    GradientReachConfig,
+    run,
+    PRESETS,
+    "‖∂y_T/∂x_(T−k)‖ at initialisation for every distance k: RNN/LSTM/GRU vs an attention block",
+    takeaways,
+)

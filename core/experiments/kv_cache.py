@@ -9,6 +9,7 @@ Rows of three kinds: `formula` (real open models' configs, `core.kv_cache_bytes`
 with n_kv_heads ∈ {H, H/4, 1} generating tokens with a real cache, whose tensors are counted byte by byte) and the
 `measured` state of an LSTM of the same width on the same tokens.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,17 +30,38 @@ from core.results import tidy
 
 SCHEMES = ("mha", "gqa", "mqa")
 DTYPES = ("float32", "bfloat16", "float16")
-COLUMNS = ("model", "scheme", "kind", "n_layers", "n_heads", "n_kv_heads", "head_dim", "seq_len", "batch_size",
-           "bytes_per_elem", "cache_bytes", "measured_bytes", "ms_per_token", "device", "status", "note", "seed")
+COLUMNS = (
+    "model",
+    "scheme",
+    "kind",
+    "n_layers",
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "seq_len",
+    "batch_size",
+    "bytes_per_elem",
+    "cache_bytes",
+    "measured_bytes",
+    "ms_per_token",
+    "device",
+    "status",
+    "note",
+    "seed",
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class KVCacheConfig:
     schemes: tuple[str, ...] = spec(SCHEMES, choices=SCHEMES, help="mha: H KV heads, gqa: H/4, mqa: 1")
-    models: tuple[str, ...] = spec(("Llama-2-7B", "Llama-2-70B", "Llama-3-8B", "Falcon-7B"),
-                                   choices=tuple(MODEL_PRESETS), help="real model configs for the formula rows")
-    contexts: tuple[int, ...] = spec((1024, 4096, 32768, 131072, 1048576), lo=1, hi=2**24,
-                                     help="context lengths for the formula rows")
+    models: tuple[str, ...] = spec(
+        ("Llama-2-7B", "Llama-2-70B", "Llama-3-8B", "Falcon-7B"),
+        choices=tuple(MODEL_PRESETS),
+        help="real model configs for the formula rows",
+    )
+    contexts: tuple[int, ...] = spec(
+        (1024, 4096, 32768, 131072, 1048576), lo=1, hi=2**24, help="context lengths for the formula rows"
+    )
     model_dtype: str = spec("bfloat16", choices=tuple(DTYPE_BYTES), help="cache precision of the real models")
     n_layers: int = spec(2, lo=1, hi=16, help="tiny decoder: layers")
     n_heads: int = spec(8, lo=1, hi=64, help="tiny decoder: query heads")
@@ -61,8 +83,12 @@ class KVCacheConfig:
 
 PRESETS = {
     "quick": {"gen_tokens": 128, "record_every": 16},
-    "full": {"gen_tokens": 2048, "record_every": 128, "models": tuple(MODEL_PRESETS),
-             "contexts": (1024, 2048, 4096, 8192, 32768, 131072, 524288, 1048576)},
+    "full": {
+        "gen_tokens": 2048,
+        "record_every": 128,
+        "models": tuple(MODEL_PRESETS),
+        "contexts": (1024, 2048, 4096, 8192, 32768, 131072, 524288, 1048576),
+    },
 }
 
 
@@ -89,15 +115,26 @@ def calculator_frame(shape: ModelShape, bytes_per_elem: float, batch_size: int, 
     for n_kv in variants:
         scheme = "mha" if n_kv == shape.n_heads else "mqa" if n_kv == 1 else "gqa"
         for n in contexts:
-            rows.append({"model": shape.name, "scheme": scheme, "kind": "formula", "n_layers": shape.n_layers,
-                         "n_heads": shape.n_heads, "n_kv_heads": n_kv, "head_dim": shape.head_dim, "seq_len": n,
-                         "batch_size": batch_size, "bytes_per_elem": bytes_per_elem,
-                         "cache_bytes": kv_cache_bytes(shape.n_layers, n_kv, shape.head_dim, n, batch_size,
-                                                       bytes_per_elem)})
+            rows.append(
+                {
+                    "model": shape.name,
+                    "scheme": scheme,
+                    "kind": "formula",
+                    "n_layers": shape.n_layers,
+                    "n_heads": shape.n_heads,
+                    "n_kv_heads": n_kv,
+                    "head_dim": shape.head_dim,
+                    "seq_len": n,
+                    "batch_size": batch_size,
+                    "bytes_per_elem": bytes_per_elem,
+                    "cache_bytes": kv_cache_bytes(shape.n_layers, n_kv, shape.head_dim, n, batch_size, bytes_per_elem),
+                }
+            )
     return pd.DataFrame(rows)
 
 
 # ---- a tiny decoder with a real KV cache ---------------------------------------------------------------------
+
 
 class CachedAttention(nn.Module):
     """Causal self-attention with n_kv_heads ≤ n_heads K/V heads (MHA, GQA, MQA) and an explicit KV cache."""
@@ -119,8 +156,9 @@ class CachedAttention(nn.Module):
         if cache is not None and T > 1:
             raise ValueError("seq_len: feed one token at a time once the cache holds tokens")
         # each group of n_heads / n_kv_heads query heads reads the same K/V head
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=cache is None and T > 1,
-                                           enable_gqa=self.n_kv_heads != self.n_heads)
+        y = F.scaled_dot_product_attention(
+            q, k, v, is_causal=cache is None and T > 1, enable_gqa=self.n_kv_heads != self.n_heads
+        )
         return self.proj(y.transpose(1, 2).reshape(B, T, C)), (k, v)
 
 
@@ -134,8 +172,9 @@ class TinyDecoder(nn.Module):
         self.attn = nn.ModuleList(CachedAttention(n_heads, n_kv_heads, head_dim) for _ in range(n_layers))
         self.ln1 = nn.ModuleList(nn.LayerNorm(d) for _ in range(n_layers))
         self.ln2 = nn.ModuleList(nn.LayerNorm(d) for _ in range(n_layers))
-        self.mlp = nn.ModuleList(nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-                                 for _ in range(n_layers))
+        self.mlp = nn.ModuleList(
+            nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d)) for _ in range(n_layers)
+        )
         self.head = nn.Linear(d, vocab_size)
 
     def forward(self, tokens, cache: list | None = None):
@@ -165,8 +204,11 @@ def _generate(cfg: KVCacheConfig, scheme: str, device: torch.device):
     """Greedy generation with the cache; yields (tokens so far, measured cache bytes, ms per token) every few steps."""
     torch.manual_seed(cfg.seed)
     dtype = getattr(torch, cfg.dtype)
-    model = TinyDecoder(cfg.vocab_size, cfg.n_layers, cfg.n_heads, kv_heads(scheme, cfg.n_heads),
-                        cfg.head_dim).to(device, dtype).eval()
+    model = (
+        TinyDecoder(cfg.vocab_size, cfg.n_layers, cfg.n_heads, kv_heads(scheme, cfg.n_heads), cfg.head_dim)
+        .to(device, dtype)
+        .eval()
+    )
     token = torch.zeros(cfg.batch_size, 1, dtype=torch.long, device=device)
     cache = None
     t0 = time.perf_counter()
@@ -216,11 +258,24 @@ def run(cfg: KVCacheConfig, on_progress=None) -> pd.DataFrame:
         variants = [(m.scheme, m.n_kv_heads)] + ([("mha (if)", m.n_heads)] if m.scheme != "mha" else [])
         for scheme, n_kv in variants:
             for n in cfg.contexts:
-                new.append({"model": name, "scheme": scheme, "kind": "formula", "n_layers": m.n_layers,
-                            "n_heads": m.n_heads, "n_kv_heads": n_kv, "head_dim": m.head_dim, "seq_len": n,
-                            "batch_size": cfg.batch_size, "bytes_per_elem": e_model,
-                            "cache_bytes": kv_cache_bytes(m.n_layers, n_kv, m.head_dim, n, cfg.batch_size, e_model),
-                            "measured_bytes": math.nan, "status": "ok", "note": m.source})
+                new.append(
+                    {
+                        "model": name,
+                        "scheme": scheme,
+                        "kind": "formula",
+                        "n_layers": m.n_layers,
+                        "n_heads": m.n_heads,
+                        "n_kv_heads": n_kv,
+                        "head_dim": m.head_dim,
+                        "seq_len": n,
+                        "batch_size": cfg.batch_size,
+                        "bytes_per_elem": e_model,
+                        "cache_bytes": kv_cache_bytes(m.n_layers, n_kv, m.head_dim, n, cfg.batch_size, e_model),
+                        "measured_bytes": math.nan,
+                        "status": "ok",
+                        "note": m.source,
+                    }
+                )
     new = [{**r, "seed": cfg.seed, **env} for r in new]
     rows += new
     report("formula rows", new)
@@ -228,24 +283,54 @@ def run(cfg: KVCacheConfig, on_progress=None) -> pd.DataFrame:
         n_kv = kv_heads(scheme, cfg.n_heads)
         new = []
         for step, measured, ms in _generate(cfg, scheme, device):
-            new.append({"model": "tiny decoder", "scheme": scheme, "kind": "measured", "n_layers": cfg.n_layers,
-                        "n_heads": cfg.n_heads, "n_kv_heads": n_kv, "head_dim": cfg.head_dim, "seq_len": step,
-                        "batch_size": cfg.batch_size, "bytes_per_elem": e_tiny,
-                        "cache_bytes": kv_cache_bytes(cfg.n_layers, n_kv, cfg.head_dim, step, cfg.batch_size,
-                                                      e_tiny),
-                        "measured_bytes": measured, "ms_per_token": ms, "status": "ok", "note": "",
-                        "seed": cfg.seed, **env, "threads": 1})
+            new.append(
+                {
+                    "model": "tiny decoder",
+                    "scheme": scheme,
+                    "kind": "measured",
+                    "n_layers": cfg.n_layers,
+                    "n_heads": cfg.n_heads,
+                    "n_kv_heads": n_kv,
+                    "head_dim": cfg.head_dim,
+                    "seq_len": step,
+                    "batch_size": cfg.batch_size,
+                    "bytes_per_elem": e_tiny,
+                    "cache_bytes": kv_cache_bytes(cfg.n_layers, n_kv, cfg.head_dim, step, cfg.batch_size, e_tiny),
+                    "measured_bytes": measured,
+                    "ms_per_token": ms,
+                    "status": "ok",
+                    "note": "",
+                    "seed": cfg.seed,
+                    **env,
+                    "threads": 1,
+                }
+            )
         rows += new
         report(f"tiny decoder, {scheme}", new)
     new = []
     d = cfg.n_heads * cfg.head_dim
     for step, measured in _rnn_states(cfg, device):
-        new.append({"model": "tiny LSTM", "scheme": "rnn state", "kind": "measured", "n_layers": cfg.n_layers,
-                    "n_heads": math.nan, "n_kv_heads": math.nan, "head_dim": d, "seq_len": step,
-                    "batch_size": cfg.batch_size, "bytes_per_elem": e_tiny,
-                    "cache_bytes": 2 * cfg.n_layers * cfg.batch_size * d * e_tiny,  # h and c per layer
-                    "measured_bytes": measured, "status": "ok", "note": "", "seed": cfg.seed, **env,
-                    "threads": 1})
+        new.append(
+            {
+                "model": "tiny LSTM",
+                "scheme": "rnn state",
+                "kind": "measured",
+                "n_layers": cfg.n_layers,
+                "n_heads": math.nan,
+                "n_kv_heads": math.nan,
+                "head_dim": d,
+                "seq_len": step,
+                "batch_size": cfg.batch_size,
+                "bytes_per_elem": e_tiny,
+                "cache_bytes": 2 * cfg.n_layers * cfg.batch_size * d * e_tiny,  # h and c per layer
+                "measured_bytes": measured,
+                "status": "ok",
+                "note": "",
+                "seed": cfg.seed,
+                **env,
+                "threads": 1,
+            }
+        )
     rows += new
     report("LSTM state", new)
     return to_frame(rows)
@@ -267,28 +352,61 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         per_token = row.cache_bytes / row.seq_len
         mha = g[g.scheme.str.endswith("(if)") & (g.seq_len == row.seq_len)]
         if len(mha):
-            out.append(tr("attention_cost.kv.take.gqa", model=name, per_token=format_bytes(per_token),
-                          scheme=row.scheme.upper(), n_kv=int(row.n_kv_heads), n_heads=int(row.n_heads),
-                          ratio=mha.cache_bytes.iloc[0] / row.cache_bytes, n=f"{int(row.seq_len):,}",
-                          total=format_bytes(row.cache_bytes)))
+            out.append(
+                tr(
+                    "attention_cost.kv.take.gqa",
+                    model=name,
+                    per_token=format_bytes(per_token),
+                    scheme=row.scheme.upper(),
+                    n_kv=int(row.n_kv_heads),
+                    n_heads=int(row.n_heads),
+                    ratio=mha.cache_bytes.iloc[0] / row.cache_bytes,
+                    n=f"{int(row.seq_len):,}",
+                    total=format_bytes(row.cache_bytes),
+                )
+            )
         else:
-            out.append(tr("attention_cost.kv.take.model", model=name, per_token=format_bytes(per_token),
-                          n=f"{int(row.seq_len):,}", total=format_bytes(row.cache_bytes)))
+            out.append(
+                tr(
+                    "attention_cost.kv.take.model",
+                    model=name,
+                    per_token=format_bytes(per_token),
+                    n=f"{int(row.seq_len):,}",
+                    total=format_bytes(row.cache_bytes),
+                )
+            )
     measured = df[(df.kind == "measured") & (df.model == "tiny decoder")]
     if len(measured):
         exact = bool((measured.measured_bytes == measured.cache_bytes).all())
         last = measured[measured.seq_len == measured.seq_len.max()]
         sizes = ", ".join(f"{r.scheme.upper()} {format_bytes(r.measured_bytes)}" for r in last.itertuples())
-        out.append(tr("attention_cost.kv.take.measured" if exact else "attention_cost.kv.take.mismatch",
-                      n=int(last.seq_len.iloc[0]), sizes=sizes, points=len(measured)))
+        out.append(
+            tr(
+                "attention_cost.kv.take.measured" if exact else "attention_cost.kv.take.mismatch",
+                n=int(last.seq_len.iloc[0]),
+                sizes=sizes,
+                points=len(measured),
+            )
+        )
     rnn = df[df.scheme == "rnn state"]
     if len(rnn):
         flat = rnn.measured_bytes.nunique() == 1
-        out.append(tr("attention_cost.kv.take.rnn" if flat else "attention_cost.kv.take.rnn_grew",
-                      lo=int(rnn.seq_len.min()), hi=int(rnn.seq_len.max()), state=format_bytes(rnn.measured_bytes.max())))
+        out.append(
+            tr(
+                "attention_cost.kv.take.rnn" if flat else "attention_cost.kv.take.rnn_grew",
+                lo=int(rnn.seq_len.min()),
+                hi=int(rnn.seq_len.max()),
+                state=format_bytes(rnn.measured_bytes.max()),
+            )
+        )
     return out
 
 
-EXPERIMENT = Experiment("kv_cache", KVCacheConfig, run, PRESETS,
-                        "KV cache bytes vs context: MHA vs GQA vs MQA (real configs by formula, a tiny decoder "
-                        "measured) vs an RNN's state", takeaways)
+EXPERIMENT = Experiment(
+    "kv_cache",
+    KVCacheConfig,
+    run,
+    PRESETS,
+    "KV cache bytes vs context: MHA vs GQA vs MQA (real configs by formula, a tiny decoder measured) vs an RNN's state",
+    takeaways,
+)

@@ -7,6 +7,7 @@ held-out batch after every chunk of steps, so the curves are live and a page can
 In a recurrent network the fact must survive d state updates (gradient path O(d)); attention reaches it in one
 step (O(1), Vaswani et al. 2017, Table 1).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,16 +26,34 @@ from core.results import tidy
 
 MODELS = ("lstm", "transformer")
 SOLVED = 0.9  # final accuracy at or above this counts as "solved"
-COLUMNS = ("task", "model", "distance", "step", "loss", "accuracy", "chance", "params", "train_s", "seq_len",
-           "d_model", "n_layers", "n_keys", "n_pairs", "status", "note", "seed")
+COLUMNS = (
+    "task",
+    "model",
+    "distance",
+    "step",
+    "loss",
+    "accuracy",
+    "chance",
+    "params",
+    "train_s",
+    "seq_len",
+    "d_model",
+    "n_layers",
+    "n_keys",
+    "n_pairs",
+    "status",
+    "note",
+    "seed",
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class LongRangeConfig:
     tasks: tuple[str, ...] = spec(("recall",), choices=task_lib.TASKS, help="recall = one name; mqar = several pairs")
     models: tuple[str, ...] = spec(MODELS, choices=MODELS, help="which models to train")
-    distances: tuple[int, ...] = spec((4, 16, 60), lo=1, hi=4095,
-                                      help="tokens between the fact and its question; each < seq_len")
+    distances: tuple[int, ...] = spec(
+        (4, 16, 60), lo=1, hi=4095, help="tokens between the fact and its question; each < seq_len"
+    )
     seq_len: int = spec(64, lo=3, hi=4096, help="tokens per sequence (the same at every distance)")
     n_keys: int = spec(8, lo=2, hi=task_lib.MAX_KEYS, help="K names (or keys and values); chance is 1/K")
     n_pairs: int = spec(4, lo=1, hi=task_lib.MAX_KEYS, help="mqar: key-value pairs per sequence")
@@ -46,8 +65,12 @@ class LongRangeConfig:
     forget_bias: float = spec(1.0, lo=-10.0, hi=10.0, help="LSTM forget-gate bias (Jozefowicz et al. 2015: 1)")
     eval_every: int = spec(25, lo=1, hi=100_000, help="steps per chunk: measure accuracy, report, allow Stop")
     eval_size: int = spec(256, lo=8, hi=8192, help="held-out sequences for accuracy")
-    threads: int = spec(1, lo=0, hi=256, help="torch threads while training; 0 = keep the process setting "
-                                               "(tiny models train faster on one)")
+    threads: int = spec(
+        1,
+        lo=0,
+        hi=256,
+        help="torch threads while training; 0 = keep the process setting (tiny models train faster on one)",
+    )
     device: str = spec("auto", choices=DEVICES, help="auto = CUDA, then MPS, then CPU")
     seed: int = spec(0, lo=0, hi=2**31 - 1)
 
@@ -61,8 +84,10 @@ class LongRangeConfig:
             longest = task_lib.mqar_max_distance(self.seq_len, self.n_pairs)
             for d in self.distances:
                 if d > longest:
-                    raise ValueError(f"distances: {d} leaves no room for {self.n_pairs} pairs and their queries "
-                                     f"in seq_len {self.seq_len} (mqar allows at most {longest})")
+                    raise ValueError(
+                        f"distances: {d} leaves no room for {self.n_pairs} pairs and their queries "
+                        f"in seq_len {self.seq_len} (mqar allows at most {longest})"
+                    )
         if self.d_model % n_heads_for(self.d_model):
             raise ValueError(f"d_model: {self.d_model} must be divisible by the number of heads")
 
@@ -70,8 +95,15 @@ class LongRangeConfig:
 PRESETS = {
     "quick": {},
     # about 3-4 min on 2 quiet cores; multi-query recall needs ~600 steps before the Transformer suddenly solves it
-    "full": {"tasks": ("recall", "mqar"), "seq_len": 48, "distances": (2, 12, 36), "steps": 800, "d_model": 64,
-             "eval_every": 50, "eval_size": 512},
+    "full": {
+        "tasks": ("recall", "mqar"),
+        "seq_len": 48,
+        "distances": (2, 12, 36),
+        "steps": 800,
+        "d_model": 64,
+        "eval_every": 50,
+        "eval_size": 512,
+    },
 }
 
 
@@ -90,15 +122,14 @@ def set_forget_bias(lstm: torch.nn.LSTM, value: float) -> None:
     h = lstm.hidden_size
     with torch.no_grad():
         for layer in range(lstm.num_layers):
-            getattr(lstm, f"bias_ih_l{layer}")[h:2 * h] = value
-            getattr(lstm, f"bias_hh_l{layer}")[h:2 * h] = 0.0
+            getattr(lstm, f"bias_ih_l{layer}")[h : 2 * h] = value
+            getattr(lstm, f"bias_hh_l{layer}")[h : 2 * h] = 0.0
 
 
 def build_model(name: str, cfg: LongRangeConfig, vocab_size: int, impl: str = "sdpa") -> torch.nn.Module:
     """The Transformer at cfg.d_model, or an LSTM of matched parameter count; seeded by cfg.seed."""
     torch.manual_seed(cfg.seed)
-    transformer = TransformerLM(vocab_size, cfg.d_model, cfg.n_layers, n_heads_for(cfg.d_model), norm="pre",
-                                impl=impl)
+    transformer = TransformerLM(vocab_size, cfg.d_model, cfg.n_layers, n_heads_for(cfg.d_model), norm="pre", impl=impl)
     if name == "transformer":
         return transformer
     width = matched_lstm_width(n_params(transformer), vocab_size, cfg.n_layers)
@@ -129,8 +160,10 @@ def train_runs(cfg: LongRangeConfig, device: torch.device, env: dict):
         V = task_lib.vocab_size(task, cfg.n_keys)
         for distance in sorted(cfg.distances):
             eval_g = torch.Generator().manual_seed(cfg.seed + 1)  # held out: a different stream from training
-            ev_x, ev_y = (t.to(device) for t in task_lib.batch(task, cfg.eval_size, cfg.seq_len, distance, cfg.n_keys,
-                                                             cfg.n_pairs, eval_g))
+            ev_x, ev_y = (
+                t.to(device)
+                for t in task_lib.batch(task, cfg.eval_size, cfg.seq_len, distance, cfg.n_keys, cfg.n_pairs, eval_g)
+            )
             for name in cfg.models:
                 yield from _train_one(cfg, task, name, distance, V, (ev_x, ev_y), device, env)
 
@@ -139,23 +172,42 @@ def _train_one(cfg, task, name, distance, V, eval_batch, device, env):
     model = build_model(name, cfg, V).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
     g = torch.Generator().manual_seed(cfg.seed)  # both models see exactly the same training batches
-    base = {"task": task, "model": name, "distance": distance, "chance": 1.0 / cfg.n_keys, "params": n_params(model),
-            "seq_len": cfg.seq_len, "d_model": cfg.d_model, "n_layers": cfg.n_layers, "n_keys": cfg.n_keys,
-            "n_pairs": cfg.n_pairs if task == "mqar" else math.nan, "seed": cfg.seed, **env}
+    base = {
+        "task": task,
+        "model": name,
+        "distance": distance,
+        "chance": 1.0 / cfg.n_keys,
+        "params": n_params(model),
+        "seq_len": cfg.seq_len,
+        "d_model": cfg.d_model,
+        "n_layers": cfg.n_layers,
+        "n_keys": cfg.n_keys,
+        "n_pairs": cfg.n_pairs if task == "mqar" else math.nan,
+        "seed": cfg.seed,
+        **env,
+    }
     train_s, step = 0.0, 0
     while step < cfg.steps:
         chunk = min(cfg.eval_every, cfg.steps - step)
         losses = []
         t0 = time.perf_counter()
         for _ in range(chunk):
-            x, y = (t.to(device) for t in task_lib.batch(task, cfg.batch_size, cfg.seq_len, distance, cfg.n_keys,
-                                                       cfg.n_pairs, g))
+            x, y = (
+                t.to(device)
+                for t in task_lib.batch(task, cfg.batch_size, cfg.seq_len, distance, cfg.n_keys, cfg.n_pairs, g)
+            )
             loss = query_loss(model(x), y)
             step += 1
             if not torch.isfinite(loss):
-                yield {**base, "step": step, "loss": math.nan, "accuracy": math.nan, "train_s": train_s,
-                       "status": "diverged", "note": f"{task} {name} d={distance}: loss became {loss.item()} at step "
-                                                     f"{step}; this run stopped"}
+                yield {
+                    **base,
+                    "step": step,
+                    "loss": math.nan,
+                    "accuracy": math.nan,
+                    "train_s": train_s,
+                    "status": "diverged",
+                    "note": f"{task} {name} d={distance}: loss became {loss.item()} at step {step}; this run stopped",
+                }
                 return
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -163,8 +215,15 @@ def _train_one(cfg, task, name, distance, V, eval_batch, device, env):
             opt.step()
             losses.append(loss.item())
         train_s += time.perf_counter() - t0
-        yield {**base, "step": step, "loss": sum(losses) / len(losses), "accuracy": accuracy(model, *eval_batch),
-               "train_s": train_s, "status": "ok", "note": ""}
+        yield {
+            **base,
+            "step": step,
+            "loss": sum(losses) / len(losses),
+            "accuracy": accuracy(model, *eval_batch),
+            "train_s": train_s,
+            "status": "ok",
+            "note": "",
+        }
 
 
 def n_chunks(cfg: LongRangeConfig) -> int:
@@ -183,8 +242,11 @@ def run(cfg: LongRangeConfig, on_progress=None) -> pd.DataFrame:
             if row["status"] == "diverged":  # the run's remaining chunks will never come: count them as done
                 total -= math.ceil(cfg.steps / cfg.eval_every) - math.ceil(row["step"] / cfg.eval_every)
             if on_progress is not None:
-                on_progress(Progress(len(rows), total, f"{row['task']} {row['model']} d={row['distance']} "
-                                                       f"step {row['step']}", (row,)))
+                on_progress(
+                    Progress(
+                        len(rows), total, f"{row['task']} {row['model']} d={row['distance']} step {row['step']}", (row,)
+                    )
+                )
     return to_frame(rows)
 
 
@@ -225,8 +287,17 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
             fail = m[m["accuracy"] < SOLVED]
             solved[model] = (ok, fail)
             accs = ", ".join(f"d={int(r.distance)}: {_pct(r.accuracy)}" for r in m.itertuples())
-            out.append(tr("long_range.take.model", task=task, model=tr(f"long_range.model.{model}"), params=f"{int(m['params'].iloc[0]):,}",
-                          steps=steps, accs=accs, chance=_pct(chance)))
+            out.append(
+                tr(
+                    "long_range.take.model",
+                    task=task,
+                    model=tr(f"long_range.model.{model}"),
+                    params=f"{int(m['params'].iloc[0]):,}",
+                    steps=steps,
+                    accs=accs,
+                    chance=_pct(chance),
+                )
+            )
         lstm, tfm = solved.get("lstm"), solved.get("transformer")
         if lstm is None or tfm is None:
             continue
@@ -234,16 +305,35 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         beaten = [d for d in lstm_fail if d in tfm[0]]
         if beaten:
             worst = lstm[1][lstm[1]["distance"] == max(beaten)]["accuracy"].iloc[0]
-            out.append(tr("long_range.take.contrast", task=task, distances=", ".join(str(int(d)) for d in beaten),
-                          acc=_pct(worst), chance=_pct(chance), steps=steps))
+            out.append(
+                tr(
+                    "long_range.take.contrast",
+                    task=task,
+                    distances=", ".join(str(int(d)) for d in beaten),
+                    acc=_pct(worst),
+                    chance=_pct(chance),
+                    steps=steps,
+                )
+            )
         elif not lstm_fail:
             out.append(tr("long_range.take.lstm_held", task=task, steps=steps, d=int(max(lstm[0]))))
         if len(tfm[1]):
-            out.append(tr("long_range.take.tfm_failed", task=task, distances=", ".join(
-                str(int(d)) for d in tfm[1]["distance"]), steps=steps))
+            out.append(
+                tr(
+                    "long_range.take.tfm_failed",
+                    task=task,
+                    distances=", ".join(str(int(d)) for d in tfm[1]["distance"]),
+                    steps=steps,
+                )
+            )
     return out
 
 
-EXPERIMENT = Experiment("long_range", LongRangeConfig, run, PRESETS,
-                        "train an LSTM and a Transformer (matched parameters) to recall a token d steps back",
-                        takeaways)
+EXPERIMENT = Experiment(
+    "long_range",
+    LongRangeConfig,
+    run,
+    PRESETS,
+    "train an LSTM and a Transformer (matched parameters) to recall a token d steps back",
+    takeaways,
+)

@@ -4,6 +4,7 @@ h_t = f(h_{t-1}, x_t) makes a recurrent layer take seq_len dependent steps; a Tr
 Each point times forward + loss + backward + optimizer step (median, IQR), counts the bytes saved for backward
 (BPTT memory), the analytic FLOPs, and the dependent steps on the critical path.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -23,9 +24,30 @@ from core.results import tidy
 
 MODELS = ("rnn", "lstm", "gru", "lstm_loop", "transformer")
 RECURRENT_MODELS = ("rnn", "lstm", "gru", "lstm_loop")
-COLUMNS = ("model", "n_layers", "d_model", "batch_size", "seq_len", "params", "train_ms", "train_iqr_ms", "noisy",
-           "tokens_per_s", "saved_bytes", "peak_bytes", "predicted_bytes", "seq_steps", "flops",
-           "achieved_flops_per_s", "peak_flops_per_s", "step_latency_s", "utilization", "status", "note", "seed")
+COLUMNS = (
+    "model",
+    "n_layers",
+    "d_model",
+    "batch_size",
+    "seq_len",
+    "params",
+    "train_ms",
+    "train_iqr_ms",
+    "noisy",
+    "tokens_per_s",
+    "saved_bytes",
+    "peak_bytes",
+    "predicted_bytes",
+    "seq_steps",
+    "flops",
+    "achieved_flops_per_s",
+    "peak_flops_per_s",
+    "step_latency_s",
+    "utilization",
+    "status",
+    "note",
+    "seed",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,8 +71,7 @@ class SerialConfig:
 
 PRESETS = {
     "quick": {"seq_lens": (32, 128, 512, 1024), "warmup": 1, "repeats": 3, "max_point_s": 1.0},
-    "full": {"seq_lens": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096), "warmup": 2, "repeats": 7,
-             "max_point_s": 10.0},
+    "full": {"seq_lens": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096), "warmup": 2, "repeats": 7, "max_point_s": 10.0},
 }
 
 
@@ -96,13 +117,19 @@ def _measure(name: str, cfg: SerialConfig, seq_len: int, device: torch.device) -
     timing = bench.time_fn(step, warmup=cfg.warmup, repeats=cfg.repeats, device=device, max_seconds=cfg.max_point_s)
     saved = bench.saved_activation_bytes(loss_fn, exclude=(*model.parameters(), tokens, targets))
     peak = bench.cuda_peak_bytes(step, device)
-    flops = fl.training_step(fl.model_forward(name, cfg.batch_size, seq_len, cfg.d_model, cfg.n_layers,
-                                              cfg.vocab_size))
+    flops = fl.training_step(fl.model_forward(name, cfg.batch_size, seq_len, cfg.d_model, cfg.n_layers, cfg.vocab_size))
     seconds = timing.median_ms / 1e3
-    return {"params": n_params(model), "train_ms": timing.median_ms, "train_iqr_ms": timing.iqr_ms,
-            "noisy": timing.noisy, "tokens_per_s": cfg.batch_size * seq_len / seconds, "saved_bytes": saved,
-            "peak_bytes": peak if peak is not None else math.nan, "flops": flops,
-            "achieved_flops_per_s": flops / seconds}
+    return {
+        "params": n_params(model),
+        "train_ms": timing.median_ms,
+        "train_iqr_ms": timing.iqr_ms,
+        "noisy": timing.noisy,
+        "tokens_per_s": cfg.batch_size * seq_len / seconds,
+        "saved_bytes": saved,
+        "peak_bytes": peak if peak is not None else math.nan,
+        "flops": flops,
+        "achieved_flops_per_s": flops / seconds,
+    }
 
 
 def run(cfg: SerialConfig, on_progress=None) -> pd.DataFrame:
@@ -114,10 +141,23 @@ def run(cfg: SerialConfig, on_progress=None) -> pd.DataFrame:
     points = [(T, m) for T in sorted(cfg.seq_lens) for m in cfg.models]
     rows = []
     for i, (T, name) in enumerate(points):
-        fields = guard.guarded(lambda name=name, T=T: _measure(name, cfg, T, device), predicted_bytes(name, cfg, T), device)
-        row = {"model": name, "n_layers": cfg.n_layers, "d_model": cfg.d_model, "batch_size": cfg.batch_size,
-               "seq_len": T, "seq_steps": seq_steps(name, T, cfg.n_layers), "peak_flops_per_s": peak,
-               "step_latency_s": latency, "seed": cfg.seed, "note": "", **fields, **env}
+        fields = guard.guarded(
+            lambda name=name, T=T: _measure(name, cfg, T, device), predicted_bytes(name, cfg, T), device
+        )
+        row = {
+            "model": name,
+            "n_layers": cfg.n_layers,
+            "d_model": cfg.d_model,
+            "batch_size": cfg.batch_size,
+            "seq_len": T,
+            "seq_steps": seq_steps(name, T, cfg.n_layers),
+            "peak_flops_per_s": peak,
+            "step_latency_s": latency,
+            "seed": cfg.seed,
+            "note": "",
+            **fields,
+            **env,
+        }
         row["utilization"] = row.get("achieved_flops_per_s", math.nan) / peak
         rows.append(row)
         if on_progress is not None:
@@ -135,8 +175,15 @@ def scaling_exponents(df: pd.DataFrame) -> pd.DataFrame:
     by = "run" if "run" in ok.columns else "device"
     rows = []
     for (model, run), g in ok.groupby(["model", by], sort=False):
-        rows.append({"model": model, by: run, "time_slope": fit.tail_slope(g["seq_len"], g["train_ms"]),
-                     "memory_slope": fit.tail_slope(g["seq_len"], g["saved_bytes"]), "points": len(g)})
+        rows.append(
+            {
+                "model": model,
+                by: run,
+                "time_slope": fit.tail_slope(g["seq_len"], g["train_ms"]),
+                "memory_slope": fit.tail_slope(g["seq_len"], g["saved_bytes"]),
+                "points": len(g),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -162,8 +209,16 @@ def roofline_frame(df: pd.DataFrame, tr=None, models=("lstm", "transformer")) ->
     for hw in hardware_for(df, tr):
         for _, r in ok.drop_duplicates(["model", "seq_len"]).iterrows():
             ms = roofline.predict_ms(r["flops"], int(r["seq_steps"]), hw)
-            rows.append({"hardware": hw.name, "model": r["model"], "seq_len": int(r["seq_len"]), "predicted_ms": ms,
-                         "bound": roofline.bound(r["flops"], int(r["seq_steps"]), hw), "measured": hw.measured})
+            rows.append(
+                {
+                    "hardware": hw.name,
+                    "model": r["model"],
+                    "seq_len": int(r["seq_len"]),
+                    "predicted_ms": ms,
+                    "bound": roofline.bound(r["flops"], int(r["seq_steps"]), hw),
+                    "measured": hw.measured,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -181,36 +236,74 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         lstm, tf = at.loc["lstm"], at.loc["transformer"]
         ratio = tf["train_ms"] / lstm["train_ms"]
         key = "serial.take.tf_slower" if ratio > 1 else "serial.take.tf_faster"
-        out.append(tr(key, T=T, ratio=f"{max(ratio, 1 / ratio):.2g}", lstm_steps=int(lstm["seq_steps"]),
-                      tf_steps=int(tf["seq_steps"]), flop_ratio=f"{tf['flops'] / lstm['flops']:.2g}",
-                      gflops=f"{lstm['peak_flops_per_s'] / 1e9:.0f}"))
-        out.append(tr("serial.take.utilization", tf=f"{100 * tf['utilization']:.0f}",
-                      lstm=f"{100 * lstm['utilization']:.0f}"))
+        out.append(
+            tr(
+                key,
+                T=T,
+                ratio=f"{max(ratio, 1 / ratio):.2g}",
+                lstm_steps=int(lstm["seq_steps"]),
+                tf_steps=int(tf["seq_steps"]),
+                flop_ratio=f"{tf['flops'] / lstm['flops']:.2g}",
+                gflops=f"{lstm['peak_flops_per_s'] / 1e9:.0f}",
+            )
+        )
+        out.append(
+            tr("serial.take.utilization", tf=f"{100 * tf['utilization']:.0f}", lstm=f"{100 * lstm['utilization']:.0f}")
+        )
         if "lstm_loop" in at.index:
-            out.append(tr("serial.take.loop", ratio=f"{at.loc['lstm_loop', 'train_ms'] / lstm['train_ms']:.2g}",
-                          util=f"{100 * at.loc['lstm_loop', 'utilization']:.0f}"))
+            out.append(
+                tr(
+                    "serial.take.loop",
+                    ratio=f"{at.loc['lstm_loop', 'train_ms'] / lstm['train_ms']:.2g}",
+                    util=f"{100 * at.loc['lstm_loop', 'utilization']:.0f}",
+                )
+            )
         gpu = next(h for h in hardware_for(ok, tr) if not h.measured)
         pl = roofline.predict_ms(lstm["flops"], int(lstm["seq_steps"]), gpu)
         pt = roofline.predict_ms(tf["flops"], int(tf["seq_steps"]), gpu)
-        out.append(tr("serial.take.model_gpu", T=T, lstm=f"{pl:.2g}", tf=f"{pt:.2g}",
-                      bound=tr(f"serial.bound.{roofline.bound(lstm['flops'], int(lstm['seq_steps']), gpu)}")))
+        out.append(
+            tr(
+                "serial.take.model_gpu",
+                T=T,
+                lstm=f"{pl:.2g}",
+                tf=f"{pt:.2g}",
+                bound=tr(f"serial.bound.{roofline.bound(lstm['flops'], int(lstm['seq_steps']), gpu)}"),
+            )
+        )
     slopes = scaling_exponents(ok).set_index("model")
     rec = [m for m in ("lstm", "gru", "rnn") if m in slopes.index and slopes.loc[m, "points"] >= 2]
     if rec:
         m = rec[0]
         g = ok[ok["model"] == m]  # its own longest length: a stopped run may not have reached T with every model
         longest = g[g["seq_len"] == g["seq_len"].max()].iloc[0]
-        out.append(tr("serial.take.memory", model=m, slope=f"{slopes.loc[m, 'memory_slope']:.2f}",
-                      T=int(longest["seq_len"]), mib=f"{longest['saved_bytes'] / 2**20:.3g}"))
+        out.append(
+            tr(
+                "serial.take.memory",
+                model=m,
+                slope=f"{slopes.loc[m, 'memory_slope']:.2f}",
+                T=int(longest["seq_len"]),
+                mib=f"{longest['saved_bytes'] / 2**20:.3g}",
+            )
+        )
     if "transformer" in slopes.index and "lstm" in slopes.index and slopes.loc["lstm", "points"] >= 2:
-        out.append(tr("serial.take.slopes", lstm=f"{slopes.loc['lstm', 'time_slope']:.2f}",
-                      tf=f"{slopes.loc['transformer', 'time_slope']:.2f}"))
+        out.append(
+            tr(
+                "serial.take.slopes",
+                lstm=f"{slopes.loc['lstm', 'time_slope']:.2f}",
+                tf=f"{slopes.loc['transformer', 'time_slope']:.2f}",
+            )
+        )
     noisy = int(ok["noisy"].astype(bool).sum()) if "noisy" in ok else 0
     if noisy:
         out.append(tr("serial.take.noisy", n=noisy))
     return out
 
 
-EXPERIMENT = Experiment("serial", SerialConfig, run, PRESETS,
-                        "training-step time, FLOP/s and BPTT memory vs sequence length: RNN/LSTM/GRU vs Transformer",
-                        takeaways)
+EXPERIMENT = Experiment(
+    "serial",
+    SerialConfig,
+    run,
+    PRESETS,
+    "training-step time, FLOP/s and BPTT memory vs sequence length: RNN/LSTM/GRU vs Transformer",
+    takeaways,
+)
