@@ -1,22 +1,28 @@
 """The measurement harness: timing, bytes saved for backward, CUDA peak memory, device peak FLOP/s.
 
-Method follows flash-attention's benchmarks/ and torch.utils.benchmark: inputs built outside the timed region,
-warm-up first, CUDA synchronised around the timed region, median and interquartile range of repeats.
+Timing follows torch.utils.benchmark (and flash-attention's benchmarks/, which use it): inputs are built outside
+the timed region, `warmup` untimed calls come first, then each repeat is timed on its own by a
+`torch.utils.benchmark.Timer` (its clock synchronises the accelerator, CUDA or MPS, before reading the time, its
+timeit loop turns the garbage collector off while the call runs, and the thread count is the caller's), and the
+median and interquartile range of the repeats come from its `Measurement`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import statistics
 import time
 from collections.abc import Callable
 
 import torch
+import torch.utils.benchmark as tub
+from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+from torch.utils.benchmark.utils import common
 
 from core.device import synchronize
-
-NOISY_IQR_FRACTION = 0.1  # IQR/median above this marks a timing as noisy
+from core.rules import NOISY_IQR_FRACTION
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,16 +36,6 @@ class Timing:
         return self.median_ms > 0 and self.iqr_ms / self.median_ms > NOISY_IQR_FRACTION
 
 
-def _quantile(sorted_xs: list[float], q: float) -> float:
-    """Linear-interpolated quantile, as numpy's default."""
-    if len(sorted_xs) == 1:
-        return sorted_xs[0]
-    pos = q * (len(sorted_xs) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(sorted_xs) - 1)
-    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
-
-
 def time_fn(
     fn: Callable[[], object],
     *,
@@ -48,7 +44,7 @@ def time_fn(
     device: torch.device | str = "cpu",
     max_seconds: float | None = None,
 ) -> Timing:
-    """Median and IQR (ms) of `repeats` calls of `fn()`, after `warmup` untimed calls.
+    """Median and IQR (ms) of `repeats` calls of `fn()`, after `warmup` untimed calls; `times_ms` in call order.
 
     `max_seconds` caps the total timed work: once it is spent, at least 3 repeats are kept and the rest skipped,
     so one slow point cannot stall a live run.
@@ -56,20 +52,36 @@ def time_fn(
     if repeats < 1 or warmup < 0:
         raise ValueError("repeats must be >= 1 and warmup >= 0")
     device = torch.device(device)
+    # Timer's num_threads defaults to 1 and Timer sets it while timing; the timed loop below sets the caller's count
+    # instead, so timing never changes the threads the caller chose (e.g. inside core.device.torch_threads).
+    num_threads = torch.get_num_threads()
+    timer = tub.Timer("fn()", globals={"fn": fn}, num_threads=num_threads)
     for _ in range(warmup):
         fn()
     synchronize(device)
-    times = []
-    start_all = time.perf_counter()
-    for i in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        synchronize(device)
-        times.append((time.perf_counter() - t0) * 1e3)
-        if max_seconds is not None and i >= 2 and time.perf_counter() - start_all > max_seconds:
-            break
-    xs = sorted(times)
-    return Timing(statistics.median(xs), _quantile(xs, 0.75) - _quantile(xs, 0.25), tuple(times))
+    # Each repeat is one Timer._timeit(1), the step blocked_autorange repeats: Timer's timeit loop (garbage collector
+    # off during the call) and clock (torch.accelerator.synchronize(), CUDA or MPS, then timeit.default_timer).
+    # Not the public Timer.timeit(number=1), measured on this 2-core CPU (median of 3000 calls, best of 5): it runs
+    # max(number // 100, 2) = 2 untimed calls of its own first, so 3 calls of fn per repeat (warmup counts and the
+    # cost of slow points would change), and on a no-op fn it cost 15-21 us of wall time per repeat, against 3.3 us
+    # for _timeit(1) and 0.3 us for a bare perf_counter loop. The time _timeit(1) reports exceeds a bare
+    # perf_counter pair by ~0.7 us (no-op) to ~1.8 us (16x16 matmul); the old loop here, which also timed its
+    # synchronize() call, read ~1.5 us more than _timeit(1). Building the Timer and the Measurement costs ~0.6 ms
+    # per time_fn call, outside the timed region.
+    times_s = []
+    # Timer's clock synchronises the accelerator's current device: make that the device being timed.
+    index = device.index if device.type != "cpu" else None
+    with torch.accelerator.device_index(index), common.set_torch_threads(num_threads):
+        start_all = time.perf_counter()
+        for i in range(repeats):
+            times_s.append(timer._timeit(1))
+            if max_seconds is not None and i >= 2 and time.perf_counter() - start_all > max_seconds:
+                break
+    # Measurement's median, p25 and p75 are torch.quantile with linear interpolation: numpy's default quantiles,
+    # and for an even count the median is the mean of the middle two.
+    spec = common.TaskSpec(stmt="fn()", setup="pass", num_threads=num_threads)
+    m = common.Measurement(number_per_run=1, raw_times=times_s, task_spec=spec)
+    return Timing(m.median * 1e3, m.iqr * 1e3, tuple(t * 1e3 for t in times_s))
 
 
 def saved_activation_bytes(fn: Callable[[], object], exclude: tuple = ()) -> int:
@@ -142,3 +154,54 @@ def step_latency_s(device_str: str = "cpu") -> float:
         h.sum().backward()
 
     return time_fn(step, warmup=2, repeats=5, device=device).median_ms / 1e3 / x.shape[0]
+
+
+# ---- what ran, and how much it held: for kernels that hide both (CPU flash SDPA, fused RNNs) ----------------
+
+# aten operator names → the SDPA backend that ran (math is composite: it shows no fused operator)
+KERNEL_OPS = (
+    ("cudnn_attention", "cudnn"),
+    ("efficient_attention", "efficient"),
+    ("flash_attention", "flash"),
+    ("fused_attention_overrideable", "overrideable"),
+)
+
+
+class LivePeak(TorchDispatchMode):
+    """Peak bytes of live tensors returned by operators while active (a CPU stand-in for max_memory_allocated).
+
+    Storages that existed before (inputs, parameters: pass them as `exclude`) are not counted; scratch memory a
+    fused kernel allocates and frees inside one operator is not seen. Records the operator names too.
+    """
+
+    def __init__(self, exclude=()):
+        super().__init__()
+        self.excluded = {t.untyped_storage().data_ptr() for t in exclude if isinstance(t, torch.Tensor)}
+        self.live: dict[int, tuple] = {}
+        self.current = self.peak = 0
+        self.ops: set[str] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        self.ops.add(str(func))
+        for key, (ref, nbytes) in list(self.live.items()):
+            if ref.expired():
+                self.current -= nbytes
+                del self.live[key]
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor) and t.layout == torch.strided and t.device.type != "meta":
+                storage = t.untyped_storage()
+                key = storage.data_ptr()
+                if key and key not in self.live and key not in self.excluded:
+                    self.live[key] = (StorageWeakRef(storage), storage.nbytes())
+                    self.current += storage.nbytes()
+        self.peak = max(self.peak, self.current)
+        return out
+
+
+def backend_from_ops(ops) -> str:
+    """Which SDPA backend ran, from the aten operators seen (math has no fused operator of its own)."""
+    for fragment, name in KERNEL_OPS:
+        if any(fragment in op for op in ops):
+            return name
+    return "math"

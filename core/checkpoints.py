@@ -26,7 +26,7 @@ from core.experiments.long_range import (
     query_loss,
     torch_threads,
 )
-from core.models import n_params
+from core.models.layers import n_params
 from core.results import DATA_DIR
 
 CHECKPOINT_DIR = DATA_DIR / "checkpoints"
@@ -102,8 +102,7 @@ def train(name: str, spec: dict = SPEC, log=None) -> tuple[torch.nn.Module, dict
         "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         **spec,
     }
-    if name == "lstm":
-        meta["width"] = model.rnn.hidden_size
+    meta["width"] = model.embed.embedding_dim
     return model, meta
 
 
@@ -133,15 +132,14 @@ def attention_from_query(model: torch.nn.Module, tokens: list[int]) -> torch.Ten
     """(layers, heads, T): the attention probabilities of the last position (the query) over every position."""
     with torch.no_grad():
         model(torch.tensor([tokens]))
-    return torch.stack([block.attn.last_probs[0, :, -1, :] for block in model.blocks])
+    return torch.stack([block.attn.last_probs[0, :, -1, :] for block in model.layers])
 
 
 def saliency(model: torch.nn.Module, tokens: list[int], target: int | None = None) -> torch.Tensor:
     """(T,): ‖∂ logit_target(query) / ∂ embedding_t‖ for every position t (target: the model's own answer if None)."""
     x = torch.tensor([tokens])
     emb = model.embed(x).detach().requires_grad_(True)  # (1, T, width)
-    h, _ = model.rnn(emb)
-    logits = model.head(h)[0, -1]  # (V,) at the query
+    logits = model.head(model.body(emb))[0, -1]  # (V,) at the query
     target = int(logits.argmax()) if target is None else target
     logits[target].backward()
     return emb.grad[0].norm(dim=-1)
@@ -171,10 +169,10 @@ def map_frame(
     L, H, T = att.shape
     for layer in range(L):
         for head in range(H):
-            name = labels.get("attention", "Transformer attention · layer {layer}").format(layer=layer + 1)
+            name = labels.get("head", "Transformer attention · layer {layer}").format(layer=layer + 1)
             name += f" · head {head + 1}" if H > 1 else ""
             rows += [
-                {"row": name, "kind": "attention", "position": t, "word": words[t], "share": float(att[layer, head, t])}
+                {"row": name, "kind": "head", "position": t, "word": words[t], "share": float(att[layer, head, t])}
                 for t in range(T)
             ]
     name = labels.get("saliency", "LSTM gradient saliency")
@@ -250,7 +248,7 @@ def map_takeaways(frame: pd.DataFrame, tokens: list[int], transformer, lstm, n_k
     out = []
     if len(names) != 1:
         out.append(tr("long_range.map.take.no_name", n=len(names)))
-    att = frame[frame["kind"] == "attention"]
+    att = frame[frame["kind"] == "head"]
     last_row = list(dict.fromkeys(att["row"]))[-1]
     last = att[att["row"] == last_row].set_index("position")["share"]
     sal = frame[frame["kind"] == "saliency"].set_index("position")["share"]

@@ -17,8 +17,13 @@ if TYPE_CHECKING:  # pandas costs ~0.5 s to import; the home page needs none of 
 
 
 def spec(default, *, lo=None, hi=None, choices=None, help: str = "", min_len: int = 1):
-    """A config field with its allowed range (`lo`..`hi` inclusive) or `choices`, for validation and widgets."""
-    meta = {"lo": lo, "hi": hi, "choices": tuple(choices) if choices else None, "help": help, "min_len": min_len}
+    """A config field with its allowed range (`lo`..`hi` inclusive) or `choices`, for validation and widgets.
+
+    `choices` may be a function returning them, read at validation time (a registry that can still grow).
+    """
+    if choices is not None and not callable(choices):
+        choices = tuple(choices)
+    meta = {"lo": lo, "hi": hi, "choices": choices or None, "help": help, "min_len": min_len}
     if isinstance(default, (list, tuple)):
         return dataclasses.field(default=tuple(default), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -38,7 +43,10 @@ def field_info(cls) -> list[dict]:
     out = []
     for f in dataclasses.fields(cls):
         elem, seq = _base_type(hints[f.name])
-        out.append({"name": f.name, "type": elem, "sequence": seq, "default": f.default, **f.metadata})
+        meta = dict(f.metadata)
+        if callable(meta.get("choices")):
+            meta["choices"] = tuple(meta["choices"]())
+        out.append({"name": f.name, "type": elem, "sequence": seq, "default": f.default, **meta})
     return out
 
 

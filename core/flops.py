@@ -6,15 +6,12 @@ these formulas are the count; tests check them against the counter on the unfuse
 
 from __future__ import annotations
 
-# Per token, per layer, forward: gates × (input matmul + recurrent matmul) × 2 FLOPs per multiply-add.
-GATES = {"rnn": 1, "gru": 3, "lstm": 4, "lstm_loop": 4}
 
-
-def recurrent_forward(kind: str, batch_size: int, seq_len: int, d_in: int, hidden: int, n_layers: int = 1) -> int:
-    """LSTM 8·h·(d_in+h), GRU 6·h·(d_in+h), tanh RNN 2·h·(d_in+h) per token per layer (layers ≥2 take d_in=h)."""
+def recurrent_forward(gates: int, batch_size: int, seq_len: int, d_in: int, hidden: int, n_layers: int = 1) -> int:
+    """gates × 2·h·(d_in+h) per token per layer: LSTM 4 gates, GRU 3, tanh RNN 1 (layers ≥2 take d_in=h)."""
     tokens = batch_size * seq_len
-    per_token = 2 * GATES[kind] * hidden * (d_in + hidden)
-    per_token += (n_layers - 1) * 2 * GATES[kind] * hidden * (2 * hidden)
+    per_token = 2 * gates * hidden * (d_in + hidden)
+    per_token += (n_layers - 1) * 2 * gates * hidden * (2 * hidden)
     return tokens * per_token
 
 
@@ -32,15 +29,6 @@ def transformer_layer_forward(batch_size: int, seq_len: int, d_model: int, mlp_r
 
 def head_forward(batch_size: int, seq_len: int, d_model: int, vocab_size: int) -> int:
     return 2 * batch_size * seq_len * d_model * vocab_size
-
-
-def model_forward(model: str, batch_size: int, seq_len: int, d_model: int, n_layers: int, vocab_size: int) -> int:
-    """Forward FLOPs of one of the serial page's language models (embedding lookups cost no FLOPs)."""
-    if model == "transformer":
-        body = n_layers * transformer_layer_forward(batch_size, seq_len, d_model)
-    else:
-        body = recurrent_forward(model, batch_size, seq_len, d_model, d_model, n_layers)
-    return body + head_forward(batch_size, seq_len, d_model, vocab_size)
 
 
 def training_step(forward_flops: int) -> int:

@@ -1,6 +1,6 @@
 """The memory guard: predict a point's peak bytes before running it, refuse what cannot fit, survive an OOM.
 
-A refused point becomes a row with status='skipped' and the predicted size; a CUDA out-of-memory error becomes
+A refused point becomes a row with status='skipped_memory' and the predicted size; a CUDA out-of-memory error becomes
 status='oom' after freeing the cache. Either way the sweep goes on and nothing measured before is lost.
 """
 
@@ -12,9 +12,10 @@ from collections.abc import Callable
 
 import torch
 
+from core import status
 from core.device import free_memory_bytes
-
-BUDGET_FRACTION = 0.5  # of the memory free now: leave room for the app, the allocator and other sessions
+from core.memory_formulas import format_bytes
+from core.rules import BUDGET_FRACTION  # of the memory free now: room for the app, the allocator, other sessions
 
 
 def budget_bytes(device: torch.device, fraction: float = BUDGET_FRACTION) -> int:
@@ -24,16 +25,6 @@ def budget_bytes(device: torch.device, fraction: float = BUDGET_FRACTION) -> int
 def fits(predicted_bytes: float, device: torch.device, budget: int | None = None) -> bool:
     budget = budget_bytes(device) if budget is None else budget
     return math.isfinite(predicted_bytes) and predicted_bytes <= budget
-
-
-def format_bytes(n: float) -> str:
-    if n is None or not math.isfinite(n):
-        return "?"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(n) < 1024 or unit == "PiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} PiB"
 
 
 def is_oom(err: BaseException) -> bool:
@@ -58,7 +49,7 @@ def guarded(
     budget = budget_bytes(device) if budget is None else budget
     if not fits(predicted_bytes, device, budget):
         return {
-            "status": "skipped",
+            "status": status.SKIPPED_MEMORY,
             "predicted_bytes": predicted_bytes,
             "note": f"would need {format_bytes(predicted_bytes)}; budget {format_bytes(budget)}",
         }
@@ -68,7 +59,7 @@ def guarded(
         if not is_oom(err):
             raise
         free(device)
-        return {"status": "oom", "predicted_bytes": predicted_bytes, "note": str(err).splitlines()[0][:200]}
+        return {"status": status.OOM, "predicted_bytes": predicted_bytes, "note": str(err).splitlines()[0][:200]}
     if device.type == "cuda":
         free(device)
-    return {"status": "ok", "predicted_bytes": predicted_bytes, **row}
+    return {"status": status.OK, "predicted_bytes": predicted_bytes, **row}

@@ -41,7 +41,18 @@ def t(key: str, lang: str = DEFAULT_LANG, **values) -> str:
         text = catalogue(DEFAULT_LANG).get(key)
     if text is None:
         return f"«{key}»"
-    return text.format(**values) if values else text
+    if not values and "{" not in text:
+        return text
+    from core.rules import catalogue_values  # the shared thresholds: a sentence names them, never writes them
+
+    return text.format_map(_Keep({**catalogue_values(), **values}))
+
+
+class _Keep(dict):
+    """Format values that leave an unknown {placeholder} as it is (a catalogue text may show braces)."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
 
 
 def translator(lang: str):

@@ -102,27 +102,11 @@ def score_bytes(batch_size: int, n_heads: int, seq_len: int, bytes_per_elem: flo
     return int(batch_size * n_heads * seq_len * seq_len * bytes_per_elem)
 
 
-def attention_saved_bytes(
-    impl: str,
-    batch_size: int,
-    n_heads: int,
-    seq_len: int,
-    head_dim: int,
-    bytes_per_elem: float = 4,
-    causal: bool = False,
-) -> int:
-    """Bytes autograd saves for backward in one attention call, not counting q, k, v themselves.
-
-    naive: the probabilities (B·H·n²), plus the n×n boolean causal mask if causal;
-    sdpa 'flash' (fused): the output (B·H·n·d) and the fp32 log-sum-exp (B·H·n);
-    sdpa 'math': the probabilities plus scaled copies of q and k (measured on PyTorch 2.13 CPU);
-    linear: φ(q), φ(k) and the normaliser-free numerator terms, all O(n) (see attention_cost.linear_attention).
-    """
-    B, H, n, d, e = batch_size, n_heads, seq_len, head_dim, bytes_per_elem
-    if impl == "naive":
-        return int(score_bytes(B, H, n, e) + (n * n if causal else 0))
-    if impl == "flash":
-        return int(B * H * n * d * e + B * H * n * 4)
-    if impl == "math":
-        return int(score_bytes(B, H, n, e) + 2 * B * H * n * d * e)  # its causal mask is not kept for backward
-    raise ValueError(f"impl: no exact saved-bytes formula for {impl!r}")
+def format_bytes(n: float) -> str:
+    if n is None or not math.isfinite(n):
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} PiB"

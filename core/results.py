@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from core import status
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = ROOT / "data"
 REFERENCE_DIR = DATA_DIR / "reference"
@@ -57,7 +59,7 @@ def load_csv(path: str | os.PathLike, required: tuple[str, ...] = ()) -> tuple[p
     missing = [c for c in required if c not in df.columns]
     if missing:
         return None, f"{Path(path).name}: not a result of this experiment (missing {', '.join(missing)})"
-    return df, None
+    return status.normalize(df), None
 
 
 def reference_path(experiment: str, device_label: str, device_type: str) -> Path:

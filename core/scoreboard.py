@@ -1,7 +1,8 @@
 """The home page's scoreboard: Vaswani et al. (2017) Table 1 beside what this machine measured, and one finding per
 page — all computed from result rows (a live run of this session, else the shipped reference).
 
-Torch-free on purpose (pandas and numpy only), so the home page starts fast.
+Each number comes from the same function the page itself calls for its takeaways (core.findings), so a home card
+and its page always state the same number. Torch-free on purpose (pandas and numpy only): the home page starts fast.
 """
 
 from __future__ import annotations
@@ -10,7 +11,13 @@ import math
 
 import pandas as pd
 
-from core.fit import tail_slope
+from core import status
+from core.findings import attention_cost as attention_findings
+from core.findings import depth as depth_findings
+from core.findings import long_range as long_range_findings
+from core.findings import serial as serial_findings
+from core.models import registry
+from core.models.registry import ATTENTION, RECURRENT
 
 # Vaswani et al. 2017, Table 1: per layer, n = sequence length, d = width, k = kernel size, r = neighbourhood.
 TABLE1 = (
@@ -24,112 +31,67 @@ TABLE1 = (
 def _ok(df: pd.DataFrame | None) -> pd.DataFrame:
     if df is None or not len(df):
         return pd.DataFrame()
-    return df[df["status"] == "ok"] if "status" in df else df
+    return df[df["status"] == status.OK] if "status" in df else df
 
 
 def serial_facts(df: pd.DataFrame | None) -> dict:
-    """LSTM and Transformer: step-time exponent, dependent steps and time at the longest length."""
+    """The chapter's pair (per family): step-time exponent, dependent steps and time at its longest length; the
+    Transformer ÷ LSTM comparison as the serial page states it."""
     ok = _ok(df)
     out: dict = {}
     if not len(ok) or "model" not in ok:
         return out
-    T = int(ok["seq_len"].max())
-    for m in ("lstm", "transformer"):
+    slopes = serial_findings.scaling_exponents(ok)
+    pair = serial_findings.chapter_pair(ok["model"]) or ()
+    for family, m in zip((RECURRENT, ATTENTION), pair):
         g = ok[ok["model"] == m]
-        if len(g):
-            at = g[g["seq_len"] == g["seq_len"].max()].iloc[0]
-            out[m] = {
-                "slope": tail_slope(g["seq_len"], g["train_ms"]),
-                "steps": int(at["seq_steps"]),
-                "T": int(at["seq_len"]),
-                "ms": float(at["train_ms"]),
-            }
-    if len(ok) and "peak_flops_per_s" in ok:
+        at = g[g["seq_len"] == g["seq_len"].max()].iloc[0]
+        fitted = slopes[slopes["model"] == m]["time_slope"]
+        out[family] = {"slope": float(fitted.iloc[0]) if len(fitted) else math.nan, "steps": int(at["seq_steps"]),
+                       "T": int(at["seq_len"]), "ms": float(at["train_ms"])}  # fmt: skip
+    out["comparison"] = serial_findings.comparison(ok)
+    if "peak_flops_per_s" in ok:
         out["peak_flops_per_s"] = float(ok["peak_flops_per_s"].median())
-    out["T"] = T
-    return out
-
-
-def attention_facts(df: pd.DataFrame | None) -> dict:
-    """Naive vs SDPA: memory and time exponents over the sweep's longest lengths."""
-    ok = _ok(df)
-    if "point" in ok:
-        ok = ok[ok["point"].fillna("sweep") == "sweep"]
-    out = {}
-    for impl in ("naive", "sdpa"):
-        g = ok[ok["impl"] == impl] if "impl" in ok else ok.iloc[0:0]
-        if "backend" in g and impl == "sdpa" and "requested_backend" in g:
-            auto = g[g["requested_backend"] == "auto"]
-            g = auto if len(auto) else g
-        if len(g) >= 2:
-            mem = g["peak_bytes"] if g["peak_bytes"].notna().sum() >= 2 else g["saved_bytes"]
-            out[impl] = {
-                "time_slope": tail_slope(g["seq_len"], g["time_ms"]),
-                "mem_slope": tail_slope(g["seq_len"], mem),
-                "n": int(g["seq_len"].max()),
-            }
     return out
 
 
 def reach_facts(df: pd.DataFrame | None) -> dict:
-    """Per model: the distance where the gradient fell 1000× (NaN: never, within T) and the far/near ratio."""
+    """Per family's model: the distance where the gradient fell REACH_FACTOR× (NaN: never, within T), far/near."""
     ok = _ok(df)
     out = {}
     if not len(ok) or "distance" not in ok:
         return out
-    for m, g in ok.groupby("model"):
-        g = g.sort_values("distance")
+    for family in (RECURRENT, ATTENTION):
+        m = registry.representative(family, ok["model"])
+        if m is None:
+            continue
+        g = ok[ok["model"] == m].sort_values("distance")
         near = g[g["distance"] == 1]["grad_norm"]
         far = g.iloc[-1]
         ratio = float(far["grad_norm"] / near.iloc[0]) if len(near) and near.iloc[0] > 0 else math.nan
-        out[m] = {
-            "reach": float(g["reach"].iloc[0]) if "reach" in g else math.nan,
-            "T": int(g["seq_len"].iloc[0]),
-            "far": int(far["distance"]),
-            "ratio": ratio,
-        }
+        out[family] = {"reach": float(g["reach"].iloc[0]) if "reach" in g else math.nan,
+                       "T": int(g["seq_len"].iloc[0]), "far": int(far["distance"]), "ratio": ratio}  # fmt: skip
     return out
 
 
-UNDERFLOW = 1e-30  # below this a float32 gradient has met its floor somewhere: a ratio through it means nothing
-
-
-def depth_facts(df: pd.DataFrame | None) -> dict:
-    """At initialisation: first-layer gradient as a fraction of the last layer's, per model, at the deepest stack
-    where the LSTM's first-layer gradient has not underflowed."""
-    ok = _ok(df)
-    if not len(ok) or "phase" not in ok:
-        return {}
-    init = ok[(ok["phase"] == "init") & ok["layer"].notna()]
-    ratios: dict = {}
-    for (m, L), g in init.groupby(["model", "n_layers"]):
-        g = g.groupby("layer")["grad_norm"].median()
-        if len(g) >= 2 and g.iloc[-1] > 0 and g.iloc[0] > UNDERFLOW:
-            ratios.setdefault(m, {})[int(L)] = float(g.iloc[0] / g.iloc[-1])
-    if not ratios:
-        return {}
-    depths = set.intersection(*(set(r) for r in ratios.values())) if "lstm" not in ratios else set(ratios["lstm"])
-    if not depths:
-        return {}
-    L = max(depths)
-    return {m: {"layers": L, "ratio": r[L]} for m, r in ratios.items() if L in r}
-
-
 def recall_facts(df: pd.DataFrame | None) -> dict:
-    """Final accuracy per model at the longest distance of the first task, with chance."""
+    """Final accuracy per family's model at the longest distance of the first task, with chance (the rows the
+    long-range page's takeaways read: `core.findings.long_range.final`)."""
     ok = _ok(df)
     if not len(ok) or "accuracy" not in ok:
         return {}
-    task = ok["task"].iloc[0]
-    g = ok[(ok["task"] == task) & ok["accuracy"].notna()]
+    last = long_range_findings.final(ok)
+    task = last["task"].iloc[0]
+    g = last[(last["task"] == task) & last["accuracy"].notna()]
     if not len(g):
         return {}
     d = g["distance"].max()
-    g = g[g["distance"] == d]
-    last = g.sort_values("step").groupby("model").tail(1).set_index("model")
-    out = {"task": task, "distance": int(d), "chance": float(last["chance"].iloc[0]) if "chance" in last else math.nan}
-    for m, r in last.iterrows():
-        out[m] = {"accuracy": float(r["accuracy"]), "step": int(r["step"])}
+    g = g[g["distance"] == d].set_index("model")
+    out = {"task": task, "distance": int(d), "chance": float(g["chance"].iloc[0]) if "chance" in g else math.nan}
+    for family in (RECURRENT, ATTENTION):
+        m = registry.representative(family, g.index)
+        if m is not None:
+            out[family] = {"accuracy": float(g.loc[m, "accuracy"]), "step": int(g.loc[m, "step"])}
     return out
 
 
@@ -148,22 +110,19 @@ def _slope(x: float) -> str:
 def measured_cells(frames: dict, tr) -> dict:
     """Measured-here cells for Table 1's rows: {'self_attention': (cost, steps, path), 'recurrent': (...)}."""
     s = serial_facts(frames.get("serial"))
-    a = attention_facts(frames.get("attention_cost"))
+    naive, _ = attention_findings.materialised_and_fused(frames.get("attention_cost"))
     r = reach_facts(frames.get("gradient_reach"))
     none = tr("home.t1.none")
-    att_cost = (
-        tr("home.t1.cost", b=_slope(a["naive"]["time_slope"]), what=tr("home.t1.naive")) if "naive" in a else none
-    )
-    rec_cost = tr("home.t1.cost", b=_slope(s["lstm"]["slope"]), what="LSTM") if "lstm" in s else none
-    att_steps = (
-        tr("home.t1.steps", steps=s["transformer"]["steps"], T=s["transformer"]["T"]) if "transformer" in s else none
-    )
-    rec_steps = tr("home.t1.steps", steps=s["lstm"]["steps"], T=s["lstm"]["T"]) if "lstm" in s else none
+    att_cost = tr("home.t1.cost", b=_slope(naive["time_slope"]), what=tr("home.t1.naive")) if naive else none
+    rec_cost = tr("home.t1.cost", b=_slope(s[RECURRENT]["slope"]), what="LSTM") if RECURRENT in s else none
+    steps = {
+        f: tr("home.t1.steps", steps=s[f]["steps"], T=s[f]["T"]) if f in s else none for f in (RECURRENT, ATTENTION)
+    }
     att_path = (
-        tr("home.t1.flat", ratio=_num(r["attention"]["ratio"]), far=r["attention"]["far"]) if "attention" in r else none
+        tr("home.t1.flat", ratio=_num(r[ATTENTION]["ratio"]), far=r[ATTENTION]["far"]) if ATTENTION in r else none
     )
-    if "lstm" in r:
-        lstm = r["lstm"]
+    if RECURRENT in r:
+        lstm = r[RECURRENT]
         rec_path = (
             tr("home.t1.reach", reach=int(lstm["reach"]))
             if math.isfinite(lstm["reach"])
@@ -171,7 +130,10 @@ def measured_cells(frames: dict, tr) -> dict:
         )
     else:
         rec_path = none
-    return {"self_attention": (att_cost, att_steps, att_path), "recurrent": (rec_cost, rec_steps, rec_path)}
+    return {
+        "self_attention": (att_cost, steps[ATTENTION], att_path),
+        "recurrent": (rec_cost, steps[RECURRENT], rec_path),
+    }
 
 
 def table1(frames: dict, tr) -> pd.DataFrame:
@@ -196,46 +158,40 @@ def table1(frames: dict, tr) -> pd.DataFrame:
 def findings(frames: dict, tr) -> dict:
     """One sentence per page, computed from its rows; pages without data get a pointer to their Run button."""
     out = {}
-    s = serial_facts(frames.get("serial"))
-    if "lstm" in s and "transformer" in s:
-        ratio = s["transformer"]["ms"] / s["lstm"]["ms"]
-        key = "home.find.serial_tf_slower" if ratio > 1 else "home.find.serial_tf_faster"
-        out["serial"] = tr(key, T=s["T"], ratio=_num(max(ratio, 1 / ratio)), steps=s["lstm"]["steps"])
+    c = serial_findings.comparison(_ok(frames.get("serial")))
+    if c is not None:
+        key = "home.find.serial_tf_slower" if c["ratio"] > 1 else "home.find.serial_tf_faster"
+        out["serial"] = tr(key, T=c["T"], ratio=serial_findings.ratio_text(c["ratio"]),
+                           steps=int(c["rec_row"]["seq_steps"]))  # fmt: skip
     r = reach_facts(frames.get("gradient_reach"))
     rc = recall_facts(frames.get("long_range"))
-    if "lstm" in rc and "transformer" in rc:
+    if RECURRENT in rc and ATTENTION in rc:
         out["long_range"] = tr(
             "home.find.long_range",
             d=rc["distance"],
             task=tr(f"long_range.task.{rc['task']}"),
-            tf=_pct(rc["transformer"]["accuracy"]),
-            lstm=_pct(rc["lstm"]["accuracy"]),
+            tf=_pct(rc[ATTENTION]["accuracy"]),
+            lstm=_pct(rc[RECURRENT]["accuracy"]),
             chance=_pct(rc["chance"]),
         )
-    elif "lstm" in r and "attention" in r:
+    elif RECURRENT in r and ATTENTION in r:
         out["long_range"] = tr(
             "home.find.reach",
-            reach=_num(r["lstm"]["reach"], 3),
-            ratio=_num(r["attention"]["ratio"]),
-            far=r["attention"]["far"],
+            reach=_num(r[RECURRENT]["reach"], 3),
+            ratio=_num(r[ATTENTION]["ratio"]),
+            far=r[ATTENTION]["far"],
         )
-    d = depth_facts(frames.get("depth"))
-    if "lstm" in d:
-        other = next((m for m in ("lstm_residual", "pre_ln", *d) if m in d and m != "lstm"), None)
-        if other:
-            out["depth"] = tr(
-                "home.find.depth",
-                L=d["lstm"]["layers"],
-                lstm=_num(d["lstm"]["ratio"]),
-                other=tr(f"model.{other}"),
-                ratio=_num(d[other]["ratio"]),
-            )
-    a = attention_facts(frames.get("attention_cost"))
-    if "naive" in a and "sdpa" in a:
+    d = depth_findings.lstm_contrast(_ok(frames.get("depth")))
+    if d is not None:
+        key = "home.find.depth" if math.isfinite(d["res_g"]) else "home.find.depth_plain"
+        out["depth"] = tr(key, L=d["d1"], g1=depth_findings.number(d["g1"]), top=depth_findings.number(d["top"]),
+                          res=depth_findings.number(d["res_g"]))  # fmt: skip
+    naive, fused = attention_findings.materialised_and_fused(frames.get("attention_cost"))
+    if naive and fused:
         out["attention_cost"] = tr(
             "home.find.attention",
-            naive=_slope(a["naive"]["mem_slope"]),
-            sdpa=_slope(a["sdpa"]["mem_slope"]),
-            n=a["naive"]["n"],
+            naive=_slope(naive["mem_slope"]),
+            sdpa=_slope(fused["mem_slope"]),
+            n=int(naive["n_hi"]),
         )
     return out

@@ -62,10 +62,6 @@ def recall_vocab(n_keys: int) -> int:
     return n_keys + 1 + N_FILLER
 
 
-def query_token(n_keys: int) -> int:
-    return n_keys
-
-
 def recall_sequence(name: int, distance: int, seq_len: int, n_keys: int, fillers: list[int]) -> tuple[list, list]:
     """One recall example from chosen parts; `fillers` (ids 0..15) fill every other position, in order.
 

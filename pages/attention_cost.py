@@ -8,6 +8,7 @@ from core.charts import attention_cost as charts
 from core.device import resolve_device, total_memory_bytes
 from core.experiments import attention_cost as ac
 from core.experiments import kv_cache as kv
+from core.findings import attention_cost as findings
 from core.fit import tail_slope
 from core.guard import format_bytes
 from core.memory_formulas import DTYPE_BYTES, MODEL_PRESETS, ModelShape, kv_cache_bytes
@@ -78,7 +79,7 @@ with reveal:
         st.subheader(tr("attention_cost.wall_header"))
         st.markdown(tr("attention_cost.wall_intro"))
         budget = float(primary["budget_bytes"].dropna().iloc[0]) if primary["budget_bytes"].notna().any() else math.nan
-        walls = charts.with_labels(ac.wall(primary, budget), tr)
+        walls = charts.with_labels(findings.wall(primary, budget), tr)
         st.dataframe(
             ui.pd.DataFrame(
                 {
@@ -101,7 +102,7 @@ with reveal:
             c1.selectbox(tr("attention_cost.extrap_model"), list(MODEL_PRESETS), index=1, key="extrap_model")
         ]
         dtype = c2.selectbox(tr("attention_cost.extrap_dtype"), ["bfloat16", "float32"], key="extrap_dtype")
-        ext = ac.extrapolate(primary, shape, dtype, budget_bytes=budget)
+        ext = findings.extrapolate(primary, shape, dtype, budget_bytes=budget)
         ui.chart_ui(charts.wall_chart(ext, tr, budget))
         st.dataframe(
             ui.pd.DataFrame(
@@ -110,13 +111,13 @@ with reveal:
                     tr("attention_cost.extrap.seq_len"): ext["seq_len"].map("{:,}".format),
                     tr("attention_cost.extrap.size"): ext["bytes"].map(format_bytes),
                     tr("attention_cost.extrap.fits"): ext["fits_budget"],
-                    tr("attention_cost.extrap.time"): ext["time_s"].map(lambda t: ac.format_seconds(t, tr)),
+                    tr("attention_cost.extrap.time"): ext["time_s"].map(lambda t: findings.format_seconds(t, tr)),
                 }
             ),
             hide_index=True,
         )
         ui.caption_source_ui(tr, primary)
-        ui.takeaways_ui(tr, ac.takeaways(primary, tr))
+        ui.takeaways_ui(tr, findings.takeaways(primary, tr))
     else:
         st.info(tr("attention_cost.no_sweep"))
 

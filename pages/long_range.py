@@ -10,6 +10,7 @@ from core import tasks
 from core.charts import long_range as charts
 from core.config import make_config
 from core.experiments import gradient_reach, long_range
+from core.models import registry
 from ui import common as ui
 
 PAGE = "long_range"
@@ -75,7 +76,7 @@ else:
         except ValueError as err:
             st.error(tr("long_range.map.bad", error=str(err)))
     with lock:
-        labels = {"attention": tr("long_range.map.label.attention"), "saliency": tr("long_range.map.label.saliency")}
+        labels = {"head": tr("long_range.map.label.attention"), "saliency": tr("long_range.map.label.saliency")}
         frame = ck.map_frame(tokens, tfm, lstm, K, labels)
         map_lines = ck.map_takeaways(frame, tokens, tfm, lstm, K, tr)
     ui.chart_ui(charts.attention_map_chart(frame, tr))
@@ -151,7 +152,8 @@ with reveal:
         if primary["source"].iloc[0] == "live":
             st.caption(tr("long_range.quick_note"))
         last = long_range.final(primary)
-        lstm_runs = last[(last["model"] == "lstm") & (last["status"] == "ok")]
+        rec = registry.representative(registry.RECURRENT, last["model"])
+        lstm_runs = last[(last["model"] == rec) & (last["status"] == "ok")]
         if ck.available() and len(lstm_runs) and (lstm_runs["accuracy"] < long_range.SOLVED).any():
             _, _, _, shipped, _ = shipped_models()
             acc = shipped["accuracy_by_distance"]

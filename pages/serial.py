@@ -5,6 +5,7 @@ import streamlit as st
 
 from core.charts import serial as charts
 from core.experiments import serial
+from core.findings import serial as findings
 from ui import common as ui
 
 PAGE = "serial"
@@ -31,7 +32,7 @@ with reveal:
         ui.chart_ui(charts.tokens_chart(both, tr))
         ui.chart_ui(charts.utilization_chart(both, tr))
         st.caption(tr("serial.slopes_header"))
-        slopes = serial.scaling_exponents(both).drop(columns="points").round(2)
+        slopes = findings.scaling_exponents(both).drop(columns="points").round(2)
         st.dataframe(
             slopes.rename(columns={c: tr(f"serial.slopes.{c}") for c in ("time_slope", "memory_slope")}),
             hide_index=True,
@@ -41,10 +42,10 @@ with reveal:
     st.markdown(tr("serial.model_intro"))
     gpu_rows = both[both["device_type"] == "cuda"]
     measured = pd.concat([primary, gpu_rows]).drop_duplicates() if len(gpu_rows) else primary
-    measured = measured[measured["model"].isin(["lstm", "transformer"])]
-    ui.chart_ui(charts.roofline_chart(serial.roofline_frame(primary, tr), measured, tr))
+    measured = measured[measured["model"].isin(findings.chapter_pair(measured["model"]) or ())]
+    ui.chart_ui(charts.roofline_chart(findings.roofline_frame(primary, tr), measured, tr))
 
     ui.caption_source_ui(tr, primary)
-    ui.takeaways_ui(tr, serial.takeaways(primary, tr))
+    ui.takeaways_ui(tr, findings.takeaways(primary, tr))
     ui.method_ui(tr, PAGE)
     ui.table_ui(tr, both, PAGE)

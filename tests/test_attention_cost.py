@@ -11,11 +11,15 @@ import pandas as pd
 import pytest
 import torch
 
+from core import bench
 from core.experiments import attention_cost as ac
+from core.findings import attention_cost as findings
 from core.fit import tail_slope
 from core.i18n import translator
-from core.memory_formulas import MODEL_PRESETS, attention_saved_bytes
-from core.models import naive_attention
+from core.memory_formulas import MODEL_PRESETS
+from core.models import attention, layers
+from core.models.attention import Shape
+from core.models.layers import naive_attention
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REQUIRED = (
@@ -57,7 +61,7 @@ def test_sdpa_and_naive_agree_forward_and_backward(backend, causal):
     g = torch.randn_like(q)
     ref = naive_attention(q, k, v, causal)[0]
     ref_grads = torch.autograd.grad(ref, (q, k, v), g)
-    out = ac.sdpa(q, k, v, backend, causal)
+    out = layers.sdpa(q, k, v, backend, causal)
     grads = torch.autograd.grad(out, (q, k, v), g)
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
     for a, b in zip(grads, ref_grads):
@@ -69,7 +73,7 @@ def test_bfloat16_error_is_of_the_order_of_bfloat16s_own():
     exact = naive_attention(q.double(), k.double(), v.double(), False)[0]
     lo = [t.detach().bfloat16() for t in (q, k, v)]
     own = (naive_attention(*lo, False)[0].double() - exact).abs().max()  # the explicit path's bf16 error
-    fused = (ac.sdpa(*lo).double() - exact).abs().max()
+    fused = (layers.sdpa(*lo).double() - exact).abs().max()
     assert fused <= 3 * own + 1e-3
 
 
@@ -81,7 +85,7 @@ def test_linear_attention_matches_its_quadratic_definition_and_is_not_softmax(ca
     if causal:
         w = w.tril()
     ref = (w @ v) / (w.sum(-1, keepdim=True) + 1e-6)
-    out = ac.linear_attention(q, k, v, causal)
+    out = layers.linear_attention(q, k, v, causal)
     torch.testing.assert_close(out, ref, atol=1e-9, rtol=1e-9)
     assert (out - naive_attention(q, k, v, causal)[0]).abs().max() > 1e-2  # a different function
 
@@ -99,10 +103,10 @@ def test_saved_bytes_equal_the_formula_exactly(impl, backend, causal):
     fn = (
         (lambda: naive_attention(q, k, v, causal)[0])
         if impl == "naive"
-        else (lambda: ac.sdpa(q, k, v, backend, causal))
+        else (lambda: layers.sdpa(q, k, v, backend, causal))
     )
     saved = saved_activation_bytes(fn, exclude=(q, k, v))
-    assert saved == attention_saved_bytes("naive" if impl == "naive" else backend, B, H, n, d, 4, causal)
+    assert saved == attention.get(impl).saved_formula(Shape(B, H, n, d, 4, causal), backend)
 
 
 def test_naive_keeps_exactly_one_extra_score_tensor():
@@ -115,7 +119,7 @@ def test_naive_keeps_exactly_one_extra_score_tensor():
 
 def test_live_peak_counts_live_tensors_only():
     x0 = torch.ones(1000)  # exists before: not counted
-    with ac.LivePeak(exclude=(x0,)) as live:
+    with bench.LivePeak(exclude=(x0,)) as live:
         x = x0 * 2  # 4000 B live
         y = x + 1  # 8000 B live
         del x
@@ -126,11 +130,11 @@ def test_live_peak_counts_live_tensors_only():
 
 
 def test_backend_names_from_operators_cover_cuda_kernels():
-    assert ac.backend_from_ops({"aten._scaled_dot_product_flash_attention_for_cpu.default"}) == "flash"
-    assert ac.backend_from_ops({"aten._scaled_dot_product_flash_attention.default"}) == "flash"
-    assert ac.backend_from_ops({"aten._scaled_dot_product_efficient_attention.default"}) == "efficient"
-    assert ac.backend_from_ops({"aten._scaled_dot_product_cudnn_attention.default"}) == "cudnn"
-    assert ac.backend_from_ops({"aten.bmm.default", "aten._softmax.default"}) == "math"
+    assert bench.backend_from_ops({"aten._scaled_dot_product_flash_attention_for_cpu.default"}) == "flash"
+    assert bench.backend_from_ops({"aten._scaled_dot_product_flash_attention.default"}) == "flash"
+    assert bench.backend_from_ops({"aten._scaled_dot_product_efficient_attention.default"}) == "efficient"
+    assert bench.backend_from_ops({"aten._scaled_dot_product_cudnn_attention.default"}) == "cudnn"
+    assert bench.backend_from_ops({"aten.bmm.default", "aten._softmax.default"}) == "math"
 
 
 # ---- a tiny sweep: slopes, columns, the LSTM's flat state ----------------------------------------------------
@@ -187,7 +191,7 @@ def test_rows_match_the_formulas(sweep):
 
 def test_takeaways_follow_the_data(sweep):
     df, _ = sweep
-    lines = ac.takeaways(df, tr)
+    lines = findings.takeaways(df, tr)
     ratio = next(x for x in lines if x.startswith("At n = 512"))
     naive, fused = (
         df[(df.seq_len == 512) & (df.impl == i) & (df.requested_backend.isin(["-", "auto"]))].iloc[0]
@@ -197,7 +201,7 @@ def test_takeaways_follow_the_data(sweep):
     doubled = df.copy()
     doubled.loc[doubled.impl == "naive", "saved_bytes"] *= 2
     assert f"{2 * naive.saved_bytes / fused.saved_bytes:.0f}× more" in next(
-        x for x in ac.takeaways(doubled, tr) if x.startswith("At n = 512")
+        x for x in findings.takeaways(doubled, tr) if x.startswith("At n = 512")
     )
     assert any("cannot run here" in x for x in lines) != torch.cuda.is_available()
 
@@ -211,17 +215,17 @@ def test_a_million_tokens_naive_is_refused_in_seconds_without_allocating():
     df = ac.run(cfg(impls="naive", seq_lens="1000000"))
     assert time.perf_counter() - t0 < 5
     row = df.iloc[0]
-    assert row.status == "skipped" and "would need" in row.note and math.isnan(row.time_ms)
+    assert row.status == "skipped_memory" and "would need" in row.note and math.isnan(row.time_ms)
     assert row.predicted_bytes >= 4 * 1_000_000**2 * 4  # at least one B·H·n² fp32 matrix: 16 TB
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before < 200_000  # KiB: nothing big allocated
-    assert "would need" in ac.takeaways(df, tr)[-1]
+    assert "would need" in findings.takeaways(df, tr)[-1]
 
 
 def test_a_point_too_slow_for_the_limit_is_skipped_not_run():
     t0 = time.perf_counter()
     df = ac.run(cfg(impls="sdpa", seq_lens="64,200000", time_limit_s="5"))
     assert time.perf_counter() - t0 < 10
-    assert list(df.status) == ["ok", "skipped"] and "would take" in df.note.iloc[1]
+    assert list(df.status) == ["ok", "skipped_time"] and "would take" in df.note.iloc[1]
 
 
 def test_an_out_of_memory_point_is_a_row_and_the_next_point_runs(monkeypatch):
@@ -238,14 +242,14 @@ def test_an_out_of_memory_point_is_a_row_and_the_next_point_runs(monkeypatch):
 
 
 def test_a_forced_backend_failing_in_its_own_way_is_a_row_not_a_crash(monkeypatch):
-    real = ac.sdpa
+    real = layers.sdpa
 
     def cudnn_like(q, k, v, backend="auto", causal=False):
         if backend == "cudnn":
             raise RuntimeError("cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the graph.")
         return real(q, k, v, backend, causal)
 
-    monkeypatch.setattr(ac, "sdpa", cudnn_like)
+    monkeypatch.setattr(layers, "sdpa", cudnn_like)
     df = ac.run(cfg(impls="sdpa", backends="cudnn,auto", seq_lens="32"))
     assert list(df.status) == ["unsupported", "ok"] and "cuDNN Frontend" in df.note.iloc[0]
 
@@ -290,16 +294,16 @@ def synthetic(a=3.0, b=2.0):
 
 
 def test_wall_solves_the_fitted_curve_for_the_budget():
-    w = ac.wall(synthetic(), budget_bytes=3.0 * 8192**2).iloc[0]
+    w = findings.wall(synthetic(), budget_bytes=3.0 * 8192**2).iloc[0]
     assert w.n_max == pytest.approx(8192, rel=1e-9) and w.slope == pytest.approx(2.0)
     assert w.kind == "extrapolation"
     flat = synthetic(b=0.0)
-    assert math.isnan(ac.wall(flat, 1e9).n_max.iloc[0])  # a flat curve has no wall
+    assert math.isnan(findings.wall(flat, 1e9).n_max.iloc[0])  # a flat curve has no wall
 
 
 def test_extrapolation_to_long_contexts_is_labelled_and_uses_the_formulas():
     shape = MODEL_PRESETS["Llama-2-7B"]
-    ex = ac.extrapolate(synthetic(), shape, "bfloat16", budget_bytes=80 * 2**30)
+    ex = findings.extrapolate(synthetic(), shape, "bfloat16", budget_bytes=80 * 2**30)
     naive_1m = ex[(ex.what == "naive") & (ex.seq_len == 1048576)].iloc[0]
     assert naive_1m.bytes == 32 * 32 * 1048576**2 * 2 and not naive_1m.fits_budget
     kv = ex[(ex.what == "kv_cache") & (ex.seq_len == 8192)].iloc[0]
@@ -307,7 +311,7 @@ def test_extrapolation_to_long_contexts_is_labelled_and_uses_the_formulas():
     assert set(ex.memory_kind) == {"formula"} and naive_1m.time_kind.startswith("extrapolation")
     # n² from the largest measured point, scaled from the measured shape (4 heads × 32) to 32 layers × 32 × 128
     assert naive_1m.time_s == pytest.approx(1e-6 * 2048**2 * (1048576 / 2048) ** 2 * (32 * 32 * 128) / (4 * 32) / 1e3)
-    assert ac.format_seconds(90) == "1.5 min" and ac.format_seconds(0.25) == "250 ms"
+    assert findings.format_seconds(90) == "1.5 min" and findings.format_seconds(0.25) == "250 ms"
 
 
 def test_wall_check_brackets_the_prediction_with_a_small_budget():
@@ -315,7 +319,7 @@ def test_wall_check_brackets_the_prediction_with_a_small_budget():
     checks = df[df.point != "sweep"].set_index("point")
     assert list(checks.status) == ["ok", "ok"]
     assert checks.loc["wall_below", "fits_budget"] and not checks.loc["wall_above", "fits_budget"]
-    assert sum("as predicted" in x for x in ac.takeaways(df, tr)) == 2
+    assert sum("as predicted" in x for x in findings.takeaways(df, tr)) == 2
 
 
 # ---- charts and CLI ------------------------------------------------------------------------------------------

@@ -1,11 +1,14 @@
 """The harness: timing agrees with torch.utils.benchmark; saved bytes are exact on hand-countable graphs."""
 
+import time
+
+import numpy as np
 import pytest
 import torch
 import torch.utils.benchmark as tub
 
 from core import bench
-from core.device import configure_threads
+from core.device import configure_threads, torch_threads
 
 
 def test_time_fn_agrees_with_torch_benchmark_timer():
@@ -27,6 +30,73 @@ def test_timing_reports_median_iqr_and_noise():
     calls = []
     res = bench.time_fn(lambda: calls.append(1), warmup=2, repeats=5)
     assert len(calls) == 7 and len(res.times_ms) == 5 and res.iqr_ms >= 0
+
+
+def test_time_fn_times_a_known_sleep():
+    res = bench.time_fn(lambda: time.sleep(0.002), warmup=1, repeats=5)
+    assert 2.0 <= res.median_ms <= 6.0
+    assert min(res.times_ms) >= 2.0
+
+
+def test_time_fn_does_not_time_warmup_calls():
+    calls = []
+
+    def fn():  # the warm-up calls are slow, the timed ones fast: a timed warm-up call would show as >= 30 ms
+        calls.append(1)
+        if len(calls) <= 3:
+            time.sleep(0.03)
+
+    res = bench.time_fn(fn, warmup=3, repeats=5)
+    assert len(calls) == 3 + 5 and len(res.times_ms) == 5
+    assert max(res.times_ms) < 15.0
+
+
+def test_time_fn_times_each_repeat_in_call_order():
+    calls = []
+
+    def fn():  # call k sleeps k ms
+        calls.append(1)
+        time.sleep(len(calls) * 1e-3)
+
+    res = bench.time_fn(fn, warmup=0, repeats=4)
+    assert len(res.times_ms) == 4
+    assert list(res.times_ms) == sorted(res.times_ms)
+    for k, t in enumerate(res.times_ms, start=1):
+        assert k <= t < k + 4
+
+
+def test_time_fn_median_and_iqr_are_numpys_linear_quantiles():
+    calls = []
+
+    def fn():  # four repeats of different lengths: a lower median or nearest-rank quartiles would differ
+        calls.append(1)
+        time.sleep((1, 4, 2, 8)[len(calls) - 1] * 1e-3)
+
+    res = bench.time_fn(fn, warmup=0, repeats=4)
+    xs = np.array(res.times_ms)
+    assert res.median_ms == pytest.approx(np.median(xs), rel=1e-9)
+    assert res.iqr_ms == pytest.approx(np.quantile(xs, 0.75) - np.quantile(xs, 0.25), rel=1e-9)
+    assert sorted(xs)[1] < res.median_ms < sorted(xs)[2]
+
+
+def test_max_seconds_stops_early_keeping_at_least_three_repeats():
+    slow = bench.time_fn(lambda: time.sleep(0.02), warmup=0, repeats=50, max_seconds=0.001)
+    assert len(slow.times_ms) == 3
+    calls = []
+    res = bench.time_fn(lambda: (calls.append(1), time.sleep(0.005)), warmup=1, repeats=1000, max_seconds=0.05)
+    assert 3 <= len(res.times_ms) < 30 and len(calls) == 1 + len(res.times_ms)
+    assert len(bench.time_fn(lambda: None, warmup=0, repeats=20, max_seconds=10).times_ms) == 20
+
+
+@pytest.mark.parametrize("caller_threads", [1, 2])
+def test_time_fn_keeps_the_callers_thread_count(caller_threads):
+    configure_threads(2)
+    seen = []
+    with torch_threads(caller_threads):
+        bench.time_fn(lambda: seen.append(torch.get_num_threads()), warmup=1, repeats=5)
+        assert torch.get_num_threads() == caller_threads
+    assert seen == [caller_threads] * 6
+    assert torch.get_num_threads() == 2
 
 
 def test_time_fn_rejects_bad_repeats():

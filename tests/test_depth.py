@@ -14,8 +14,10 @@ from torch import nn
 
 from core import guard
 from core.experiments import depth
+from core.findings import depth as findings
 from core.i18n import translator
-from core.models import n_params
+from core.models import registry
+from core.models.layers import n_params
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REQUIRED = (
@@ -54,12 +56,12 @@ def test_layer_grad_norms_match_a_hand_computed_two_layer_model():
     assert depth.total_grad_norm([l1.weight, l2.weight]) == pytest.approx(math.sqrt(84))
 
 
-@pytest.mark.parametrize("name", depth.MODELS)
+@pytest.mark.parametrize("name", registry.names("depth"))
 def test_layers_partition_the_weights_and_the_guard_counts_them_exactly(name):
     model = depth.build_model(name, vocab_size=10, d_model=16, n_layers=3)
-    layers = depth.layer_modules(model)
+    layers = list(model.layers)
     assert len(layers) == 3
-    assert depth.n_params_formula(name, 10, 16, 3) == n_params(model)
+    assert registry.get(name).n_params(10, 16, 3) == n_params(model)
     tokens = torch.randint(10, (2, 5))
     torch.nn.functional.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten()).backward()
     in_layers = {id(p) for layer in layers for p in layer.parameters()}
@@ -161,7 +163,7 @@ def test_a_nan_ends_only_that_run_as_diverged(monkeypatch, what):
     assert post["step"].max() == 3  # stopped there
     lstm = df[(df["model"] == "lstm") & (df["phase"] == "train") & df["layer"].isna()]
     assert (lstm["status"] == "ok").all() and lstm["step"].max() == 5  # the other run went on
-    summary = depth.summarize(df).set_index("model")
+    summary = findings.summarize(df).set_index("model")
     assert summary.loc["post_ln", "outcome"] == "diverged" and summary.loc["post_ln", "diverged_step"] == 3
     assert any("diverged" in line for line in depth.takeaways(df, translator("en")))
 
@@ -171,12 +173,12 @@ def test_guard_refuses_the_deep_run_with_its_predicted_size_and_the_rest_go_on(m
     small, big = depth.predicted_bytes("pre_ln", cfg, 1), depth.predicted_bytes("pre_ln", cfg, 4)
     monkeypatch.setattr(guard, "budget_bytes", lambda device, fraction=0.5: int((small + big) / 2))
     df = depth.run(cfg)
-    refused = df[df["status"] == "skipped"]
+    refused = df[df["status"] == "skipped_memory"]
     assert set(refused["n_layers"]) == {4} and set(refused["phase"]) == {"init", "train"}
     assert refused["note"].str.contains(f"would need {guard.format_bytes(big)}").all()
     assert refused["grad_norm"].isna().all()
     assert (df[df["n_layers"] == 1]["status"] == "ok").all()
-    assert depth.summarize(df).set_index("n_layers").loc[4, "outcome"] == "skipped"
+    assert findings.summarize(df).set_index("n_layers").loc[4, "outcome"] == "skipped_memory"
 
 
 def test_guard_prediction_is_gigabytes_for_the_widest_deepest_stack():
@@ -259,7 +261,7 @@ def test_warmup_takeaway_follows_the_data():
     assert any("let Post-LN train at 8 layers" in s for s in shown)
     flat = depth.takeaways(fake_runs({("post_ln", 0): floor, ("pre_ln", 0): floor}), tr)
     assert any("did not show" in s for s in flat)
-    summary = depth.summarize(fake_runs({("post_ln", 0): ceiling, ("pre_ln", 0): floor}))
+    summary = findings.summarize(fake_runs({("post_ln", 0): ceiling, ("pre_ln", 0): floor}))
     assert list(summary["outcome"]) == ["stalled", "trained"]
     assert summary["gap_closed"].tolist() == pytest.approx([0.0, 0.95])  # mean of the last 20% of steps
 

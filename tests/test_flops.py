@@ -6,7 +6,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from core import flops
-from core.experiments.serial import SerialConfig, build_model
+from core.models import registry
 
 
 def counted_forward(model, tokens) -> int:
@@ -15,16 +15,16 @@ def counted_forward(model, tokens) -> int:
     return counter.get_total_flops()
 
 
-@pytest.mark.parametrize("name", ["rnn", "lstm", "gru", "lstm_loop", "transformer"])
+@pytest.mark.parametrize("name", list(registry.KINDS))
 @pytest.mark.parametrize("n_layers", [1, 2])
 def test_model_forward_flops_match_the_counter(name, n_layers):
-    cfg = SerialConfig(d_model=32, n_layers=n_layers, batch_size=2, vocab_size=16)
-    model = build_model(name, cfg)
+    """Every registered kind's record counts its own FLOPs: the formula equals the counter on the unfused path."""
+    kind = registry.get(name)
+    model = kind.build(16, 32, n_layers)
     tokens = torch.randint(16, (2, 24))
     with torch.backends.mkldnn.flags(enabled=False), sdpa_kernel(SDPBackend.MATH):
         counted = counted_forward(model, tokens)
-    expected = flops.model_forward("lstm" if name == "lstm_loop" else name, 2, 24, 32, n_layers, 16)
-    assert counted == expected
+    assert counted == kind.forward_flops(2, 24, 32, n_layers, 16)
 
 
 def test_fused_kernels_hide_their_flops_from_the_counter():
@@ -35,7 +35,7 @@ def test_fused_kernels_hide_their_flops_from_the_counter():
         lstm(x)
     if counter.get_total_flops() != 0:
         pytest.skip("this build runs an unfused LSTM on CPU")
-    assert flops.recurrent_forward("lstm", 2, 24, 32, 32) == 8 * 32 * 64 * 48
+    assert flops.recurrent_forward(4, 2, 24, 32, 32) == 8 * 32 * 64 * 48
 
 
 def test_training_is_three_forwards_and_attention_term():

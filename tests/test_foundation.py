@@ -54,7 +54,7 @@ def test_guard_refuses_what_cannot_fit_without_running_it():
     t0 = time.perf_counter()
     row = guard.guarded(lambda: ran.append(1) or {}, predicted_bytes=1e15, device=torch.device("cpu"))
     assert time.perf_counter() - t0 < 1.0
-    assert row["status"] == "skipped" and not ran and "would need 909.5 TiB" in row["note"]
+    assert row["status"] == "skipped_memory" and not ran and "would need 909.5 TiB" in row["note"]
 
 
 def test_guard_turns_oom_into_a_status_and_reraises_other_errors():

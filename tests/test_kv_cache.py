@@ -120,7 +120,7 @@ def test_measured_cache_equals_the_formula_and_grows_linearly(quick):
 
 def test_rnn_state_stays_flat(quick):
     df, _ = quick
-    r = df[df.scheme == "rnn state"]
+    r = df[df.scheme == "rnn_state"]
     assert len(r) == 6 and set(r.measured_bytes) == {2 * 2 * 1 * 128 * 4}  # (h, c) × layers × batch × width
 
 
@@ -129,7 +129,7 @@ def test_formula_rows_cover_the_models_and_the_mha_counterfactual(quick):
     f = df[df.kind == "formula"]
     row = f[(f.model == "Llama-2-70B") & (f.scheme == "gqa") & (f.seq_len == 4096)].iloc[0]
     assert row.cache_bytes == 320 * KiB * 4096
-    mha = f[(f.model == "Llama-2-70B") & (f.scheme == "mha (if)") & (f.seq_len == 4096)].iloc[0]
+    mha = f[(f.model == "Llama-2-70B") & (f.scheme == "mha") & f.hypothetical & (f.seq_len == 4096)].iloc[0]
     assert mha.cache_bytes == 8 * row.cache_bytes
 
 

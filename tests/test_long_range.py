@@ -12,6 +12,7 @@ from core.cli import main
 from core.config import make_config
 from core.experiments import long_range as lr
 from core.i18n import translator
+from core.models import registry
 
 ROOT = __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__)))
 
@@ -82,8 +83,11 @@ def test_models_have_matched_parameter_counts():
     p = {m: sum(t.numel() for t in lr.build_model(m, cfg, V).parameters()) for m in lr.MODELS}
     assert abs(p["lstm"] - p["transformer"]) / p["transformer"] < 0.02
     lstm = lr.build_model("lstm", cfg, V)
-    assert lr.lstm_params(lstm.rnn.hidden_size, V, 2) == p["lstm"]  # the closed form counts what torch builds
-    assert lstm.rnn.bias_ih_l0.view(4, -1)[1].eq(1.0).all()  # forget bias 1 (gate order i, f, g, o)
+    width = lstm.embed.embedding_dim
+    assert width == lr.width_for("lstm", cfg, V) != cfg.d_model
+    assert registry.get("lstm").n_params(V, width, 2) == p["lstm"]  # the closed form counts what torch builds
+    for layer in lstm.layers:  # forget bias 1 in every layer (gate order i, f, g, o)
+        assert layer.rnn.bias_ih_l0.view(4, -1)[1].eq(1.0).all()
 
 
 def test_transformer_learns_recall_at_a_distance_where_the_lstm_stays_near_chance():

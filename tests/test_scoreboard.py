@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from core import scoreboard
+from core.findings import depth as depth_findings
 from core.i18n import translator
 
 tr = translator("en")
@@ -52,9 +53,11 @@ def test_table1_measured_cells_carry_fitted_exponents_and_step_counts():
             {
                 "impl": ["naive"] * 3 + ["sdpa"] * 3,
                 "seq_len": [256, 512, 1024] * 2,
+                "requested_backend": ["-"] * 3 + ["auto"] * 3,
+                "backend": ["-"] * 3 + ["flash"] * 3,
                 "time_ms": [1, 4, 16, 1, 2, 4],
-                "peak_bytes": [1, 4, 16, 1, 2, 4],
-                "saved_bytes": np.nan,
+                "saved_bytes": [1, 4, 16, 1, 2, 4],  # the exact count the page states, not the peak
+                "peak_bytes": np.nan,
                 "status": "ok",
             }
         ),
@@ -88,20 +91,24 @@ def test_reach_and_depth_facts():
         ]
     )
     cells = scoreboard.measured_cells({"gradient_reach": grad}, tr)
-    assert cells["recurrent"][2] == "falls 1000× within 15 tokens"
+    assert cells["recurrent"][2] == "falls 1,000× within 15 tokens"
     assert cells["self_attention"][2] == "1× at 49 tokens back vs 1 back"
     depth = pd.DataFrame(
         {
-            "model": "lstm",
-            "n_layers": 4,
-            "layer": [0, 1, 2, 3],
+            "model": ["lstm"] * 6 + ["lstm_residual"] * 4,
+            "n_layers": [2, 2, 4, 4, 4, 4, 4, 4, 4, 4],
+            "layer": [1, 2, 1, 2, 3, 4, 1, 2, 3, 4],
             "phase": "init",
             "step": 0,
-            "grad_norm": [0.001, 0.01, 0.1, 1.0],
+            "grad_norm": [0.1, 1.0, 0.001, 0.01, 0.1, 1.0, 0.5, 0.6, 0.8, 1.0],
             "status": "ok",
         }
     )
-    assert scoreboard.depth_facts(depth) == {"lstm": {"layers": 4, "ratio": 0.001}}
+    found = scoreboard.findings({"depth": depth}, tr)["depth"]
+    assert "4-layer" in found and "0.001" in found and "while its last layer got 1" in found and "0.5" in found
+    lines = depth_findings.takeaways(depth, tr)
+    assert "0.001" in lines[0] and "**10× less for every layer added**" in lines[0]  # (0.1 / 0.001)^(1/2)
+    assert "0.5" in lines[1]
 
 
 def test_scoreboard_and_ui_import_no_torch():

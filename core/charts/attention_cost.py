@@ -8,7 +8,9 @@ import math
 import altair as alt
 import pandas as pd
 
+from core import status
 from core.charts.common import device_subtitle, lines, log_x, log_y
+from core.models import attention
 
 GUIDE_COLOR = "#9a9a9a"
 IMPL_COLORS = {"naive": "#d62728", "linear": "#2ca02c", "lstm_state": "#7f7f7f"}
@@ -35,9 +37,10 @@ def titled(chart: alt.Chart, title: str, subtitle: str = "") -> alt.Chart:
 
 def impl_label(row, tr) -> str:
     """'naive', 'sdpa · flash', 'sdpa · math (forced)', 'linear', 'LSTM state (inference)'."""
-    if row["impl"] == "sdpa":
-        forced = row.get("requested_backend", "auto") not in ("auto", "-")
-        return f"sdpa · {row['backend']}" + (f" ({tr('attention_cost.forced')})" if forced else "")
+    record = attention.IMPLS.get(row["impl"])
+    if record is not None and record.uses_backends:
+        forced = attention.forced(row.get("requested_backend", attention.AUTO))
+        return f"{row['impl']} · {row['backend']}" + (f" ({tr('attention_cost.forced')})" if forced else "")
     return tr(f"attention_cost.impl.{row['impl']}")
 
 
@@ -129,7 +132,8 @@ def memory_chart(df: pd.DataFrame, tr, metric: str = "saved_bytes") -> alt.Chart
 def _refused(df: pd.DataFrame, tr) -> pd.DataFrame:
     if not len(df) or "status" not in df:
         return df.iloc[0:0]
-    r = df[(df["status"] == "skipped") & df["note"].astype(str).str.startswith("would need")]
+    df = status.normalize(df)
+    r = df[df["status"] == status.SKIPPED_MEMORY]
     r = r[r["predicted_bytes"].notna()]
     return with_labels(r, tr).assign(mib=r["predicted_bytes"] / 2**20) if len(r) else r
 
@@ -145,7 +149,7 @@ def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
         tr("attention_cost.axis.impl"),
         tooltip=tooltip,
     ).encode(color=impl_color(d, tr("attention_cost.axis.impl")))
-    att = d[d["impl"] != "lstm_state"] if len(d) else d
+    att = d[[attention.IMPLS[i].mode == "train" if i in attention.IMPLS else True for i in d["impl"]]] if len(d) else d
     chart = (
         main
         + _guide_layer(att.assign(y=att["time_ms"]), "y", tr)

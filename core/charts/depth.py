@@ -9,13 +9,14 @@ import altair as alt
 import pandas as pd
 
 from core.charts.common import device_subtitle, log_x, log_y
-from core.experiments.depth import UNDERFLOW, chain_entropy, init_profile, summarize, to_frame
+from core.findings.depth import UNDERFLOW, chain_entropy, init_profile, summarize, to_frame
 
 OUTCOME_COLORS = {
     "trained": "#2ca02c",
     "stalled": "#ff7f0e",
     "diverged": "#d62728",
-    "skipped": "#7f7f7f",
+    "skipped_memory": "#7f7f7f",
+    "skipped_time": "#7f7f7f",
     "oom": "#7f7f7f",
 }
 

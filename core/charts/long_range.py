@@ -7,14 +7,13 @@ import pandas as pd
 
 from core.charts.common import device_subtitle, lines, log_y, titled
 from core.experiments.long_range import final
-
-# One colour per model across the page: recurrent models warm, attention cool.
-MODEL_COLORS = {"rnn": "#ff7f0e", "lstm": "#d62728", "gru": "#e377c2", "attention": "#1f77b4", "transformer": "#1f77b4"}
+from core.models import registry
 
 
 def _model_color(models, title: str) -> alt.Color:
-    shown = [m for m in MODEL_COLORS if m in set(models)]
-    return alt.Color("model:N", title=title, scale=alt.Scale(domain=shown, range=[MODEL_COLORS[m] for m in shown]))
+    """One colour per model across the page, from its record: recurrent models warm, attention cool."""
+    domain, colors = registry.colors(models)
+    return alt.Color("model:N", title=title, scale=alt.Scale(domain=domain, range=colors))
 
 
 def _ok(df: pd.DataFrame) -> pd.DataFrame:

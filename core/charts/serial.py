@@ -6,6 +6,7 @@ import altair as alt
 import pandas as pd
 
 from core.charts.common import device_subtitle, lines, log_x, log_y, titled
+from core.models.registry import family_of
 
 
 def _ok(df: pd.DataFrame) -> pd.DataFrame:
@@ -40,11 +41,8 @@ def tokens_chart(df: pd.DataFrame, tr) -> alt.Chart:
 
 def steps_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Recurrent models all share n·L steps, so they are drawn as one line."""
-    d = _ok(df).assign(
-        kind=lambda x: x["model"].map(
-            lambda m: tr("serial.kind.transformer") if m == "transformer" else tr("serial.kind.recurrent")
-        )
-    )
+    d = _ok(df)
+    d = d.assign(kind=[tr(f"serial.kind.{family_of(m)}") if family_of(m) else m for m in d["model"]])
     d = d.drop_duplicates(["kind", "seq_len", "n_layers"])
     c = lines(
         d,

@@ -21,11 +21,13 @@ from torch import nn
 
 from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device
-from core.models import Block, n_heads_for, n_params
+from core.models import registry
+from core.models.layers import n_params
+from core.models.registry import ATTENTION, LayerSpec, n_heads_for
 from core.results import tidy
+from core.rules import REACH_FACTOR
 
 MODELS = ("rnn", "lstm", "gru", "attention")
-REACH_FACTOR = 1000.0  # "reach": the first distance where the norm is this many times below its k=1 value
 COLUMNS = (
     "model",
     "seq_len",
@@ -47,7 +49,9 @@ JACOBIAN_CHUNK = 64  # Jacobian rows per backward pass, so memory stays bounded 
 
 @dataclasses.dataclass(frozen=True)
 class GradientReachConfig:
-    models: tuple[str, ...] = spec(MODELS, choices=MODELS, help="which layers to compare")
+    models: tuple[str, ...] = spec(
+        MODELS, choices=lambda: registry.names("gradient_reach"), help="which layers to compare"
+    )
     seq_len: int = spec(200, lo=2, hi=4096, help="T: length of the input sequence")
     d_model: int = spec(128, lo=4, hi=512, help="width of every layer (input and hidden size)")
     rnn_radius: float = spec(
@@ -60,7 +64,7 @@ class GradientReachConfig:
     seed: int = spec(0, lo=0, hi=2**31 - 1)
 
     def check(self):
-        if "attention" in self.models and self.d_model % n_heads_for(self.d_model):
+        if any(not registry.get(m).recurrent for m in self.models) and self.d_model % n_heads_for(self.d_model):
             raise ValueError(f"d_model: {self.d_model} must be divisible by the number of heads")
 
 
@@ -70,17 +74,6 @@ PRESETS = {
 }
 
 
-class _LastOutput(nn.Module):
-    """(B, T, d) → the recurrent layer's output sequence (B, T, d), from a zero state."""
-
-    def __init__(self, rnn: nn.Module):
-        super().__init__()
-        self.rnn = rnn
-
-    def forward(self, x):
-        return self.rnn(x)[0]
-
-
 def spectral_radius(w: torch.Tensor) -> float:
     return float(torch.linalg.eigvals(w.detach().double().cpu()).abs().max())
 
@@ -88,17 +81,13 @@ def spectral_radius(w: torch.Tensor) -> float:
 def build_layer(name: str, cfg: GradientReachConfig) -> nn.Module:
     """One layer of width d_model at initialisation: (B, T, d) → (B, T, d); seeded by cfg.seed."""
     torch.manual_seed(cfg.seed)
-    d = cfg.d_model
-    if name == "attention":
-        return Block(d, n_heads_for(d), norm="pre", causal=True)  # causal attention + MLP, residual, pre-LN
-    rnn = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}[name](d, d, batch_first=True)
-    with torch.no_grad():
-        if name == "rnn" and cfg.rnn_radius > 0:
-            rnn.weight_hh_l0.mul_(cfg.rnn_radius / spectral_radius(rnn.weight_hh_l0))
-        if name == "lstm":  # gate order i, f, g, o: the forget gate's bias is the second quarter
-            rnn.bias_ih_l0[d : 2 * d] = cfg.forget_bias
-            rnn.bias_hh_l0[d : 2 * d] = 0.0
-    return _LastOutput(rnn)
+    kind = registry.get(name)
+    layer = kind.layer(LayerSpec(cfg.d_model, forget_bias=cfg.forget_bias))
+    if kind.recurrent_weight is not None and cfg.rnn_radius > 0:
+        with torch.no_grad():
+            w = kind.recurrent_weight(layer)
+            w.mul_(cfg.rnn_radius / spectral_radius(w))
+    return layer
 
 
 def jacobian_norms(
@@ -147,7 +136,8 @@ def run(cfg: GradientReachConfig, on_progress=None) -> pd.DataFrame:
         ms = (time.perf_counter() - t0) * 1e3
         finite = bool(torch.isfinite(norms).all())
         k_reach = reach(norms) if finite else math.nan
-        radius = spectral_radius(layer.rnn.weight_hh_l0) if name == "rnn" else math.nan
+        kind = registry.get(name)
+        radius = spectral_radius(kind.recurrent_weight(layer)) if kind.recurrent_weight is not None else math.nan
         underflow = int((norms == 0).sum())
         note = f"{underflow} distances below float32's smallest number (exactly 0)" if underflow else ""
         new = [
@@ -161,7 +151,7 @@ def run(cfg: GradientReachConfig, on_progress=None) -> pd.DataFrame:
                 "reach": k_reach,
                 "params": n_params(layer),
                 "rnn_radius": radius,
-                "forget_bias": cfg.forget_bias if name == "lstm" else math.nan,
+                "forget_bias": cfg.forget_bias if kind.forget_gate else math.nan,
                 "compute_ms": ms,
                 "status": "ok" if finite else "diverged",
                 "note": note if finite else "gradient overflowed to inf/NaN",
@@ -180,16 +170,16 @@ def to_frame(rows: list[dict]) -> pd.DataFrame:
     return tidy(rows, COLUMNS)
 
 
-# Vaswani et al. 2017, Table 1: maximum path length between two positions, and sequential operations, per layer.
-PATH_LENGTH = {"rnn": "O(n)", "lstm": "O(n)", "gru": "O(n)", "attention": "O(1)"}
+def path_length(model: str) -> str:
+    """Vaswani et al. 2017, Table 1: maximum path length between two positions, for a layer of this family."""
+    return "O(n)" if registry.family_of(model) == registry.RECURRENT else "O(1)"
 
 
 def reach_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per model and run: the measured reach (NaN = never fell 1000x within T) beside Table 1's path length."""
     keys = [k for k in ("run", "model") if k in df.columns]
     rows = df.drop_duplicates(keys)[keys + ["seq_len", "reach"]].copy()
-    rows["path_length"] = rows["model"].map(PATH_LENGTH)
-    rows["sequential_ops"] = rows["path_length"]
+    rows["path_length"] = rows["model"].map(path_length)
     return rows.reset_index(drop=True)
 
 
@@ -230,7 +220,8 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
             kinds[model] = "grows"
             out.append(tr("long_range.reach.take.grows", **values))
     decaying = [m for m, k in kinds.items() if k == "decay"]
-    if kinds.get("attention") == "flat" and decaying:
+    attention = registry.representative(ATTENTION, kinds)
+    if attention is not None and kinds.get(attention) == "flat" and decaying:
         reaches = df.drop_duplicates("model").set_index("model")["reach"]
         out.append(
             tr(

@@ -18,14 +18,13 @@ import time
 
 import pandas as pd
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device, synchronize, torch_threads
-from core.guard import format_bytes
+from core.findings.kv_cache import STATE, takeaways
 from core.memory_formulas import DTYPE_BYTES, MODEL_PRESETS, ModelShape, kv_cache_bytes
-from core.models import sinusoidal_positions
+from core.models.decoder import TinyDecoder
 from core.results import tidy
 
 SCHEMES = ("mha", "gqa", "mqa")
@@ -33,6 +32,7 @@ DTYPES = ("float32", "bfloat16", "float16")
 COLUMNS = (
     "model",
     "scheme",
+    "hypothetical",
     "kind",
     "n_layers",
     "n_heads",
@@ -119,6 +119,7 @@ def calculator_frame(shape: ModelShape, bytes_per_elem: float, batch_size: int, 
                 {
                     "model": shape.name,
                     "scheme": scheme,
+                    "hypothetical": False,
                     "kind": "formula",
                     "n_layers": shape.n_layers,
                     "n_heads": shape.n_heads,
@@ -134,61 +135,6 @@ def calculator_frame(shape: ModelShape, bytes_per_elem: float, batch_size: int, 
 
 
 # ---- a tiny decoder with a real KV cache ---------------------------------------------------------------------
-
-
-class CachedAttention(nn.Module):
-    """Causal self-attention with n_kv_heads ≤ n_heads K/V heads (MHA, GQA, MQA) and an explicit KV cache."""
-
-    def __init__(self, n_heads: int, n_kv_heads: int, head_dim: int):
-        super().__init__()
-        self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, head_dim
-        d = n_heads * head_dim
-        self.q = nn.Linear(d, d, bias=False)
-        self.kv = nn.Linear(d, 2 * n_kv_heads * head_dim, bias=False)  # only the KV heads are projected and cached
-        self.proj = nn.Linear(d, d, bias=False)
-
-    def forward(self, x, cache: tuple | None):
-        B, T, C = x.shape  # batch, new tokens, channels
-        q = self.q(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, hs)
-        k, v = self.kv(x).view(B, T, 2, self.n_kv_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # (B, Hkv, T, hs)
-        if cache is not None:
-            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)  # (B, Hkv, past+T, hs)
-        if cache is not None and T > 1:
-            raise ValueError("seq_len: feed one token at a time once the cache holds tokens")
-        # each group of n_heads / n_kv_heads query heads reads the same K/V head
-        y = F.scaled_dot_product_attention(
-            q, k, v, is_causal=cache is None and T > 1, enable_gqa=self.n_kv_heads != self.n_heads
-        )
-        return self.proj(y.transpose(1, 2).reshape(B, T, C)), (k, v)
-
-
-class TinyDecoder(nn.Module):
-    """Pre-LN decoder: embedding + sinusoidal positions → blocks of cached attention and MLP → vocabulary head."""
-
-    def __init__(self, vocab_size: int, n_layers: int, n_heads: int, n_kv_heads: int, head_dim: int):
-        super().__init__()
-        d = n_heads * head_dim
-        self.embed = nn.Embedding(vocab_size, d)
-        self.attn = nn.ModuleList(CachedAttention(n_heads, n_kv_heads, head_dim) for _ in range(n_layers))
-        self.ln1 = nn.ModuleList(nn.LayerNorm(d) for _ in range(n_layers))
-        self.ln2 = nn.ModuleList(nn.LayerNorm(d) for _ in range(n_layers))
-        self.mlp = nn.ModuleList(
-            nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d)) for _ in range(n_layers)
-        )
-        self.head = nn.Linear(d, vocab_size)
-
-    def forward(self, tokens, cache: list | None = None):
-        """(logits (B, T, vocab), new cache: one (K, V) pair per layer)."""
-        past = 0 if cache is None else cache[0][0].shape[2]
-        x = self.embed(tokens)
-        x = x + sinusoidal_positions(past + x.shape[1], x.shape[2], x.device, x.dtype)[past:]
-        new_cache = []
-        for i, attn in enumerate(self.attn):
-            a, kv = attn(self.ln1[i](x), None if cache is None else cache[i])
-            x = x + a
-            x = x + self.mlp[i](self.ln2[i](x))
-            new_cache.append(kv)
-        return self.head(x), new_cache
 
 
 def cache_storage_bytes(cache) -> int:
@@ -255,13 +201,15 @@ def run(cfg: KVCacheConfig, on_progress=None) -> pd.DataFrame:
     new = []
     for name in cfg.models:
         m = MODEL_PRESETS[name]
-        variants = [(m.scheme, m.n_kv_heads)] + ([("mha (if)", m.n_heads)] if m.scheme != "mha" else [])
-        for scheme, n_kv in variants:
+        # the model as released, and (if it shares K/V heads) the same model as if every head kept its own K/V
+        variants = [(m.scheme, m.n_kv_heads, False)] + ([("mha", m.n_heads, True)] if m.n_kv_heads != m.n_heads else [])
+        for scheme, n_kv, hypothetical in variants:
             for n in cfg.contexts:
                 new.append(
                     {
                         "model": name,
                         "scheme": scheme,
+                        "hypothetical": hypothetical,
                         "kind": "formula",
                         "n_layers": m.n_layers,
                         "n_heads": m.n_heads,
@@ -287,6 +235,7 @@ def run(cfg: KVCacheConfig, on_progress=None) -> pd.DataFrame:
                 {
                     "model": "tiny decoder",
                     "scheme": scheme,
+                    "hypothetical": False,
                     "kind": "measured",
                     "n_layers": cfg.n_layers,
                     "n_heads": cfg.n_heads,
@@ -313,7 +262,8 @@ def run(cfg: KVCacheConfig, on_progress=None) -> pd.DataFrame:
         new.append(
             {
                 "model": "tiny LSTM",
-                "scheme": "rnn state",
+                "scheme": STATE,
+                "hypothetical": False,
                 "kind": "measured",
                 "n_layers": cfg.n_layers,
                 "n_heads": math.nan,
@@ -338,68 +288,6 @@ def run(cfg: KVCacheConfig, on_progress=None) -> pd.DataFrame:
 
 def to_frame(rows: list[dict]) -> pd.DataFrame:
     return tidy(rows, COLUMNS)
-
-
-def takeaways(df: pd.DataFrame, tr) -> list[str]:
-    """Sentences computed from the rows: per-token cache of real models, the GQA saving, measured vs formula."""
-    out = []
-    if df is None or len(df) == 0:
-        return out
-    formula = df[df.kind == "formula"]
-    for name, g in formula.groupby("model", sort=False):
-        real = g[~g.scheme.str.endswith("(if)")]
-        row = real.sort_values("seq_len").iloc[-1]
-        per_token = row.cache_bytes / row.seq_len
-        mha = g[g.scheme.str.endswith("(if)") & (g.seq_len == row.seq_len)]
-        if len(mha):
-            out.append(
-                tr(
-                    "attention_cost.kv.take.gqa",
-                    model=name,
-                    per_token=format_bytes(per_token),
-                    scheme=row.scheme.upper(),
-                    n_kv=int(row.n_kv_heads),
-                    n_heads=int(row.n_heads),
-                    ratio=mha.cache_bytes.iloc[0] / row.cache_bytes,
-                    n=f"{int(row.seq_len):,}",
-                    total=format_bytes(row.cache_bytes),
-                )
-            )
-        else:
-            out.append(
-                tr(
-                    "attention_cost.kv.take.model",
-                    model=name,
-                    per_token=format_bytes(per_token),
-                    n=f"{int(row.seq_len):,}",
-                    total=format_bytes(row.cache_bytes),
-                )
-            )
-    measured = df[(df.kind == "measured") & (df.model == "tiny decoder")]
-    if len(measured):
-        exact = bool((measured.measured_bytes == measured.cache_bytes).all())
-        last = measured[measured.seq_len == measured.seq_len.max()]
-        sizes = ", ".join(f"{r.scheme.upper()} {format_bytes(r.measured_bytes)}" for r in last.itertuples())
-        out.append(
-            tr(
-                "attention_cost.kv.take.measured" if exact else "attention_cost.kv.take.mismatch",
-                n=int(last.seq_len.iloc[0]),
-                sizes=sizes,
-                points=len(measured),
-            )
-        )
-    rnn = df[df.scheme == "rnn state"]
-    if len(rnn):
-        flat = rnn.measured_bytes.nunique() == 1
-        out.append(
-            tr(
-                "attention_cost.kv.take.rnn" if flat else "attention_cost.kv.take.rnn_grew",
-                lo=int(rnn.seq_len.min()),
-                hi=int(rnn.seq_len.max()),
-                state=format_bytes(rnn.measured_bytes.max()),
-            )
-        )
-    return out
 
 
 EXPERIMENT = Experiment(

@@ -18,14 +18,17 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from core import status
 from core import tasks as task_lib
 from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device, torch_threads
-from core.models import RecurrentLM, TransformerLM, n_heads_for, n_params
+from core.findings.long_range import SOLVED, final, takeaways  # noqa: F401 - the page reads them here too
+from core.models import registry
+from core.models.layers import n_params
+from core.models.registry import ATTENTION, n_heads_for
 from core.results import tidy
 
 MODELS = ("lstm", "transformer")
-SOLVED = 0.9  # final accuracy at or above this counts as "solved"
 COLUMNS = (
     "task",
     "model",
@@ -50,7 +53,7 @@ COLUMNS = (
 @dataclasses.dataclass(frozen=True)
 class LongRangeConfig:
     tasks: tuple[str, ...] = spec(("recall",), choices=task_lib.TASKS, help="recall = one name; mqar = several pairs")
-    models: tuple[str, ...] = spec(MODELS, choices=MODELS, help="which models to train")
+    models: tuple[str, ...] = spec(MODELS, choices=lambda: registry.names("long_range"), help="which models to train")
     distances: tuple[int, ...] = spec(
         (4, 16, 60), lo=1, hi=4095, help="tokens between the fact and its question; each < seq_len"
     )
@@ -107,36 +110,22 @@ PRESETS = {
 }
 
 
-def lstm_params(width: int, vocab_size: int, n_layers: int) -> int:
-    """Parameters of RecurrentLM('lstm'): embedding, 4 gates × (input + recurrent weights + 2 biases), head."""
-    return vocab_size * width + n_layers * (8 * width * width + 8 * width) + width * vocab_size + vocab_size
-
-
-def matched_lstm_width(target_params: int, vocab_size: int, n_layers: int) -> int:
-    """The LSTM width whose parameter count is closest to `target_params`."""
-    return min(range(4, 4097), key=lambda w: abs(lstm_params(w, vocab_size, n_layers) - target_params))
-
-
-def set_forget_bias(lstm: torch.nn.LSTM, value: float) -> None:
-    """Forget-gate bias = `value` in every layer (gate order i, f, g, o; the two biases add, so one holds it)."""
-    h = lstm.hidden_size
-    with torch.no_grad():
-        for layer in range(lstm.num_layers):
-            getattr(lstm, f"bias_ih_l{layer}")[h : 2 * h] = value
-            getattr(lstm, f"bias_hh_l{layer}")[h : 2 * h] = 0.0
+def width_for(name: str, cfg: LongRangeConfig, vocab_size: int) -> int:
+    """d_model for attention kinds; a recurrent kind gets the width whose parameter count (its record's formula)
+    is closest to the Transformer's at d_model, so both models have about the same number of parameters."""
+    kind = registry.get(name)
+    if not kind.recurrent:
+        return cfg.d_model
+    anchor = registry.get(registry.representative(ATTENTION, registry.names("long_range")))
+    target = anchor.n_params(vocab_size, cfg.d_model, cfg.n_layers)
+    return min(range(4, 4097), key=lambda w: abs(kind.n_params(vocab_size, w, cfg.n_layers) - target))
 
 
 def build_model(name: str, cfg: LongRangeConfig, vocab_size: int, impl: str = "sdpa") -> torch.nn.Module:
-    """The Transformer at cfg.d_model, or an LSTM of matched parameter count; seeded by cfg.seed."""
+    """A model of kind `name` at its matched width, LSTM forget-gate bias cfg.forget_bias; seeded by cfg.seed."""
     torch.manual_seed(cfg.seed)
-    transformer = TransformerLM(vocab_size, cfg.d_model, cfg.n_layers, n_heads_for(cfg.d_model), norm="pre", impl=impl)
-    if name == "transformer":
-        return transformer
-    width = matched_lstm_width(n_params(transformer), vocab_size, cfg.n_layers)
-    torch.manual_seed(cfg.seed)
-    model = RecurrentLM("lstm", vocab_size, width, cfg.n_layers)
-    set_forget_bias(model.rnn, cfg.forget_bias)
-    return model
+    width = width_for(name, cfg, vocab_size)
+    return registry.get(name).build(vocab_size, width, cfg.n_layers, impl=impl, forget_bias=cfg.forget_bias)
 
 
 def query_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -205,7 +194,7 @@ def _train_one(cfg, task, name, distance, V, eval_batch, device, env):
                     "loss": math.nan,
                     "accuracy": math.nan,
                     "train_s": train_s,
-                    "status": "diverged",
+                    "status": status.DIVERGED,
                     "note": f"{task} {name} d={distance}: loss became {loss.item()} at step {step}; this run stopped",
                 }
                 return
@@ -239,7 +228,7 @@ def run(cfg: LongRangeConfig, on_progress=None) -> pd.DataFrame:
         env = environment(device)
         for row in train_runs(cfg, device, env):
             rows.append(row)
-            if row["status"] == "diverged":  # the run's remaining chunks will never come: count them as done
+            if row["status"] == status.DIVERGED:  # the run's remaining chunks will never come: count them as done
                 total -= math.ceil(cfg.steps / cfg.eval_every) - math.ceil(row["step"] / cfg.eval_every)
             if on_progress is not None:
                 on_progress(
@@ -252,81 +241,6 @@ def run(cfg: LongRangeConfig, on_progress=None) -> pd.DataFrame:
 
 def to_frame(rows: list[dict]) -> pd.DataFrame:
     return tidy(rows, COLUMNS)
-
-
-def final(df: pd.DataFrame) -> pd.DataFrame:
-    """The last row of every (task, model, distance) run: its final accuracy, or its divergence."""
-    if df is None or not len(df):
-        return pd.DataFrame(columns=list(COLUMNS))
-    keys = [k for k in ("source", "device", "task", "model", "distance") if k in df.columns]
-    return df.sort_values("step").groupby(keys, as_index=False, sort=False).tail(1).sort_values(keys)
-
-
-def _pct(x: float) -> str:
-    return "–" if x is None or not math.isfinite(x) else f"{100 * x:.0f}%"
-
-
-def takeaways(df: pd.DataFrame, tr) -> list[str]:
-    """Per task: up to which distance each model solved it, where it stayed near chance, and the honest caveat."""
-    last = final(df)
-    if not len(last):
-        return []
-    out = []
-    for task_id in dict.fromkeys(last["task"]):
-        t = last[last["task"] == task_id]
-        task = tr(f"long_range.task.{task_id}")
-        chance = float(t["chance"].iloc[0])
-        steps = int(t["step"].max())
-        solved = {}
-        for model in dict.fromkeys(t["model"]):
-            m = t[(t["model"] == model) & (t["status"] == "ok")].sort_values("distance")
-            if not len(m):
-                out.append(tr("long_range.take.diverged", task=task, model=tr(f"long_range.model.{model}")))
-                continue
-            ok = m[m["accuracy"] >= SOLVED]["distance"].tolist()
-            fail = m[m["accuracy"] < SOLVED]
-            solved[model] = (ok, fail)
-            accs = ", ".join(f"d={int(r.distance)}: {_pct(r.accuracy)}" for r in m.itertuples())
-            out.append(
-                tr(
-                    "long_range.take.model",
-                    task=task,
-                    model=tr(f"long_range.model.{model}"),
-                    params=f"{int(m['params'].iloc[0]):,}",
-                    steps=steps,
-                    accs=accs,
-                    chance=_pct(chance),
-                )
-            )
-        lstm, tfm = solved.get("lstm"), solved.get("transformer")
-        if lstm is None or tfm is None:
-            continue
-        lstm_fail = lstm[1]["distance"].tolist()
-        beaten = [d for d in lstm_fail if d in tfm[0]]
-        if beaten:
-            worst = lstm[1][lstm[1]["distance"] == max(beaten)]["accuracy"].iloc[0]
-            out.append(
-                tr(
-                    "long_range.take.contrast",
-                    task=task,
-                    distances=", ".join(str(int(d)) for d in beaten),
-                    acc=_pct(worst),
-                    chance=_pct(chance),
-                    steps=steps,
-                )
-            )
-        elif not lstm_fail:
-            out.append(tr("long_range.take.lstm_held", task=task, steps=steps, d=int(max(lstm[0]))))
-        if len(tfm[1]):
-            out.append(
-                tr(
-                    "long_range.take.tfm_failed",
-                    task=task,
-                    distances=", ".join(str(int(d)) for d in tfm[1]["distance"]),
-                    steps=steps,
-                )
-            )
-    return out
 
 
 EXPERIMENT = Experiment(

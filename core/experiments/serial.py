@@ -14,16 +14,17 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from core import bench, fit, guard, roofline
+from core import bench, guard
 from core import flops as fl
 from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device
-from core.i18n import translator
-from core.models import LoopLSTMLM, RecurrentLM, TransformerLM, n_heads_for, n_params
+from core.findings.serial import takeaways
+from core.models import registry
+from core.models.layers import n_params
+from core.models.registry import n_heads_for
 from core.results import tidy
 
-MODELS = ("rnn", "lstm", "gru", "lstm_loop", "transformer")
-RECURRENT_MODELS = ("rnn", "lstm", "gru", "lstm_loop")
+MODELS = ("rnn", "lstm", "gru", "lstm_loop", "transformer")  # the default comparison; any kind for "serial" runs
 COLUMNS = (
     "model",
     "n_layers",
@@ -52,7 +53,7 @@ COLUMNS = (
 
 @dataclasses.dataclass(frozen=True)
 class SerialConfig:
-    models: tuple[str, ...] = spec(MODELS, choices=MODELS, help="which models to compare")
+    models: tuple[str, ...] = spec(MODELS, choices=lambda: registry.names("serial"), help="which models to compare")
     d_model: int = spec(128, lo=8, hi=4096, help="width of every model (hidden size, embedding size)")
     n_layers: int = spec(1, lo=1, hi=32, help="stacked layers in every model")
     batch_size: int = spec(8, lo=1, hi=1024, help="sequences per training step")
@@ -76,26 +77,16 @@ PRESETS = {
 
 
 def build_model(name: str, cfg: SerialConfig) -> torch.nn.Module:
-    if name == "lstm_loop":
-        return LoopLSTMLM(cfg.vocab_size, cfg.d_model, cfg.n_layers)
-    if name == "transformer":
-        return TransformerLM(cfg.vocab_size, cfg.d_model, cfg.n_layers, n_heads_for(cfg.d_model), norm="pre")
-    return RecurrentLM(name, cfg.vocab_size, cfg.d_model, cfg.n_layers)
-
-
-def seq_steps(model: str, seq_len: int, n_layers: int) -> int:
-    """Dependent steps on the critical path of one forward pass: T per recurrent layer, 1 per Transformer layer."""
-    return n_layers if model == "transformer" else seq_len * n_layers
+    return registry.get(name).build(cfg.vocab_size, cfg.d_model, cfg.n_layers)
 
 
 def predicted_bytes(model: str, cfg: SerialConfig, seq_len: int) -> float:
     """A generous estimate of a point's peak memory, for the guard: activations, logits, weights, Adam-free SGD."""
     B, T, d, L, V = cfg.batch_size, seq_len, cfg.d_model, cfg.n_layers, cfg.vocab_size
-    per_token_layer = 40 * d if model == "transformer" else 12 * d
-    attn = 0  # SDPA keeps no T×T matrix
+    per_token_layer = registry.get(model).activation_floats * d  # SDPA keeps no T×T matrix
     activations = B * T * (L * per_token_layer + 4 * V + 2 * d) * 4
     weights = 4 * (L * 12 * d * d + 2 * V * d) * 4
-    return 2.0 * (activations + attn) + weights
+    return 2.0 * activations + weights
 
 
 def _measure(name: str, cfg: SerialConfig, seq_len: int, device: torch.device) -> dict:
@@ -117,7 +108,9 @@ def _measure(name: str, cfg: SerialConfig, seq_len: int, device: torch.device) -
     timing = bench.time_fn(step, warmup=cfg.warmup, repeats=cfg.repeats, device=device, max_seconds=cfg.max_point_s)
     saved = bench.saved_activation_bytes(loss_fn, exclude=(*model.parameters(), tokens, targets))
     peak = bench.cuda_peak_bytes(step, device)
-    flops = fl.training_step(fl.model_forward(name, cfg.batch_size, seq_len, cfg.d_model, cfg.n_layers, cfg.vocab_size))
+    flops = fl.training_step(
+        registry.get(name).forward_flops(cfg.batch_size, seq_len, cfg.d_model, cfg.n_layers, cfg.vocab_size)
+    )
     seconds = timing.median_ms / 1e3
     return {
         "params": n_params(model),
@@ -150,7 +143,7 @@ def run(cfg: SerialConfig, on_progress=None) -> pd.DataFrame:
             "d_model": cfg.d_model,
             "batch_size": cfg.batch_size,
             "seq_len": T,
-            "seq_steps": seq_steps(name, T, cfg.n_layers),
+            "seq_steps": registry.get(name).seq_steps(T, cfg.n_layers),
             "peak_flops_per_s": peak,
             "step_latency_s": latency,
             "seed": cfg.seed,
@@ -167,136 +160,6 @@ def run(cfg: SerialConfig, on_progress=None) -> pd.DataFrame:
 
 def to_frame(rows: list[dict]) -> pd.DataFrame:
     return tidy(rows, COLUMNS)
-
-
-def scaling_exponents(df: pd.DataFrame) -> pd.DataFrame:
-    """Per model and run (or device): fitted log-log slope of step time and of saved bytes against seq_len."""
-    ok = df[df["status"] == "ok"]
-    by = "run" if "run" in ok.columns else "device"
-    rows = []
-    for (model, run), g in ok.groupby(["model", by], sort=False):
-        rows.append(
-            {
-                "model": model,
-                by: run,
-                "time_slope": fit.tail_slope(g["seq_len"], g["train_ms"]),
-                "memory_slope": fit.tail_slope(g["seq_len"], g["saved_bytes"]),
-                "points": len(g),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def hardware_for(df: pd.DataFrame, tr=None) -> list[roofline.Hardware]:
-    """This device as measured (peak matmul FLOP/s, tiny-recurrence step latency), then the assumed GPU."""
-    tr = tr or translator("en")
-    ok = df[df["status"] == "ok"]
-    hw = []
-    if len(ok):
-        peak, lat = float(ok["peak_flops_per_s"].median()), float(ok["step_latency_s"].median())
-        label = tr("serial.hw.measured", gflops=f"{peak / 1e9:.0f}", us=f"{lat * 1e6:.0f}")
-        hw.append(roofline.Hardware(label, peak, lat, True))
-    gpu = roofline.DATACENTRE_GPU
-    label = tr("serial.hw.assumed", tflops=f"{gpu.peak_flops_per_s / 1e12:.0f}", us=f"{gpu.step_latency_s * 1e6:.0f}")
-    hw.append(dataclasses.replace(gpu, name=label))
-    return hw
-
-
-def roofline_frame(df: pd.DataFrame, tr=None, models=("lstm", "transformer")) -> pd.DataFrame:
-    """The model's predicted step time for each hardware preset, at the lengths and shapes measured in `df`."""
-    ok = df[(df["status"] == "ok") & df["model"].isin(models)]
-    rows = []
-    for hw in hardware_for(df, tr):
-        for _, r in ok.drop_duplicates(["model", "seq_len"]).iterrows():
-            ms = roofline.predict_ms(r["flops"], int(r["seq_steps"]), hw)
-            rows.append(
-                {
-                    "hardware": hw.name,
-                    "model": r["model"],
-                    "seq_len": int(r["seq_len"]),
-                    "predicted_ms": ms,
-                    "bound": roofline.bound(r["flops"], int(r["seq_steps"]), hw),
-                    "measured": hw.measured,
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def takeaways(df: pd.DataFrame, tr) -> list[str]:
-    """Sentences computed from the rows of one run (one device)."""
-    ok = df[df["status"] == "ok"].drop_duplicates(["model", "seq_len"], keep="last")
-    if not len(ok):
-        return [tr("serial.take.none")]
-    out = []
-    T = int(ok["seq_len"].max())
-    at = ok[ok["seq_len"] == T].set_index("model")
-    fastest = at["train_ms"].idxmin()
-    out.append(tr("serial.take.fastest", T=T, model=fastest, ms=f"{at.loc[fastest, 'train_ms']:.3g}"))
-    if {"lstm", "transformer"} <= set(at.index):
-        lstm, tf = at.loc["lstm"], at.loc["transformer"]
-        ratio = tf["train_ms"] / lstm["train_ms"]
-        key = "serial.take.tf_slower" if ratio > 1 else "serial.take.tf_faster"
-        out.append(
-            tr(
-                key,
-                T=T,
-                ratio=f"{max(ratio, 1 / ratio):.2g}",
-                lstm_steps=int(lstm["seq_steps"]),
-                tf_steps=int(tf["seq_steps"]),
-                flop_ratio=f"{tf['flops'] / lstm['flops']:.2g}",
-                gflops=f"{lstm['peak_flops_per_s'] / 1e9:.0f}",
-            )
-        )
-        out.append(
-            tr("serial.take.utilization", tf=f"{100 * tf['utilization']:.0f}", lstm=f"{100 * lstm['utilization']:.0f}")
-        )
-        if "lstm_loop" in at.index:
-            out.append(
-                tr(
-                    "serial.take.loop",
-                    ratio=f"{at.loc['lstm_loop', 'train_ms'] / lstm['train_ms']:.2g}",
-                    util=f"{100 * at.loc['lstm_loop', 'utilization']:.0f}",
-                )
-            )
-        gpu = next(h for h in hardware_for(ok, tr) if not h.measured)
-        pl = roofline.predict_ms(lstm["flops"], int(lstm["seq_steps"]), gpu)
-        pt = roofline.predict_ms(tf["flops"], int(tf["seq_steps"]), gpu)
-        out.append(
-            tr(
-                "serial.take.model_gpu",
-                T=T,
-                lstm=f"{pl:.2g}",
-                tf=f"{pt:.2g}",
-                bound=tr(f"serial.bound.{roofline.bound(lstm['flops'], int(lstm['seq_steps']), gpu)}"),
-            )
-        )
-    slopes = scaling_exponents(ok).set_index("model")
-    rec = [m for m in ("lstm", "gru", "rnn") if m in slopes.index and slopes.loc[m, "points"] >= 2]
-    if rec:
-        m = rec[0]
-        g = ok[ok["model"] == m]  # its own longest length: a stopped run may not have reached T with every model
-        longest = g[g["seq_len"] == g["seq_len"].max()].iloc[0]
-        out.append(
-            tr(
-                "serial.take.memory",
-                model=m,
-                slope=f"{slopes.loc[m, 'memory_slope']:.2f}",
-                T=int(longest["seq_len"]),
-                mib=f"{longest['saved_bytes'] / 2**20:.3g}",
-            )
-        )
-    if "transformer" in slopes.index and "lstm" in slopes.index and slopes.loc["lstm", "points"] >= 2:
-        out.append(
-            tr(
-                "serial.take.slopes",
-                lstm=f"{slopes.loc['lstm', 'time_slope']:.2f}",
-                tf=f"{slopes.loc['transformer', 'time_slope']:.2f}",
-            )
-        )
-    noisy = int(ok["noisy"].astype(bool).sum()) if "noisy" in ok else 0
-    if noisy:
-        out.append(tr("serial.take.noisy", n=noisy))
-    return out
 
 
 EXPERIMENT = Experiment(

@@ -1,0 +1,274 @@
+"""What the attention-cost page and the home page conclude from its rows: the wall, the long-context
+extrapolation and the takeaways. Torch-free; implementations are told apart by their records' facts.
+
+`wall` and `extrapolate` turn the fitted curves into where each implementation stops fitting, labelled as
+extrapolation, never as measurement.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from core import status
+from core.fit import loglog_fit, tail_slope
+from core.memory_formulas import DTYPE_BYTES, ModelShape, format_bytes, kv_cache_bytes
+from core.models import attention
+from core.models.attention import Shape
+
+WALL_LENGTHS = (8192, 32768, 131072, 524288, 1048576)
+
+
+def wall(df: pd.DataFrame, budget_bytes: float, metric: str = "peak_bytes", points: int = 3) -> pd.DataFrame:
+    """Per implementation: fit bytes ≈ a·n^b over the largest `points` measured n, then solve a·n^b = budget.
+
+    The predicted largest n is an extrapolation of the fitted curve, not a measurement.
+    """
+    out = []
+    ok = df[(df.status == status.OK) & (df.point == "sweep")] if len(df) else df
+    for (impl, req), g in ok.groupby(["impl", "requested_backend"], sort=False):
+        g = g.dropna(subset=[metric]).sort_values("seq_len").tail(points)
+        a, b = loglog_fit(g.seq_len, g[metric])
+        n_max = math.nan
+        if math.isfinite(a) and b > 0.2:  # a flat curve (the LSTM's state) has no wall in n
+            n_max = (budget_bytes / math.exp(a)) ** (1 / b)
+        out.append(
+            {
+                "impl": impl,
+                "requested_backend": req,
+                "backend": g.backend.iloc[-1] if len(g) else "",
+                "slope": b,
+                "n_max": n_max,
+                "budget_bytes": budget_bytes,
+                "metric": metric,
+                "fitted_on": f"n={int(g.seq_len.min())}..{int(g.seq_len.max())}" if len(g) else "",
+                "kind": "extrapolation",
+            }
+        )
+    return pd.DataFrame(
+        out,
+        columns=[
+            "impl",
+            "requested_backend",
+            "backend",
+            "slope",
+            "n_max",
+            "budget_bytes",
+            "metric",
+            "fitted_on",
+            "kind",
+        ],
+    )
+
+
+def extrapolate(
+    df: pd.DataFrame,
+    shape: ModelShape,
+    dtype: str = "bfloat16",
+    batch_size: int = 1,
+    lengths=WALL_LENGTHS,
+    budget_bytes: float = math.nan,
+) -> pd.DataFrame:
+    """A whole model at 8K … 1M tokens: attention memory by formula, time extrapolated from this device.
+
+    Memory (formula): training keeps, per layer, the probabilities (naive: B·H·n²) or the output and log-sum-exp
+    (fused: B·H·n·(d + 4 bytes)); inference keeps the KV cache. Time (extrapolation): the largest measured naive /
+    SDPA fwd+bwd point, scaled by (n / n_measured)² — attention's FLOPs, exactly n² — and by layers · heads ·
+    head size · batch. A fitted exponent would be noisier over a 500× jump; the measured slope is on the page.
+    """
+    e = DTYPE_BYTES[dtype]
+    L, H, d, B = shape.n_layers, shape.n_heads, shape.head_dim, batch_size
+    anchors = {}
+    ok = df[(df.status == status.OK) & (df.point == "sweep")] if len(df) else df
+    whole = {name: r for name, r in attention.IMPLS.items() if r.model_bytes is not None}
+    for impl, record in whole.items():
+        g = ok[ok.impl == impl]
+        if record.uses_backends:
+            g = g[g.requested_backend == attention.AUTO]
+        if len(g):
+            top = g.sort_values("seq_len").iloc[-1]
+            scale = (L * H * d * B) / float(top.n_heads * top.head_dim * top.batch_size)
+            anchors[impl] = (float(top.time_ms), int(top.seq_len), scale)
+    rows = []
+    for n in lengths:
+        memory = {impl: r.model_bytes(L, Shape(B, H, n, d, e)) for impl, r in whole.items()}
+        memory["kv_cache"] = kv_cache_bytes(L, shape.n_kv_heads, d, n, B, e)
+        for what, nbytes in memory.items():
+            t_s, time_kind = math.nan, ""
+            if what in anchors:
+                t_ms, n0, scale = anchors[what]
+                t_s = t_ms / 1e3 * (n / n0) ** 2 * scale
+                time_kind = f"extrapolation from n={n0} as n²"
+            rows.append(
+                {
+                    "model": shape.name,
+                    "what": what,
+                    "seq_len": n,
+                    "bytes": nbytes,
+                    "fits_budget": bool(nbytes <= budget_bytes) if math.isfinite(budget_bytes) else math.nan,
+                    "time_s": t_s,
+                    "memory_kind": "formula",
+                    "time_kind": time_kind,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def format_seconds(s: float, tr=None) -> str:
+    """'250 ms', '1.5 min', '3.5 h', '12 days', '3e+04 years'; unit names from the catalogue when `tr` is given."""
+
+    def unit(u):
+        return tr(f"attention_cost.unit.{u}") if tr is not None else u
+
+    if not math.isfinite(s):
+        return "–"
+    for u, size in (("years", 365 * 86400), ("days", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+        if s >= size:
+            return f"{s / size:,.3g} {unit(u)}"
+    return f"{s * 1e3:.3g} {unit('ms')}"
+
+
+# ---- takeaways -----------------------------------------------------------------------------------------------
+
+
+def _fmt_n(n: float) -> str:
+    return f"{n:,.0f}" if math.isfinite(n) else "?"
+
+
+def growth(df: pd.DataFrame) -> list[dict]:
+    """Per implementation (and requested backend) of the sweep: how its memory and time grew with n (log-log slope
+    over the three longest lengths). Memory is the exact bytes kept for backward, or for a fixed state its peak.
+    The page's takeaways and the home page both read these numbers."""
+    if df is None or not len(df):
+        return []
+    defaults = {"point": "sweep", "requested_backend": attention.NO_BACKEND, "backend": attention.NO_BACKEND,
+                "state_bytes": math.nan, "status": status.OK}  # fmt: skip
+    df = df.assign(**{c: v for c, v in defaults.items() if c not in df})
+    ok = df[(df.status == status.OK) & (df.point == "sweep")]
+    out = []
+    for (impl, req), g in ok.groupby(["impl", "requested_backend"], sort=False):
+        record = attention.IMPLS.get(impl)
+        state = record is not None and record.memory_exponent == 0  # a fixed state: its peak is what it holds
+        mem = g.peak_bytes if state else g.saved_bytes
+        out.append({
+            "impl": impl, "requested_backend": req, "state": state, "lengths": g.seq_len.nunique(),
+            "label": record.label(g.backend.iloc[-1], req) if record is not None else str(impl),
+            "mem_slope": tail_slope(g.seq_len, mem), "time_slope": tail_slope(g.seq_len, g.time_ms),
+            "n_lo": g.seq_len.min(), "n_hi": g.seq_len.max(), "state_bytes": g.state_bytes.max(),
+        })  # fmt: skip
+    return out
+
+
+def materialised_and_fused(df: pd.DataFrame) -> tuple[dict | None, dict | None]:
+    """The growth entries of exact softmax attention with the n×n matrix kept (naive) and fused (SDPA, auto)."""
+    entries = growth(df)
+
+    def pick(exponent):
+        for f in entries:
+            r = attention.IMPLS.get(f["impl"])
+            exact = r is not None and r.computes == "softmax" and r.memory_exponent == exponent
+            if exact and (not r.uses_backends or f["requested_backend"] == attention.AUTO):
+                return f
+        return None
+
+    return pick(2), pick(1)
+
+
+def takeaways(df: pd.DataFrame, tr) -> list[str]:
+    """Sentences computed from the rows shown: slopes, the ratio at the largest common n, the wall, refusals."""
+    out = []
+    if df is None or len(df) == 0:
+        return out
+    ok = df[(df.status == status.OK) & (df.point == "sweep")]
+    label = {}
+    for f in growth(df):
+        label[(f["impl"], f["requested_backend"])] = f["label"]
+        if f["lengths"] >= 3:
+            key = "attention_cost.take.lstm_flat" if f["state"] else "attention_cost.take.slopes"
+            out.append(
+                tr(
+                    key,
+                    impl=f["label"],
+                    mem_slope=f["mem_slope"],
+                    time_slope=f["time_slope"],
+                    n_lo=_fmt_n(f["n_lo"]),
+                    n_hi=_fmt_n(f["n_hi"]),
+                    state=format_bytes(f["state_bytes"]),
+                )
+            )
+    noisy = ok.noisy.astype(bool).sum() if "noisy" in ok else 0
+    if noisy:
+        out.append(tr("attention_cost.take.noisy", k=int(noisy), total=len(ok)))
+    naive = ok[ok.impl == attention.find(ok.impl, computes="softmax", memory_exponent=2)]
+    fused = ok[(ok.impl == attention.find(ok.impl, computes="softmax", memory_exponent=1))
+               & (ok.requested_backend == attention.AUTO)]  # fmt: skip
+    common = sorted(set(naive.seq_len) & set(fused.seq_len))
+    if common:
+        n = common[-1]
+        a, b = naive[naive.seq_len == n].iloc[0], fused[fused.seq_len == n].iloc[0]
+        out.append(
+            tr(
+                "attention_cost.take.ratio",
+                n=_fmt_n(n),
+                backend=b.backend,
+                mem_ratio=a.saved_bytes / b.saved_bytes,
+                naive_mem=format_bytes(a.saved_bytes),
+                sdpa_mem=format_bytes(b.saved_bytes),
+                time_ratio=a.time_ms / b.time_ms,
+                naive_ms=a.time_ms,
+                sdpa_ms=b.time_ms,
+            )
+        )
+    if len(ok):
+        budget = float(df.budget_bytes.dropna().iloc[0]) if df.budget_bytes.notna().any() else math.nan
+        walls = wall(df, budget)
+        for _, w in walls.iterrows():
+            if math.isfinite(w.n_max):
+                out.append(
+                    tr(
+                        "attention_cost.take.wall",
+                        impl=label.get((w.impl, w.requested_backend), w.impl),
+                        n_max=_fmt_n(w.n_max),
+                        budget=format_bytes(budget),
+                        slope=w.slope,
+                        fitted_on=w.fitted_on,
+                    )
+                )
+    checks = df[(df.point != "sweep") & (df.status == status.OK)]
+    for _, r in checks.iterrows():
+        as_predicted = bool(r.fits_budget) == (r.point == "wall_below")
+        out.append(
+            tr(
+                "attention_cost.take.check",
+                impl=r.impl,
+                n=_fmt_n(r.seq_len),
+                peak=format_bytes(r.peak_bytes),
+                budget=format_bytes(r.budget_bytes),
+                verdict=tr("attention_cost.take.check." + ("ok" if as_predicted else "miss")),
+            )
+        )
+    # one sentence per (kind of refusal, implementation), over the lengths it covers
+    df = status.normalize(df)
+    refused = df[df.status.isin(status.NOT_MEASURED)].copy()
+    if len(refused):
+        refused["key"] = refused.status
+        refused["name"] = [f"{i} ({b})" if b != attention.NO_BACKEND else i
+                           for i, b in zip(refused.impl, refused.requested_backend)]  # fmt: skip
+        for (key, name), g in refused.groupby(["key", "name"], sort=False):
+            g = g.sort_values("seq_len")
+            n = _fmt_n(g.seq_len.iloc[0]) + (f" … {_fmt_n(g.seq_len.iloc[-1])}" if len(g) > 1 else "")
+            need = format_bytes(g.predicted_bytes.iloc[0]) + (
+                f" … {format_bytes(g.predicted_bytes.iloc[-1])}" if len(g) > 1 else ""
+            )
+            out.append(
+                tr(
+                    f"attention_cost.take.{key}",
+                    impl=name,
+                    backend=g.requested_backend.iloc[0],
+                    n=n,
+                    need=need,
+                    note=g.note.iloc[0],
+                )
+            )
+    return out

@@ -1,0 +1,72 @@
+"""What the KV-cache demo concludes from its rows: per-token cache of real models, the GQA/MQA saving, measured
+bytes against the formula, and the recurrent state that does not grow. Torch-free."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from core.memory_formulas import format_bytes
+
+STATE = "rnn_state"  # the scheme of the LSTM's rows: a fixed state instead of a cache
+
+
+def takeaways(df: pd.DataFrame, tr) -> list[str]:
+    """Sentences computed from the rows: per-token cache of real models, the GQA saving, measured vs formula."""
+    out = []
+    if df is None or len(df) == 0:
+        return out
+    formula = df[df.kind == "formula"]
+    for name, g in formula.groupby("model", sort=False):
+        real = g[~g.hypothetical.astype(bool)]
+        row = real.sort_values("seq_len").iloc[-1]
+        per_token = row.cache_bytes / row.seq_len
+        mha = g[g.hypothetical.astype(bool) & (g.seq_len == row.seq_len)]
+        if len(mha):
+            out.append(
+                tr(
+                    "attention_cost.kv.take.gqa",
+                    model=name,
+                    per_token=format_bytes(per_token),
+                    scheme=row.scheme.upper(),
+                    n_kv=int(row.n_kv_heads),
+                    n_heads=int(row.n_heads),
+                    ratio=mha.cache_bytes.iloc[0] / row.cache_bytes,
+                    n=f"{int(row.seq_len):,}",
+                    total=format_bytes(row.cache_bytes),
+                )
+            )
+        else:
+            out.append(
+                tr(
+                    "attention_cost.kv.take.model",
+                    model=name,
+                    per_token=format_bytes(per_token),
+                    n=f"{int(row.seq_len):,}",
+                    total=format_bytes(row.cache_bytes),
+                )
+            )
+    measured = df[(df.kind == "measured") & (df.scheme != STATE)]
+    if len(measured):
+        exact = bool((measured.measured_bytes == measured.cache_bytes).all())
+        last = measured[measured.seq_len == measured.seq_len.max()]
+        sizes = ", ".join(f"{r.scheme.upper()} {format_bytes(r.measured_bytes)}" for r in last.itertuples())
+        out.append(
+            tr(
+                "attention_cost.kv.take.measured" if exact else "attention_cost.kv.take.mismatch",
+                n=int(last.seq_len.iloc[0]),
+                sizes=sizes,
+                points=len(measured),
+            )
+        )
+    rnn = df[df.scheme == STATE]
+    if len(rnn):
+        flat = rnn.measured_bytes.nunique() == 1
+        out.append(
+            tr(
+                "attention_cost.kv.take.rnn" if flat else "attention_cost.kv.take.rnn_grew",
+                lo=int(rnn.seq_len.min()),
+                hi=int(rnn.seq_len.max()),
+                state=format_bytes(rnn.measured_bytes.max()),
+            )
+        )
+    return out

@@ -1,0 +1,189 @@
+"""What the serial page and the home page conclude from serial rows: one computation per finding, torch-free.
+
+Every sentence is computed from the rows shown (a live run, else the shipped reference), with the model kinds'
+facts read from the registry, never from their names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pandas as pd
+
+from core import fit, roofline, status
+from core.i18n import translator
+from core.models import registry
+from core.models.registry import ATTENTION, RECURRENT
+from core.rules import NOISY_IQR_FRACTION
+
+
+def chapter_pair(models) -> tuple[str, str] | None:
+    """(the recurrent model, the attention model) the chapter compares, if both are among `models`."""
+    models = list(dict.fromkeys(models))
+    rec, att = registry.representative(RECURRENT, models), registry.representative(ATTENTION, models)
+    if rec is None or att is None or not (registry.get(rec).representative and registry.get(att).representative):
+        return None
+    return rec, att
+
+
+def _ok(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["status"] == status.OK].drop_duplicates(["model", "seq_len"], keep="last")
+
+
+def comparison(df: pd.DataFrame) -> dict | None:
+    """The chapter's pair at the longest length both ran: their rows and the Transformer ÷ LSTM time ratio."""
+    ok = _ok(df) if len(df) else df
+    pair = chapter_pair(ok["model"]) if len(ok) else None
+    if pair is None:
+        return None
+    rec, att = pair
+    common = set(ok[ok["model"] == rec]["seq_len"]) & set(ok[ok["model"] == att]["seq_len"])
+    if not common:
+        return None
+    T = int(max(common))
+    at = ok[ok["seq_len"] == T].set_index("model")
+    return {"T": T, "rec": rec, "att": att, "rec_row": at.loc[rec], "att_row": at.loc[att],
+            "ratio": float(at.loc[att, "train_ms"] / at.loc[rec, "train_ms"])}  # fmt: skip
+
+
+def ratio_text(ratio: float) -> str:
+    """How the pair's ratio is written, on the page and on the home page alike."""
+    return f"{max(ratio, 1 / ratio):.2g}"
+
+
+def scaling_exponents(df: pd.DataFrame) -> pd.DataFrame:
+    """Per model and run (or device): fitted log-log slope of step time and of saved bytes against seq_len."""
+    ok = df[df["status"] == status.OK]
+    by = "run" if "run" in ok.columns else "device"
+    if by not in ok.columns:  # rows from somewhere that did not say where: one run
+        ok = ok.assign(device="")
+    rows = []
+    for (model, run), g in ok.groupby(["model", by], sort=False):
+        rows.append(
+            {
+                "model": model,
+                by: run,
+                "time_slope": fit.tail_slope(g["seq_len"], g["train_ms"]),
+                "memory_slope": fit.tail_slope(g["seq_len"], g["saved_bytes"]) if "saved_bytes" in g else math.nan,
+                "points": len(g),
+            }
+        )
+    return pd.DataFrame(rows, columns=["model", by, "time_slope", "memory_slope", "points"])
+
+
+def hardware_for(df: pd.DataFrame, tr=None) -> list[roofline.Hardware]:
+    """This device as measured (peak matmul FLOP/s, tiny-recurrence step latency), then the assumed GPU."""
+    tr = tr or translator("en")
+    ok = df[df["status"] == status.OK]
+    hw = []
+    if len(ok):
+        peak, lat = float(ok["peak_flops_per_s"].median()), float(ok["step_latency_s"].median())
+        label = tr("serial.hw.measured", gflops=f"{peak / 1e9:.0f}", us=f"{lat * 1e6:.0f}")
+        hw.append(roofline.Hardware(label, peak, lat, True))
+    gpu = roofline.DATACENTRE_GPU
+    label = tr("serial.hw.assumed", tflops=f"{gpu.peak_flops_per_s / 1e12:.0f}", us=f"{gpu.step_latency_s * 1e6:.0f}")
+    hw.append(dataclasses.replace(gpu, name=label))
+    return hw
+
+
+def roofline_frame(df: pd.DataFrame, tr=None, models=None) -> pd.DataFrame:
+    """The model's predicted step time for each hardware preset, at the lengths and shapes measured in `df`
+    (for `models`, by default the chapter's pair: the LSTM and the Transformer)."""
+    models = chapter_pair(df["model"]) if models is None else models
+    ok = df[(df["status"] == status.OK) & df["model"].isin(models or ())]
+    rows = []
+    for hw in hardware_for(df, tr):
+        for _, r in ok.drop_duplicates(["model", "seq_len"]).iterrows():
+            ms = roofline.predict_ms(r["flops"], int(r["seq_steps"]), hw)
+            rows.append(
+                {
+                    "hardware": hw.name,
+                    "model": r["model"],
+                    "seq_len": int(r["seq_len"]),
+                    "predicted_ms": ms,
+                    "bound": roofline.bound(r["flops"], int(r["seq_steps"]), hw),
+                    "measured": hw.measured,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def takeaways(df: pd.DataFrame, tr) -> list[str]:
+    """Sentences computed from the rows of one run (one device)."""
+    ok = _ok(df)
+    if not len(ok):
+        return [tr("serial.take.none")]
+    out = []
+    T = int(ok["seq_len"].max())
+    at = ok[ok["seq_len"] == T].set_index("model")
+    fastest = at["train_ms"].idxmin()
+    out.append(tr("serial.take.fastest", T=T, model=fastest, ms=f"{at.loc[fastest, 'train_ms']:.3g}"))
+    c = comparison(ok)
+    if c is not None:
+        lstm, tf, Tc = c["rec_row"], c["att_row"], c["T"]
+        key = "serial.take.tf_slower" if c["ratio"] > 1 else "serial.take.tf_faster"
+        out.append(
+            tr(
+                key,
+                T=Tc,
+                ratio=ratio_text(c["ratio"]),
+                lstm_steps=int(lstm["seq_steps"]),
+                tf_steps=int(tf["seq_steps"]),
+                flop_ratio=f"{tf['flops'] / lstm['flops']:.2g}",
+                gflops=f"{lstm['peak_flops_per_s'] / 1e9:.0f}",
+            )
+        )
+        out.append(
+            tr("serial.take.utilization", tf=f"{100 * tf['utilization']:.0f}", lstm=f"{100 * lstm['utilization']:.0f}")
+        )
+        at_c = ok[ok["seq_len"] == Tc].set_index("model")
+        for loop in at_c.index:
+            if registry.find([loop], twin=c["rec"]):  # the same function as an explicit step loop
+                out.append(
+                    tr(
+                        "serial.take.loop",
+                        ratio=f"{at_c.loc[loop, 'train_ms'] / lstm['train_ms']:.2g}",
+                        util=f"{100 * at_c.loc[loop, 'utilization']:.0f}",
+                    )
+                )
+        gpu = next(h for h in hardware_for(ok, tr) if not h.measured)
+        pl = roofline.predict_ms(lstm["flops"], int(lstm["seq_steps"]), gpu)
+        pt = roofline.predict_ms(tf["flops"], int(tf["seq_steps"]), gpu)
+        out.append(
+            tr(
+                "serial.take.model_gpu",
+                T=Tc,
+                lstm=f"{pl:.2g}",
+                tf=f"{pt:.2g}",
+                bound=tr(f"serial.bound.{roofline.bound(lstm['flops'], int(lstm['seq_steps']), gpu)}"),
+            )
+        )
+    slopes = scaling_exponents(ok).set_index("model")
+    fitted = [m for m in slopes.index if slopes.loc[m, "points"] >= 2]
+    rec = registry.representative(RECURRENT, [m for m in fitted if registry.find([m], fused=True)])
+    if rec is not None:
+        g = ok[ok["model"] == rec]  # its own longest length: a stopped run may not have reached T with every model
+        longest = g[g["seq_len"] == g["seq_len"].max()].iloc[0]
+        out.append(
+            tr(
+                "serial.take.memory",
+                model=rec,
+                slope=f"{slopes.loc[rec, 'memory_slope']:.2f}",
+                T=int(longest["seq_len"]),
+                mib=f"{longest['saved_bytes'] / 2**20:.3g}",
+            )
+        )
+    pair = chapter_pair(fitted)
+    if pair is not None:
+        out.append(
+            tr(
+                "serial.take.slopes",
+                lstm=f"{slopes.loc[pair[0], 'time_slope']:.2f}",
+                tf=f"{slopes.loc[pair[1], 'time_slope']:.2f}",
+            )
+        )
+    noisy = int(ok["noisy"].astype(bool).sum()) if "noisy" in ok else 0
+    if noisy:
+        out.append(tr("serial.take.noisy", n=noisy, threshold=f"{100 * NOISY_IQR_FRACTION:.0f}"))
+    return out

@@ -1,0 +1,32 @@
+"""The lab's shared rules in one place: every threshold a finding, a measurement or a sentence depends on.
+
+The catalogues never write these numbers into their prose: a sentence names `{solved_pct}` and `core.i18n` fills in
+the value from here (`catalogue_values`), so changing a rule can never leave a sentence saying the old number.
+Pure Python: the home page reads it without torch.
+"""
+
+from __future__ import annotations
+
+NOISY_IQR_FRACTION = 0.1  # a timing whose IQR is above this share of its median is flagged noisy
+SOLVED = 0.9  # a recall task counts as solved at this held-out accuracy or above
+REACH_FACTOR = 1000.0  # a gradient's "reach": the first distance where it is this many times below its k=1 value
+LEARNED_FRACTION = 0.5  # a depth run "trained" if its final loss closed at least this share of the learnable gap
+FINAL_FRACTION = 0.2  # a run's final loss is the mean over this last share of its logged steps
+BUDGET_FRACTION = 0.5  # the memory guard's budget: this share of the memory free now
+UNDERFLOW = 1e-30  # gradients below this have met float32's floor (~1e-38 normal, 1e-45 subnormal) somewhere
+
+
+def _pct(fraction: float) -> str:
+    return f"{100 * fraction:.0f}"
+
+
+def catalogue_values() -> dict[str, str]:
+    """The rules as the catalogues' placeholders read them."""
+    return {
+        "noisy_pct": _pct(NOISY_IQR_FRACTION),
+        "solved_pct": _pct(SOLVED),
+        "reach_factor": f"{REACH_FACTOR:,.0f}",
+        "learned_pct": _pct(LEARNED_FRACTION),
+        "final_pct": _pct(FINAL_FRACTION),
+        "budget_pct": _pct(BUDGET_FRACTION),
+    }

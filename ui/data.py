@@ -1,0 +1,155 @@
+"""What data does a page show, and how? The shipped reference results merged with this session's live rows, the
+run the takeaways speak of, and their presentation: source caption, status banner, takeaways, the results table with
+its CSV download, and charts with PNG/SVG export.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import streamlit as st
+
+from ui.frame import _device_facts
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@st.cache_data(show_spinner=False)
+def reference_ui_data(name: str) -> tuple[pd.DataFrame, list[str]]:
+    from core.results import load_reference
+
+    return load_reference(name)
+
+
+def shown_data(tr, name: str, live: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(everything to chart: reference + live, the one run the takeaways speak of: live, else CPU reference)."""
+    import pandas as pd
+
+    ref, problems = reference_ui_data(name)
+    for p in problems:
+        st.warning(tr("ui.bad_reference", problem=p))
+    frames = [f for f in (ref, live) if f is not None and len(f)]
+    if not frames:
+        return pd.DataFrame(), pd.DataFrame()
+    both = pd.concat(frames, ignore_index=True)
+    both["run"] = both["source"].map(lambda s: tr(f"ui.source.{s}")) + " · " + both["device"].map(_short_device)
+    if live is not None and len(live):
+        primary = both[both["source"] == "live"]
+    else:
+        primary = both[both["device"] == _reference_device(ref)]
+    return both, primary
+
+
+def _short_device(label) -> str:
+    """'cpu · AMD EPYC · 2 threads' → 'cpu · 2 threads' for legends (the full name is in each chart's subtitle)."""
+    parts = str(label).split(" · ")
+    return f"{parts[0]} · {parts[-1]}" if parts[0] == "cpu" and len(parts) == 3 else str(label)
+
+
+def _reference_device(ref: pd.DataFrame) -> str:
+    """The reference device the takeaways speak of: one of this machine's kind (CPU, CUDA…) if shipped."""
+    devices = list(dict.fromkeys(ref["device"]))
+    here = _device_facts()["type"]
+    same = [d for d in devices if str(d).startswith(here)]
+    return (same or devices)[0]
+
+
+def latest_rows(name: str) -> pd.DataFrame | None:
+    """This session's live rows of experiment `name` if it ran, else its reference rows for this kind of device."""
+    import pandas as pd
+
+    state = st.session_state.get(f"live:{name}")
+    if state and state["rows"]:
+        return pd.DataFrame(state["rows"]).assign(source="live")
+    ref, _ = reference_ui_data(name)
+    if not len(ref):
+        return None
+    return ref[ref["device"] == _reference_device(ref)]
+
+
+def caption_source_ui(tr, primary: pd.DataFrame) -> None:
+    import pandas as pd
+
+    if len(primary):
+        st.caption(
+            tr(
+                "ui.showing",
+                source=tr(f"ui.source.{primary['source'].iloc[0]}"),
+                device=primary["device"].iloc[0],
+                date=str(primary.get("date", pd.Series([""])).iloc[0])[:10],
+            )
+        )
+
+
+def status_ui(tr, df: pd.DataFrame, shown_notes: int = 2) -> None:
+    """A banner per status other than ok (refused by the guard, out of memory, diverged, unsupported…)."""
+    import pandas as pd
+
+    from core import status as statuses
+
+    if "status" not in df:
+        return
+    df = statuses.normalize(df)
+    for status in statuses.STATUSES:
+        bad = df[df["status"] == status] if status != statuses.OK else df.iloc[0:0]
+        if len(bad):
+            notes = list(dict.fromkeys(str(n) for n in bad.get("note", pd.Series(dtype=str)).fillna("") if n))
+            text = "; ".join(notes[:shown_notes]) + (
+                tr("ui.more_notes", n=len(notes) - shown_notes) if len(notes) > shown_notes else ""
+            )
+            st.warning(tr(f"status.{status}.banner", n=len(bad), notes=text))
+
+
+def takeaways_ui(tr, lines: list[str]) -> None:
+    if lines:
+        with st.container(border=True):
+            st.markdown("**" + tr("ui.takeaways") + "**")
+            st.markdown("\n".join(f"- {line}" for line in lines))
+
+
+def table_ui(tr, df: pd.DataFrame, name: str) -> None:
+    """The results table and its CSV download (what was shown, environment columns included)."""
+    if df is None or not len(df):
+        return
+    with st.expander(tr("ui.table"), expanded=False):
+        st.dataframe(df.drop(columns=["run"], errors="ignore"), hide_index=True)
+    st.download_button(
+        tr("ui.download_csv"),
+        df.drop(columns=["run"], errors="ignore").to_csv(index=False),
+        file_name=f"{name}.csv",
+        mime="text/csv",
+        key=f"dl:{name}",
+    )
+
+
+def _export(spec: str, fmt: str):
+    """Render a Vega-Lite spec to PNG or SVG on demand (vl-convert runs Vega itself; no browser needed)."""
+    import vl_convert as vlc
+
+    return vlc.vegalite_to_png(spec, scale=2) if fmt == "png" else vlc.vegalite_to_svg(spec)
+
+
+def chart_ui(chart, name: str | None = None) -> None:
+    """Draw an Altair chart with PNG and SVG downloads beneath it (rendered only when clicked)."""
+    import hashlib
+
+    st.altair_chart(chart, width="stretch")
+    spec = chart.to_json()
+    key = hashlib.sha1(spec.encode()).hexdigest()[:12]
+    if name is None:
+        title = chart.to_dict().get("title", {})
+        name = title.get("text", "chart") if isinstance(title, dict) else str(title)
+    file = "".join(ch if ch.isalnum() else "-" for ch in str(name))[:60].strip("-").lower() or "chart"
+    row = st.container(horizontal=True, gap="small")
+    for fmt, mime in (("png", "image/png"), ("svg", "image/svg+xml")):
+        row.download_button(
+            fmt.upper(),
+            data=lambda f=fmt: _export(spec, f),
+            file_name=f"{file}.{fmt}",
+            mime=mime,
+            key=f"{fmt}:{key}",
+            on_click="ignore",
+            type="tertiary",
+            icon=":material/download:",
+        )

@@ -1,0 +1,97 @@
+"""How does an experiment's config become a form, and back? One widget per chosen field (labels and allowed
+ranges from the catalogue), values validated by core.config, and a round trip through the URL's query string so a
+copied link reopens the same controls.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.config import describe_range, field_info, make_config
+from ui.frame import has_key
+
+
+def _label(tr, page: str, name: str) -> str:
+    lang = st.session_state.get("lang", "en")
+    for key in (f"{page}.field.{name}", f"field.{name}"):
+        if has_key(key, lang):
+            return tr(key)
+    return name
+
+
+def _query_name(page: str, name: str) -> str:
+    """A field's name in the URL: plain for a page's main form, 'reach.seq_len' for a second form 'long_range:reach'."""
+    return f"{page.split(':', 1)[1]}.{name}" if ":" in page else name
+
+
+def _query_overrides(page: str, names: list[str]) -> dict:
+    return {n: st.query_params[_query_name(page, n)] for n in names if _query_name(page, n) in st.query_params}
+
+
+def config_form_ui(tr, experiment, page: str, fields: list[str], preset: str = "quick"):
+    """A form over `fields` of the experiment's config (others keep the preset's values).
+
+    Returns the validated config when Run was pressed, else None. Values round-trip through the URL's query
+    string so a copied link reopens the same controls. Bad values get one st.error naming the field.
+    """
+    base = experiment.config(preset)
+    infos = {i["name"]: i for i in field_info(experiment.config_cls)}
+    try:
+        start = make_config(experiment.config_cls, _query_overrides(page, list(infos)), base=base)
+    except ValueError as err:
+        st.error(tr("ui.bad_url", error=str(err)))
+        start = base
+    values = {}
+    with st.form(f"form:{page}"):
+        cols = st.columns(2)
+        for i, name in enumerate(fields):
+            info, current = infos[name], getattr(start, name)
+            label = _label(tr, page, name)
+            help_text = tr("ui.allowed", range=describe_range(info))
+            col = cols[i % 2]
+            key = f"w:{page}:{name}"
+            if info["sequence"] and info.get("choices"):
+                fmt = lambda m, _p=page: tr(f"model.{m}") if has_key(f"model.{m}", "en") else m
+                values[name] = col.multiselect(
+                    label, info["choices"], default=list(current), format_func=fmt, key=key, help=help_text
+                )
+            elif info["sequence"]:
+                values[name] = col.text_input(label, ", ".join(map(str, current)), key=key, help=help_text)
+            elif info.get("choices"):
+                values[name] = col.selectbox(
+                    label, info["choices"], index=info["choices"].index(current), key=key, help=help_text
+                )
+            elif info["type"] is bool:
+                values[name] = col.checkbox(label, value=current, key=key, help=help_text)
+            elif info["type"] is int:
+                values[name] = col.number_input(
+                    label,
+                    min_value=info.get("lo"),
+                    max_value=info.get("hi"),
+                    value=int(current),
+                    step=1,
+                    key=key,
+                    help=help_text,
+                )
+            else:
+                values[name] = col.number_input(
+                    label,
+                    min_value=info.get("lo"),
+                    max_value=info.get("hi"),
+                    value=float(current),
+                    key=key,
+                    help=help_text,
+                    format="%g",
+                )
+        submitted = st.form_submit_button(tr("ui.run"), type="primary")
+    if not submitted:
+        return None
+    try:
+        cfg = make_config(experiment.config_cls, values, base=start)
+    except ValueError as err:
+        st.error(tr("ui.bad_input", error=str(err)))
+        return None
+    for name in fields:  # shareable: the URL now holds the controls
+        v = getattr(cfg, name)
+        st.query_params[_query_name(page, name)] = ",".join(map(str, v)) if isinstance(v, tuple) else str(v)
+    return cfg

@@ -1,0 +1,153 @@
+"""What frame does every page share? The language (URL, sidebar, browser locale), the sidebar's device card, the
+background warm-up of torch and friends, the list of pages and the deep-link navigation workaround, and each page's
+fixed parts: title and claim, the 'predict first' box and the method expander.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.i18n import LANGS, catalogue, normalize_lang, translator
+
+LANG_NAMES = {"en": "English", "zh": "中文"}
+
+# (key, file) of every bottleneck page in the chapter's order: dashboard.py builds the navigation from it and the
+# home page links to each. A page's title is the catalogue key nav.<key>.
+PAGES = [
+    ("serial", "pages/serial.py"),
+    ("long_range", "pages/long_range.py"),
+    ("depth", "pages/depth.py"),
+    ("attention_cost", "pages/attention_cost.py"),
+]
+
+
+# ---- language -------------------------------------------------------------------------------------------------
+def current_lang() -> str:
+    """?lang= in the URL, else the sidebar choice, else the browser's locale, else English."""
+    if "lang" in st.query_params:
+        st.session_state["lang"] = normalize_lang(st.query_params["lang"])
+    if "lang" not in st.session_state:
+        st.session_state["lang"] = normalize_lang(getattr(st.context, "locale", None))
+    return st.session_state["lang"]
+
+
+def has_key(key: str, lang: str) -> bool:
+    return key in catalogue(lang) or key in catalogue("en")
+
+
+def language_ui() -> str:
+    lang = current_lang()
+
+    def changed():
+        st.session_state["lang"] = st.session_state["_lang_choice"]
+        st.query_params["lang"] = st.session_state["lang"]
+
+    st.sidebar.selectbox(
+        "Language · 语言",
+        LANGS,
+        index=LANGS.index(lang),
+        format_func=LANG_NAMES.get,
+        key="_lang_choice",
+        on_change=changed,
+    )
+    return st.session_state["lang"]
+
+
+# ---- device ---------------------------------------------------------------------------------------------------
+@st.cache_resource(show_spinner=False)
+def _checked_device_facts() -> dict:
+    from core.device import configure_threads, light_facts
+
+    configure_threads()
+    return light_facts()
+
+
+def _device_facts() -> dict:
+    """Checked facts once torch is loaded (any measuring page); torch-free, detected facts before that."""
+    import sys
+
+    from core.device import light_facts
+
+    return _checked_device_facts() if "torch" in sys.modules else light_facts()
+
+
+WARM_UP_MODULES = ("torch", "pandas", "altair", "core.experiments", "core.charts.serial")
+
+
+def warm_up_torch() -> None:
+    """Import what the measuring pages need (torch ~2 s, pandas, altair, the experiments) in a background thread,
+    once per process, so the first measuring page opens without that wait."""
+    import importlib
+    import threading
+
+    global _WARMING
+    if not _WARMING:
+        _WARMING = True
+        threading.Thread(
+            target=lambda: [importlib.import_module(m) for m in WARM_UP_MODULES], daemon=True, name="warm-up"
+        ).start()
+
+
+_WARMING = False
+
+
+def device_card_ui(tr, where=None) -> dict:
+    from core.guard import format_bytes
+
+    facts = _device_facts()
+    box = where or st.sidebar
+    box.markdown(
+        tr(
+            "ui.device_card",
+            type=facts["type"],
+            name=facts["name"],
+            memory=format_bytes(facts["memory"]),
+            torch=facts["torch"],
+            threads=facts["threads"],
+        )
+    )
+    return facts
+
+
+# ---- the page frame -------------------------------------------------------------------------------------------
+def page_ui(page: str):
+    """Title, claim, and the sidebar's device card; returns the page's translator."""
+    # NAVIGATION_READY lives on ui.common, where dashboard.py sets it (`ui.NAVIGATION_READY = True`); read it there,
+    # at call time, rather than keeping a copy here that the assignment would never reach.
+    from ui import common
+
+    if not common.NAVIGATION_READY:
+        # Calling st.navigation switches Streamlit out of its old pages/-folder mode for the whole server;
+        # the rerun then goes through dashboard.py and lands on this same page by its URL.
+        # (A page's identity is its URL path; home must be the default so /serial keeps its own.)
+        st.navigation(
+            [st.Page("pages/home.py", default=True)] + [st.Page(path, url_path=key) for key, path in PAGES],
+            position="hidden",
+        )
+        st.rerun()
+    tr = translator(st.session_state.get("lang") or current_lang())
+    st.title(tr(f"{page}.title"))
+    st.markdown(tr(f"{page}.claim"))
+    device_card_ui(tr)
+    return tr
+
+
+def predict_ui(tr, page: str, n_options: int) -> None:
+    """A 'predict first' question: the learner commits to a guess before the data below is read."""
+    with st.container(border=True):
+        choice = st.radio(
+            tr(f"{page}.predict.q"),
+            list(range(n_options)),
+            index=None,
+            format_func=lambda i: tr(f"{page}.predict.o{i + 1}"),
+            key=f"predict:{page}",
+        )
+        if choice is None:
+            st.caption(tr("ui.predict_hint"))
+        else:
+            st.caption(tr("ui.predict_saved", choice=tr(f"{page}.predict.o{choice + 1}")))
+
+
+def method_ui(tr, page: str) -> None:
+    with st.expander(tr("ui.method")):
+        st.markdown(tr(f"{page}.method"))

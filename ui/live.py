@@ -1,0 +1,100 @@
+"""How does a page run an experiment live? The 'measure it yourself' section: the form, then a run with a moving
+progress bar and a Stop button, its rows kept in session state so a Stop or a rerun loses nothing, and a token so a
+stopped or replaced run ends without touching the next run's rows.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import streamlit as st
+
+from ui.form import config_form_ui
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _live_state(page: str) -> dict:
+    return st.session_state.setdefault(
+        f"live:{page}", {"rows": [], "done": 0, "total": 0, "finished": False, "error": None}
+    )
+
+
+class _Superseded(Exception):
+    """Raised inside an experiment's progress callback to end a run that was stopped or replaced."""
+
+
+def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
+    """Run `cfg` live (when given) with a moving progress bar and a Stop button; return this session's live rows.
+
+    Rows are kept in session state as they arrive, so a Stop (or any rerun) loses nothing already measured. Each
+    run owns the state through a token: Streamlit starts the next script run at once (a Stop, or Enter in the form
+    and then Run), while the old run's thread may still be inside a measurement; when it reports, it sees it was
+    stopped or replaced and ends, without touching the new run's rows.
+    """
+    from core.device import configure_threads, measuring
+
+    state = _live_state(page)
+    if cfg is not None:
+        token = object()
+        state.update(rows=[], done=0, total=0, finished=False, error=None, token=token, stop=False)
+        configure_threads()
+        stop = st.empty()  # the Stop button exists only while the run does
+        stop.button(
+            tr("ui.stop"),
+            key=f"stop:{page}",
+            help=tr("ui.stop_help"),
+            on_click=lambda: state.update(stop=True) if state.get("token") is token else None,
+        )
+        bar = st.progress(0.0, text=tr("ui.starting"))
+
+        def on_progress(p):
+            if state.get("token") is not token:
+                raise _Superseded
+            state["rows"].extend(p.rows)
+            state["done"], state["total"] = p.done, p.total
+            if state.get("stop"):
+                raise _Superseded
+            bar.progress(
+                min(1.0, p.done / max(1, p.total)), text=tr("ui.progress", done=p.done, total=p.total, what=p.message)
+            )
+
+        def on_wait():
+            if state.get("token") is not token or state.get("stop"):
+                raise _Superseded
+            bar.progress(0.0, text=tr("ui.waiting"))
+
+        try:
+            with measuring(on_wait):
+                experiment.run(cfg, on_progress=on_progress)
+            state["finished"] = True
+        except _Superseded:
+            pass
+        except ValueError as err:
+            state["error"] = str(err)
+        except Exception as err:  # noqa: BLE001 - shown as a result, not a traceback; measured rows are kept
+            state["error"] = f"{type(err).__name__}: {err}"
+        if state.get("token") is not token:
+            return None  # a newer run of this page draws the results
+        bar.empty()
+        stop.empty()
+    if state["error"]:
+        st.error(tr("ui.run_failed", error=state["error"]))
+    if not state["rows"]:
+        if state.get("stop"):
+            st.info(tr("ui.stopped_empty"))
+        return None
+    import pandas as pd
+
+    if not state["finished"] and not state["error"]:
+        st.warning(tr("ui.stopped", done=state["done"], total=state["total"]))
+    return pd.DataFrame(list(state["rows"])).assign(source="live")  # a copy: see the docstring
+
+
+def live_run_ui(tr, experiment, page: str, fields: list[str]) -> pd.DataFrame | None:
+    """The 'measure it yourself' section every page has: heading, the form over `fields`, and the live run."""
+    st.subheader(tr("ui.live_header"))
+    st.caption(tr("ui.live_intro"))
+    cfg = config_form_ui(tr, experiment, page, fields)
+    return run_ui(tr, experiment, cfg, page)
