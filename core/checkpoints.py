@@ -18,7 +18,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from core import tasks
+from core import status, tasks
+from core import train as train_loop
 from core.experiments.long_range import (
     LongRangeConfig,
     accuracy,
@@ -77,20 +78,23 @@ def train(name: str, spec: dict = SPEC, log=None) -> tuple[torch.nn.Module, dict
     cfg = _config(spec)
     V = tasks.recall_vocab(spec["n_keys"])
     model = build_model(name, cfg, V)
-    opt = torch.optim.AdamW(model.parameters(), lr=spec["lr"])
     g = torch.Generator().manual_seed(spec["seed"])
     pick = random.Random(spec["seed"])
-    t0 = time.perf_counter()
-    for step in range(1, spec["steps"] + 1):
+
+    def batch():
         distance = pick.randint(1, spec["seq_len"] - 1)
-        x, y = tasks.recall_batch(spec["batch_size"], spec["seq_len"], distance, spec["n_keys"], g)
-        loss = query_loss(model(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        if log is not None and step % 250 == 0:
-            log(f"{name}: step {step}/{spec['steps']} loss {loss.item():.3f}")
+        return tasks.recall_batch(spec["batch_size"], spec["seq_len"], distance, spec["n_keys"], g)
+
+    def on_step(s: train_loop.Step):
+        if log is not None and s.step % 250 == 0:
+            log(f"{name}: step {s.step}/{spec['steps']} loss {s.loss:.3f}")
+
+    t0 = time.perf_counter()
+    plan = train_loop.TrainSpec(spec["steps"], spec["lr"], "adamw", clip=1.0, max_loss=train_loop.loss_bound(V),
+                                chunk_steps=spec["steps"])  # fmt: skip
+    out = train_loop.train(model, batch, query_loss, plan, on_step)
+    if out.status != status.OK:
+        raise RuntimeError(f"{name}: training diverged ({out.note}); nothing was written")
     meta = {
         "model": name,
         "task": "recall",

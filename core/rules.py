@@ -13,6 +13,7 @@ REACH_FACTOR = 1000.0  # a gradient's "reach": the first distance where it is th
 LEARNED_FRACTION = 0.5  # a depth run "trained" if its final loss closed at least this share of the learnable gap
 FINAL_FRACTION = 0.2  # a run's final loss is the mean over this last share of its logged steps
 BUDGET_FRACTION = 0.5  # the memory guard's budget: this share of the memory free now
+DIVERGED_LOSS_FACTOR = 10.0  # a training loss above this many times a uniform guess's (log V) counts as diverged
 UNDERFLOW = 1e-30  # gradients below this have met float32's floor (~1e-38 normal, 1e-45 subnormal) somewhere
 
 
@@ -29,4 +30,5 @@ def catalogue_values() -> dict[str, str]:
         "learned_pct": _pct(LEARNED_FRACTION),
         "final_pct": _pct(FINAL_FRACTION),
         "budget_pct": _pct(BUDGET_FRACTION),
+        "diverged_factor": f"{DIVERGED_LOSS_FACTOR:.0f}",
     }

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from core import guard
+from core import train as train_loop
 from core.experiments import depth
 from core.findings import depth as findings
 from core.i18n import translator
@@ -92,8 +93,8 @@ def test_chain_task_and_its_loss_bounds():
 
 
 def test_warmup_schedule():
-    assert [depth.lr_at(s, 1.0, 4) for s in (1, 2, 4, 5, 100)] == [0.25, 0.5, 1.0, 1.0, 1.0]
-    assert depth.lr_at(1, 0.3, 0) == 0.3
+    assert [train_loop.lr_at(s, 1.0, 4) for s in (1, 2, 4, 5, 100)] == [0.25, 0.5, 1.0, 1.0, 1.0]
+    assert train_loop.lr_at(1, 0.3, 0) == 0.3
 
 
 # ---- runs: columns, progress, determinism, divergence, the guard ---------------------------------------------

@@ -13,14 +13,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import time
 
 import pandas as pd
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core import guard
+from core import guard, status
+from core import train as train_loop
 from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device, torch_threads
 from core.findings.depth import COLUMNS, LEARNED_FRACTION, UNDERFLOW, chain_entropy, takeaways, to_frame  # noqa: F401
@@ -144,28 +144,19 @@ def predicted_bytes(name: str, cfg: DepthConfig, n_layers: int) -> float:
 # ---------------------------------------------------------------- the runs
 
 
-def lr_at(step: int, lr: float, warmup_steps: int) -> float:
-    """Linear warm-up from lr/warmup to lr over the first `warmup_steps` steps (1-based), then constant."""
-    return lr * min(1.0, step / warmup_steps) if warmup_steps > 0 else lr
-
-
 def measure_init(name: str, cfg: DepthConfig, n_layers: int, seed: int, device: torch.device) -> list[dict]:
     """Per-layer gradient norms and loss for one batch at initialisation (no update)."""
     torch.manual_seed(seed)
     model = build_model(name, cfg.vocab_size, cfg.d_model, n_layers).to(device)
     g = torch.Generator().manual_seed(seed)
     tokens, targets = make_batch(make_perm(cfg.vocab_size, seed), cfg.batch_size, cfg.seq_len, cfg.noise, g)
-    loss = F.cross_entropy(model(tokens.to(device)).flatten(0, 1), targets.to(device).flatten())
+    loss = lm_loss(model(tokens.to(device)), targets.to(device))
     loss.backward()
     rows = [{"layer": i + 1, "grad_norm": n} for i, n in enumerate(layer_grad_norms(list(model.layers)))]
     rows.append(
         {"layer": math.nan, "grad_norm": total_grad_norm(list(model.parameters())), "loss": float(loss.detach())}
     )
     return rows
-
-
-def _is_bad(x: float) -> bool:
-    return not math.isfinite(x)
 
 
 def train(
@@ -177,63 +168,47 @@ def train(
     device: torch.device,
     report=None,
     per_layer: bool = True,
-) -> list[dict]:
-    """One training run; rows for logged steps (whole-model row with layer NaN, then one per layer if `per_layer`).
-
-    `report(rows, steps_done)` is called every few steps with the new rows. A non-finite loss or gradient ends
-    the run with a status='diverged' row at that step.
-    """
+) -> None:
+    """One training run (core.train); rows for logged steps (whole-model row with layer NaN, then one per layer if
+    `per_layer`) go out through `report(rows, steps_done)` every few steps. A diverged run ends with a
+    status='diverged' row at that step."""
     torch.manual_seed(seed)
     model = build_model(name, cfg.vocab_size, cfg.d_model, n_layers).to(device)
-    params = list(model.parameters())
     layers = list(model.layers)
-    opt = torch.optim.Adam(params, lr=lr_at(1, cfg.lr, warmup))
     perm = make_perm(cfg.vocab_size, seed)
     g = torch.Generator().manual_seed(seed + 1)  # training batches: a different stream from the init batch
-    pending, last_report, last_step = [], time.perf_counter(), 0
-    for step in range(1, cfg.steps + 1):
-        lr_now = lr_at(step, cfg.lr, warmup)
-        for group in opt.param_groups:
-            group["lr"] = lr_now
+    pending: list[dict] = []
+    reported = [0]  # steps already reported as done
+
+    def batch():
         tokens, targets = make_batch(perm, cfg.batch_size, cfg.seq_len, cfg.noise, g)
-        opt.zero_grad(set_to_none=True)
-        loss_t = F.cross_entropy(model(tokens.to(device)).flatten(0, 1), targets.to(device).flatten())
-        loss = float(loss_t.detach())
-        gnorm = math.nan
-        if not _is_bad(loss):
-            loss_t.backward()
-            gnorm = total_grad_norm(params)
-        base = {"step": step, "lr_now": lr_now}
-        if _is_bad(loss) or _is_bad(gnorm):
-            what = "loss" if _is_bad(loss) else "gradient norm"
-            pending.append(
-                {
-                    **base,
-                    "layer": math.nan,
-                    "loss": loss,
-                    "grad_norm": gnorm,
-                    "clipped": False,
-                    "status": "diverged",
-                    "note": f"{what} became {loss if _is_bad(loss) else gnorm}",
-                }
-            )
-            break
-        clipped = cfg.clip > 0 and gnorm > cfg.clip
-        if step % cfg.log_every == 0 or step == 1 or step == cfg.steps:
-            pending.append({**base, "layer": math.nan, "loss": loss, "grad_norm": gnorm, "clipped": clipped})
+        return tokens.to(device), targets.to(device)
+
+    def on_step(s: train_loop.Step):
+        if s.step % cfg.log_every == 0 or s.step == 1 or s.step == cfg.steps:
+            base = {"step": s.step, "lr_now": s.lr}
+            pending.append({**base, "layer": math.nan, "loss": s.loss, "grad_norm": s.grad_norm, "clipped": s.clipped})
             if per_layer:
-                pending += [{**base, "layer": i + 1, "grad_norm": n} for i, n in enumerate(layer_grad_norms(layers))]
-        if clipped:
-            torch.nn.utils.clip_grads_with_norm_(params, cfg.clip, torch.tensor(gnorm))
-        opt.step()
-        now = time.perf_counter()
-        if report is not None and (step % CHUNK_STEPS == 0 or now - last_report > CHUNK_SECONDS):
-            report(pending, step - last_step)
-            pending, last_report, last_step = [], now, step
-    if report is not None and (pending or cfg.steps > last_step):
-        report(pending, cfg.steps - last_step)  # a diverged run reports its skipped steps as done
-        pending = []
-    return pending
+                pending.extend({**base, "layer": i + 1, "grad_norm": n} for i, n in enumerate(layer_grad_norms(layers)))
+
+    def on_chunk(steps_done: int, _train_s: float):
+        if report is not None:
+            report(list(pending), steps_done)
+        pending.clear()
+        reported[0] += steps_done
+
+    spec = train_loop.TrainSpec(cfg.steps, cfg.lr, "adam", warmup, cfg.clip, train_loop.loss_bound(cfg.vocab_size),
+                                CHUNK_STEPS, CHUNK_SECONDS)  # fmt: skip
+    out = train_loop.train(model, batch, lm_loss, spec, on_step, on_chunk)
+    if out.status == status.DIVERGED and report is not None:  # its remaining steps will never come: count them done
+        row = {"step": out.steps, "lr_now": train_loop.lr_at(out.steps, cfg.lr, warmup), "layer": math.nan,
+               "loss": out.loss, "grad_norm": out.grad_norm, "clipped": False, "status": out.status, "note": out.note}  # fmt: skip
+        report([*pending, row], cfg.steps - reported[0])
+
+
+def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Next-token cross-entropy over every position."""
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
 
 def _init_rows(*args) -> dict:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 
 import pandas as pd
 import torch
@@ -20,6 +19,7 @@ import torch.nn.functional as F
 
 from core import status
 from core import tasks as task_lib
+from core import train as train_loop
 from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device, torch_threads
 from core.findings.long_range import SOLVED, final, takeaways  # noqa: F401 - the page reads them here too
@@ -143,23 +143,40 @@ def accuracy(model: torch.nn.Module, tokens: torch.Tensor, targets: torch.Tensor
     return float(hit.float().mean())
 
 
-def train_runs(cfg: LongRangeConfig, device: torch.device, env: dict):
-    """Yield (chunks_done_in_run, row) after each chunk of every (task, distance, model) run, in order."""
-    for task in cfg.tasks:
-        V = task_lib.vocab_size(task, cfg.n_keys)
-        for distance in sorted(cfg.distances):
-            eval_g = torch.Generator().manual_seed(cfg.seed + 1)  # held out: a different stream from training
-            ev_x, ev_y = (
-                t.to(device)
-                for t in task_lib.batch(task, cfg.eval_size, cfg.seq_len, distance, cfg.n_keys, cfg.n_pairs, eval_g)
-            )
-            for name in cfg.models:
-                yield from _train_one(cfg, task, name, distance, V, (ev_x, ev_y), device, env)
+def n_chunks(cfg: LongRangeConfig) -> int:
+    return len(cfg.tasks) * len(cfg.distances) * len(cfg.models) * math.ceil(cfg.steps / cfg.eval_every)
 
 
-def _train_one(cfg, task, name, distance, V, eval_batch, device, env):
+def run(cfg: LongRangeConfig, on_progress=None) -> pd.DataFrame:
+    """One row per (task, distance, model, chunk of eval_every steps): training loss and held-out accuracy."""
+    device = resolve_device(cfg.device)
+    total = n_chunks(cfg)
+    rows = []
+
+    def emit(row: dict, skipped_chunks: int = 0):
+        nonlocal total
+        rows.append(row)
+        total -= skipped_chunks  # a diverged run's remaining chunks will never come: count them as done
+        if on_progress is not None:
+            message = f"{row['task']} {row['model']} d={row['distance']} step {row['step']}"
+            on_progress(Progress(len(rows), total, message, (row,)))
+
+    with torch_threads(cfg.threads):
+        env = environment(device)
+        for task in cfg.tasks:
+            V = task_lib.vocab_size(task, cfg.n_keys)
+            for distance in sorted(cfg.distances):
+                eval_g = torch.Generator().manual_seed(cfg.seed + 1)  # held out: a different stream from training
+                ev = task_lib.batch(task, cfg.eval_size, cfg.seq_len, distance, cfg.n_keys, cfg.n_pairs, eval_g)
+                ev = tuple(t.to(device) for t in ev)
+                for name in cfg.models:
+                    train_one(cfg, task, name, distance, V, ev, device, env, emit)
+    return to_frame(rows)
+
+
+def train_one(cfg, task, name, distance, V, eval_batch, device, env, emit) -> None:
+    """Train one (task, model, distance) run with core.train; `emit(row)` after every chunk of eval_every steps."""
     model = build_model(name, cfg, V).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
     g = torch.Generator().manual_seed(cfg.seed)  # both models see exactly the same training batches
     base = {
         "task": task,
@@ -175,68 +192,27 @@ def _train_one(cfg, task, name, distance, V, eval_batch, device, env):
         "seed": cfg.seed,
         **env,
     }
-    train_s, step = 0.0, 0
-    while step < cfg.steps:
-        chunk = min(cfg.eval_every, cfg.steps - step)
-        losses = []
-        t0 = time.perf_counter()
-        for _ in range(chunk):
-            x, y = (
-                t.to(device)
-                for t in task_lib.batch(task, cfg.batch_size, cfg.seq_len, distance, cfg.n_keys, cfg.n_pairs, g)
-            )
-            loss = query_loss(model(x), y)
-            step += 1
-            if not torch.isfinite(loss):
-                yield {
-                    **base,
-                    "step": step,
-                    "loss": math.nan,
-                    "accuracy": math.nan,
-                    "train_s": train_s,
-                    "status": status.DIVERGED,
-                    "note": f"{task} {name} d={distance}: loss became {loss.item()} at step {step}; this run stopped",
-                }
-                return
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            losses.append(loss.item())
-        train_s += time.perf_counter() - t0
-        yield {
-            **base,
-            "step": step,
-            "loss": sum(losses) / len(losses),
-            "accuracy": accuracy(model, *eval_batch),
-            "train_s": train_s,
-            "status": "ok",
-            "note": "",
-        }
+    losses, done = [], [0]
 
+    def batch():
+        x, y = task_lib.batch(task, cfg.batch_size, cfg.seq_len, distance, cfg.n_keys, cfg.n_pairs, g)
+        return x.to(device), y.to(device)
 
-def n_chunks(cfg: LongRangeConfig) -> int:
-    return len(cfg.tasks) * len(cfg.distances) * len(cfg.models) * math.ceil(cfg.steps / cfg.eval_every)
+    def on_chunk(steps: int, train_s: float):
+        done[0] += steps
+        row = {**base, "step": done[0], "loss": sum(losses) / len(losses), "accuracy": accuracy(model, *eval_batch),
+               "train_s": train_s, "status": status.OK, "note": ""}  # fmt: skip
+        losses.clear()
+        emit(row)
 
-
-def run(cfg: LongRangeConfig, on_progress=None) -> pd.DataFrame:
-    """One row per (task, distance, model, chunk of eval_every steps): training loss and held-out accuracy."""
-    device = resolve_device(cfg.device)
-    total = n_chunks(cfg)
-    rows = []
-    with torch_threads(cfg.threads):
-        env = environment(device)
-        for row in train_runs(cfg, device, env):
-            rows.append(row)
-            if row["status"] == status.DIVERGED:  # the run's remaining chunks will never come: count them as done
-                total -= math.ceil(cfg.steps / cfg.eval_every) - math.ceil(row["step"] / cfg.eval_every)
-            if on_progress is not None:
-                on_progress(
-                    Progress(
-                        len(rows), total, f"{row['task']} {row['model']} d={row['distance']} step {row['step']}", (row,)
-                    )
-                )
-    return to_frame(rows)
+    spec = train_loop.TrainSpec(cfg.steps, cfg.lr, "adamw", clip=1.0, max_loss=train_loop.loss_bound(V),
+                                chunk_steps=cfg.eval_every)  # fmt: skip
+    out = train_loop.train(model, batch, query_loss, spec, lambda s: losses.append(s.loss), on_chunk)
+    if out.status == status.DIVERGED:
+        chunks = math.ceil(cfg.steps / cfg.eval_every)
+        row = {**base, "step": out.steps, "loss": math.nan, "accuracy": math.nan, "train_s": out.train_s,
+               "status": out.status, "note": f"{task} {name} d={distance}: {out.note}; this run stopped"}  # fmt: skip
+        emit(row, chunks - math.ceil(out.steps / cfg.eval_every))
 
 
 def to_frame(rows: list[dict]) -> pd.DataFrame:
