@@ -81,7 +81,7 @@ def recall_facts(df: pd.DataFrame | None) -> dict:
     if not len(ok) or "accuracy" not in ok:
         return {}
     last = long_range_findings.final(ok)
-    task = last["task"].iloc[0]
+    task = ok["task"].iloc[0]  # the first task the run trained
     g = last[(last["task"] == task) & last["accuracy"].notna()]
     if not len(g):
         return {}

@@ -1,7 +1,7 @@
 """The one status vocabulary: what became of a measured point or a training run, defined once.
 
-Every result row carries one of these in its `status` column; each has a banner (`status.<name>.banner`) and a
-one-word name (`status.<name>`) in every catalogue, and a test fails on a status that is not here.
+Every result row carries one of these in its `status` column; each has a short name (`status.<name>`) and, all
+but ok, a banner (`status.<name>.banner`) in every catalogue; a test fails on a status that is not here.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ UNSUPPORTED = "unsupported"  # this device, dtype or shape cannot run that kerne
 STOPPED = "stopped"  # the learner pressed Stop before it finished
 
 STATUSES = (OK, SKIPPED_MEMORY, SKIPPED_TIME, OOM, DIVERGED, STALLED, UNSUPPORTED, STOPPED)
+BANNERED = tuple(s for s in STATUSES if s != OK)  # a page shows a banner for each of these it draws
 NOT_MEASURED = (SKIPPED_MEMORY, SKIPPED_TIME, OOM, UNSUPPORTED)  # refused or failed points: rows without metrics
 SKIPPED = (SKIPPED_MEMORY, SKIPPED_TIME)
 

@@ -42,7 +42,7 @@ with reveal:
     st.markdown(tr("serial.model_intro"))
     gpu_rows = both[both["device_type"] == "cuda"]
     measured = pd.concat([primary, gpu_rows]).drop_duplicates() if len(gpu_rows) else primary
-    measured = measured[measured["model"].isin(findings.chapter_pair(measured["model"]) or ())]
+    measured = measured[measured["model"].isin(findings.chapter_models(measured["model"]))]
     ui.chart_ui(charts.roofline_chart(findings.roofline_frame(primary, tr), measured, tr))
 
     ui.caption_source_ui(tr, primary)

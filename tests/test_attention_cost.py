@@ -331,7 +331,11 @@ def test_memory_chart_is_log_log_with_slope_guides(sweep):
     spec = charts.memory_chart(sweep[0], tr).to_dict()
     text = str(spec)
     assert "'type': 'log'" in text and "∝ n^1" in text and "∝ n^2" in text and "cpu" in text
-    assert charts.time_chart(sweep[0], tr).to_dict()
+    timed = charts.time_chart(sweep[0], tr).to_dict()
+    main = timed["layer"][0]
+    assert main["encoding"]["x"]["scale"]["type"] == "log" and main["encoding"]["y"]["field"] == "time_ms"
+    drawn = timed["datasets"][main["data"]["name"]]
+    assert {(r["impl"], r["seq_len"]) for r in drawn} == {(i, n) for i, n in zip(sweep[0].impl, sweep[0].seq_len)}
     refused = ac.run(cfg(impls="naive", seq_lens="1000000"))
     peak = str(charts.memory_chart(pd.concat([sweep[0], refused]), tr, "peak_bytes").to_dict())
     assert "triangle-up" in peak and "would need" in peak  # drawn at its predicted size, not run

@@ -108,7 +108,13 @@ def test_every_page_renders_in_a_real_browser(app_url, browser, key, lang):
         page.wait_for_selector(CHART, timeout=30000)
     errors = page.query_selector_all("[data-testid='stException']")
     assert not errors, errors[0].inner_text()[:500]
-    assert page.query_selector("[data-testid='stSidebar'] [data-testid='stSelectbox']"), "not served via dashboard.py"
+    # a deep link's first run may end between its two script runs (pages/ mode, then dashboard.py): wait for the
+    # second, whose sidebar the browser may show only once that run has drawn the page (seen racing both ways)
+    sidebar = "[data-testid='stSidebar'] [data-testid='stSelectbox']"
+    page.wait_for_selector(sidebar, timeout=30000)
+    _settle(page)
+    assert page.query_selector(sidebar), "not served via dashboard.py"
+    assert not page.query_selector_all("[data-testid='stException']")
     assert "Page not found" not in page.inner_text("body")
     if key != "home":
         assert len(page.query_selector_all(CHART)) >= 1

@@ -279,7 +279,7 @@ def test_takeaways_in_chinese_and_on_init_only_data(small):
 def test_charts_encode_the_measurements(small):
     from core.charts import depth as charts
 
-    _, df, _ = small
+    cfg, df, _ = small
     tr = translator("en")
     run = df[(df["n_layers"] == 2) & (df["warmup_steps"] == 0)]
     heat = charts.grad_heatmap_chart(run, tr).to_dict()
@@ -288,8 +288,25 @@ def test_charts_encode_the_measurements(small):
     assert spec["encoding"]["color"]["scale"]["type"] == "log"
     first = charts.first_layer_chart(df, tr).to_dict()
     assert first["encoding"]["y"]["scale"]["type"] == "log" and first["encoding"]["x"]["field"] == "n_layers"
-    for build in (charts.init_layers_chart, charts.loss_chart, charts.grad_norm_chart, charts.outcomes_chart):
-        assert build(df, tr).to_dict()
+
+    def data(spec):
+        return spec["datasets"][spec["data"]["name"]]
+
+    init = charts.init_layers_chart(df, tr).to_dict()
+    assert init["encoding"]["x"]["field"] == "layer" and init["encoding"]["y"]["scale"]["type"] == "log"
+    assert {r["layer"] for r in data(init)} == {1, 2} and all(r["grad_norm"] > 0 for r in data(init))
+    loss = charts.loss_chart(df, tr).to_dict()
+    assert loss["facet"]["field"] == "n_layers" and loss["spec"]["layer"][0]["encoding"]["y"]["field"] == "loss"
+    ceilings = [r["ceiling"] for r in data(loss)]
+    assert ceilings and all(c == pytest.approx(math.log(cfg.vocab_size)) for c in ceilings)  # a uniform guess's loss
+    grad = charts.grad_norm_chart(df, tr).to_dict()
+    assert grad["spec"]["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
+    assert any(r["clipped"] for r in data(grad))  # clip 0.5 at lr 2e-2: some steps were clipped, drawn as points
+    out = charts.outcomes_chart(df, tr).to_dict()
+    assert out["spec"]["encoding"]["x"]["aggregate"] == "count"
+    runs = data(out)
+    assert len(runs) == 2 * 2 * 2  # variants × depths × warm-ups, one seed
+    assert {r["outcome"] for r in runs} <= {"trained", "stalled", "diverged"}
 
 
 # ---- the page -------------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ Config level: each field of every experiment at its lowest and highest allowed v
 ValueError naming a field. Page level: every numeric control of every page's form at its minimum, then Run.
 """
 
+import dataclasses
 import os
 
 import pytest
@@ -11,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.config import field_info, make_config
 from core.experiments import EXPERIMENTS
+from core.i18n import translator
 from ui.common import PAGES
 
 APP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dashboard.py")
@@ -46,3 +48,28 @@ def test_form_controls_at_their_minimum_run_or_explain(page_key, path):
             w.set_value(w.min)
     at.button(key=f"FormSubmitter:form:{page_key}-Run").click().run()
     assert not at.exception, at.exception
+    assert not _crashed(at), _crashed(at)
+
+
+FAILED = translator("en")("ui.run_failed", error="\x00").split("\x00")[0]  # the page's words for a crash inside core
+
+
+def _crashed(at) -> list[str]:
+    """The errors that say a run ended in an exception (a bad value's 'Cannot run: …' is an answer, not a crash)."""
+    return [e.value for e in at.error if str(e.value).startswith(FAILED)]
+
+
+def test_a_crash_inside_core_is_caught_by_this_test(monkeypatch):
+    """The check above can fail: a run that raises inside core shows the page's crash message, and _crashed sees it."""
+    from core.experiments import serial
+
+    def broken(cfg, on_progress=None):
+        raise RuntimeError("boom")
+
+    monkeypatch.setitem(EXPERIMENTS, "serial", dataclasses.replace(serial.EXPERIMENT, run=broken))
+    monkeypatch.setattr(serial, "EXPERIMENT", EXPERIMENTS["serial"])
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("pages/serial.py").run()
+    at.text_input(key="w:serial:seq_lens").set_value("16")
+    at.button(key="FormSubmitter:form:serial-Run").click().run()
+    assert not at.exception and _crashed(at) and "boom" in _crashed(at)[0]

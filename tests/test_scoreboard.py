@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from core import scoreboard
-from core.findings import depth as depth_findings
+from core.findings import depth_text
 from core.i18n import translator
 
 tr = translator("en")
@@ -106,7 +106,7 @@ def test_reach_and_depth_facts():
     )
     found = scoreboard.findings({"depth": depth}, tr)["depth"]
     assert "4-layer" in found and "0.001" in found and "while its last layer got 1" in found and "0.5" in found
-    lines = depth_findings.takeaways(depth, tr)
+    lines = depth_text.takeaways(depth, tr)
     assert "0.001" in lines[0] and "**10× less for every layer added**" in lines[0]  # (0.1 / 0.001)^(1/2)
     assert "0.5" in lines[1]
 

@@ -91,8 +91,8 @@ def status_ui(tr, df: pd.DataFrame, shown_notes: int = 2) -> None:
     if "status" not in df:
         return
     df = statuses.normalize(df)
-    for status in statuses.STATUSES:
-        bad = df[df["status"] == status] if status != statuses.OK else df.iloc[0:0]
+    for status in statuses.BANNERED:
+        bad = df[df["status"] == status]
         if len(bad):
             notes = list(dict.fromkeys(str(n) for n in bad.get("note", pd.Series(dtype=str)).fillna("") if n))
             text = "; ".join(notes[:shown_notes]) + (

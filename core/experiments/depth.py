@@ -23,7 +23,8 @@ from core import guard, status
 from core import train as train_loop
 from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device, torch_threads
-from core.findings.depth import COLUMNS, LEARNED_FRACTION, UNDERFLOW, chain_entropy, takeaways, to_frame  # noqa: F401
+from core.findings.depth import COLUMNS, LEARNED_FRACTION, UNDERFLOW, chain_entropy, to_frame  # noqa: F401
+from core.findings.depth_text import takeaways
 from core.models import registry
 from core.models.registry import n_heads_for
 

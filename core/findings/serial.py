@@ -27,6 +27,13 @@ def chapter_pair(models) -> tuple[str, str] | None:
     return rec, att
 
 
+def chapter_models(models) -> list[str]:
+    """The chapter's models among `models` (the LSTM, the Transformer), whichever of them are there."""
+    models = list(dict.fromkeys(models))
+    found = [registry.representative(f, models) for f in (RECURRENT, ATTENTION)]
+    return [m for m in found if m is not None and registry.get(m).representative]
+
+
 def _ok(df: pd.DataFrame) -> pd.DataFrame:
     return df[df["status"] == status.OK].drop_duplicates(["model", "seq_len"], keep="last")
 
@@ -90,8 +97,8 @@ def hardware_for(df: pd.DataFrame, tr=None) -> list[roofline.Hardware]:
 def roofline_frame(df: pd.DataFrame, tr=None, models=None) -> pd.DataFrame:
     """The model's predicted step time for each hardware preset, at the lengths and shapes measured in `df`
     (for `models`, by default the chapter's pair: the LSTM and the Transformer)."""
-    models = chapter_pair(df["model"]) if models is None else models
-    ok = df[(df["status"] == status.OK) & df["model"].isin(models or ())]
+    models = chapter_models(df["model"]) if models is None else models
+    ok = df[(df["status"] == status.OK) & df["model"].isin(models)]
     rows = []
     for hw in hardware_for(df, tr):
         for _, r in ok.drop_duplicates(["model", "seq_len"]).iterrows():
@@ -106,7 +113,7 @@ def roofline_frame(df: pd.DataFrame, tr=None, models=None) -> pd.DataFrame:
                     "measured": hw.measured,
                 }
             )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["hardware", "model", "seq_len", "predicted_ms", "bound", "measured"])
 
 
 def takeaways(df: pd.DataFrame, tr) -> list[str]:
