@@ -126,34 +126,111 @@ def cuda_peak_bytes(fn: Callable[[], object], device: torch.device) -> int | Non
     return int(torch.cuda.max_memory_allocated(device) - base)
 
 
-@functools.lru_cache(maxsize=8)
-def peak_flops(device_str: str = "cpu", dtype_str: str = "float32", n: int | None = None) -> float:
-    """Achieved FLOP/s of a large square matmul on this device: the practical ceiling models are compared to."""
+def peak_flops(device_str: str = "cpu", dtype_str: str = "float32", n: int | None = None, repeats: int = 10) -> float:
+    """The best FLOP/s this device did on a large square matmul, of `repeats` tries: the ceiling, measured now.
+
+    The best rather than the median: a ceiling is what the device can do, and a busy moment (a browser drawing
+    charts) slows some tries; a median taken then read 92 GFLOP/s where the quiet device does ~160.
+    """
     device = torch.device(device_str)
     dtype = getattr(torch, dtype_str)
-    n = n or (4096 if device.type == "cuda" else 1024)
+    n = n or (8192 if device.type == "cuda" else 1024)
     g = torch.Generator(device="cpu").manual_seed(0)
     a = torch.randn(n, n, generator=g).to(device, dtype)
     b = torch.randn(n, n, generator=g).to(device, dtype)
-    t = time_fn(lambda: a @ b, warmup=2, repeats=7, device=device)
-    return 2 * n**3 / (t.median_ms / 1e3)
+    t = time_fn(lambda: a @ b, warmup=2, repeats=repeats, device=device)
+    return 2 * n**3 / (min(t.times_ms) / 1e3)
+
+
+@functools.lru_cache(maxsize=8)
+def peak_flops_estimate(device_str: str = "cpu", dtype_str: str = "float32") -> float:
+    """`peak_flops` once per process, for predictions that only need its order of magnitude (a guard's time)."""
+    return peak_flops(device_str, dtype_str)
+
+
+def time_interleaved(
+    fns: dict[str, Callable[[], object]],
+    *,
+    warmup: int = 1,
+    repeats: int = 5,
+    device: torch.device | str = "cpu",
+    max_seconds: float | None = None,
+    is_fatal: Callable[[BaseException], bool] | None = None,
+    after_round: Callable[[int], None] | None = None,
+) -> tuple[dict[str, Timing], dict[str, BaseException]]:
+    """Time several callables round-robin, repeat by repeat, so background load falls on all of them alike.
+
+    Each round times one call of every callable (the order rotates from round to round); after `warmup` untimed
+    calls each. `max_seconds` caps the timed work per callable (at least 3 rounds are kept). A callable that raises
+    an error `is_fatal` accepts (out of memory, say) is dropped from later rounds and its error returned; any other
+    error propagates. `after_round(r)` is called between rounds (outside the timed calls): a page can report
+    progress there, or stop the measurement by raising. Returns (timings, errors); timings[name].times_ms are in
+    round order, so repeat r of two callables ran side by side (paired ratios).
+    """
+    device = torch.device(device)
+    num_threads = torch.get_num_threads()
+    timers = {name: tub.Timer("fn()", globals={"fn": fn}, num_threads=num_threads) for name, fn in fns.items()}
+    errors: dict[str, BaseException] = {}
+    times: dict[str, list[float]] = {name: [] for name in fns}
+
+    def call(name, action):
+        try:
+            return action()
+        except Exception as err:  # a fatal one is a result for this callable, the rest go on
+            if is_fatal is None or not is_fatal(err):
+                raise
+            errors[name] = err
+            return None
+
+    for name, fn in fns.items():
+        for _ in range(warmup):
+            if name not in errors:
+                call(name, fn)
+    synchronize(device)
+    index = device.index if device.type != "cpu" else None
+    with torch.accelerator.device_index(index), common.set_torch_threads(num_threads):
+        start = time.perf_counter()
+        for r in range(repeats):
+            names = [n for n in fns if n not in errors]
+            if not names:
+                break
+            names = names[r % len(names) :] + names[: r % len(names)]  # rotate: no callable always goes first
+            for name in names:
+                t = call(name, lambda name=name: timers[name]._timeit(1))
+                if t is not None:
+                    times[name].append(t)
+            spent = time.perf_counter() - start
+            if after_round is not None:
+                after_round(r + 1)
+            start += time.perf_counter() - start - spent  # the callback's time is not timed work
+            if max_seconds is not None and r >= 2 and spent > max_seconds * len(names):
+                break
+    spec = common.TaskSpec(stmt="fn()", setup="pass", num_threads=num_threads)
+    out = {}
+    for name, ts in times.items():
+        if ts and name not in errors:
+            m = common.Measurement(number_per_run=1, raw_times=ts, task_spec=spec)
+            out[name] = Timing(m.median * 1e3, m.iqr * 1e3, tuple(t * 1e3 for t in ts))
+    return out, errors
 
 
 @functools.lru_cache(maxsize=8)
 def step_latency_s(device_str: str = "cpu") -> float:
-    """Seconds per dependent step of a tiny recurrence (fwd+bwd), where compute is negligible: the latency floor."""
+    """Seconds per dependent step of the fused LSTM kernel the models use, where compute is negligible (width 8,
+    batch 1): the slope of its forward + backward time between 32 and 512 steps. The latency floor of a chain of
+    steps on this device; a Python LSTMCell loop would measure the interpreter instead (~10× more here)."""
     device = torch.device(device_str)
     torch.manual_seed(0)
-    cell = torch.nn.LSTMCell(8, 8).to(device)
-    x = torch.randn(64, 1, 8, device=device)
+    lstm = torch.nn.LSTM(8, 8, batch_first=True).to(device)
+    times = {}
+    for n in (32, 512):
+        x = torch.randn(1, n, 8, device=device)
 
-    def step():
-        h = c = torch.zeros(1, 8, device=device)
-        for t in range(x.shape[0]):
-            h, c = cell(x[t], (h, c))
-        h.sum().backward()
+        def step(x=x):
+            lstm(x)[0].sum().backward()
 
-    return time_fn(step, warmup=2, repeats=5, device=device).median_ms / 1e3 / x.shape[0]
+        times[n] = time_fn(step, warmup=2, repeats=7, device=device).median_ms / 1e3
+    return max(times[512] - times[32], 0.0) / (512 - 32) or times[32] / 32
 
 
 # ---- what ran, and how much it held: for kernels that hide both (CPU flash SDPA, fused RNNs) ----------------
@@ -205,3 +282,21 @@ def backend_from_ops(ops) -> str:
         if any(fragment in op for op in ops):
             return name
     return "math"
+
+
+@functools.lru_cache(maxsize=8)
+def cell_loop_latency_s(device_str: str = "cpu") -> float:
+    """Seconds per step of a tiny nn.LSTMCell called from a Python loop (forward only, no grad): what an explicit
+    step-by-step read of n tokens pays per token on this device, interpreter and dispatch included."""
+    device = torch.device(device_str)
+    torch.manual_seed(0)
+    cell = torch.nn.LSTMCell(8, 8).to(device)
+    x = torch.randn(64, 1, 8, device=device)
+
+    @torch.no_grad()
+    def read():
+        h = c = torch.zeros(1, 8, device=device)
+        for t in range(x.shape[0]):
+            h, c = cell(x[t], (h, c))
+
+    return time_fn(read, warmup=2, repeats=5, device=device).median_ms / 1e3 / x.shape[0]

@@ -33,3 +33,25 @@ def tail_slope(x, y, points: int = 3) -> float:
     """Slope over the largest `points` x values: where asymptotic scaling shows, not fixed overheads."""
     pairs = sorted((float(a), float(b)) for a, b in zip(x, y))[-points:]
     return loglog_slope([p[0] for p in pairs], [p[1] for p in pairs])
+
+
+def tail_fit(x, y, points: int = 3) -> tuple[float, float]:
+    """(slope, its standard error) of log y against log x over the largest `points` x values; the error is NaN when
+    two points or fewer leave nothing to estimate it from."""
+    pairs = sorted((float(a), float(b)) for a, b in zip(x, y) if a > 0 and b > 0 and math.isfinite(b))[-points:]
+    if len(pairs) < 2 or len({p[0] for p in pairs}) < 2:
+        return math.nan, math.nan
+    lx, ly = np.log([p[0] for p in pairs]), np.log([p[1] for p in pairs])
+    slope, intercept = np.polyfit(lx, ly, 1)
+    if len(pairs) < 3:
+        return float(slope), math.nan
+    residuals = ly - (intercept + slope * lx)
+    se = math.sqrt(float(residuals @ residuals) / (len(pairs) - 2) / float(((lx - lx.mean()) ** 2).sum()))
+    return float(slope), se
+
+
+def exponent_text(slope: float, se: float = math.nan) -> str:
+    """'2.00 ± 0.03' (the fit's standard error), '2.00' when there is none, '–' when there is no fit."""
+    if not math.isfinite(slope):
+        return "–"
+    return f"{slope:.2f} ± {se:.2f}" if math.isfinite(se) else f"{slope:.2f}"

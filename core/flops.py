@@ -15,16 +15,27 @@ def recurrent_forward(gates: int, batch_size: int, seq_len: int, d_in: int, hidd
     return tokens * per_token
 
 
-def attention_forward(batch_size: int, seq_len: int, d_model: int, kv_len: int | None = None) -> int:
-    """QKᵀ and (probabilities)V: 4·B·T·S·d for all heads together (causal kernels can skip about half)."""
-    return 4 * batch_size * seq_len * (kv_len or seq_len) * d_model
+CONVENTION = "causal_half"  # the convention of every count here, recorded in each row's flop_convention column
 
 
-def transformer_layer_forward(batch_size: int, seq_len: int, d_model: int, mlp_ratio: int = 4) -> int:
-    """One block: QKV + output projection 8·d², MLP 2·2·ratio·d², per token; plus attention's 4·B·T²·d."""
+def attention_forward(batch_size: int, seq_len: int, d_model: int, kv_len: int | None = None,
+                      causal: bool = False) -> int:  # fmt: skip
+    """QKᵀ and (probabilities)V: 4·B·T·S·d for all heads together, halved when causal.
+
+    Causal attention is counted as the fused kernels perform it: they skip the blocks above the diagonal, about
+    half the square (FlashAttention's benchmarks count it so). PaLM's "model FLOPs utilization" counts the whole
+    square instead; a share of a measured peak must use what was performed, or it can exceed 100%.
+    """
+    full = 4 * batch_size * seq_len * (kv_len or seq_len) * d_model
+    return full // 2 if causal else full
+
+
+def transformer_layer_forward(batch_size: int, seq_len: int, d_model: int, mlp_ratio: int = 4,
+                              causal: bool = True) -> int:  # fmt: skip
+    """One block: QKV + output projection 8·d², MLP 2·2·ratio·d², per token; plus attention (halved if causal)."""
     tokens = batch_size * seq_len
     dense = tokens * (8 + 4 * mlp_ratio) * d_model * d_model
-    return dense + attention_forward(batch_size, seq_len, d_model)
+    return dense + attention_forward(batch_size, seq_len, d_model, causal=causal)
 
 
 def head_forward(batch_size: int, seq_len: int, d_model: int, vocab_size: int) -> int:

@@ -16,6 +16,7 @@ from core.findings import attention_cost as attention_findings
 from core.findings import depth as depth_findings
 from core.findings import long_range as long_range_findings
 from core.findings import serial as serial_findings
+from core.fit import exponent_text
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
 
@@ -46,8 +47,9 @@ def serial_facts(df: pd.DataFrame | None) -> dict:
     for family, m in zip((RECURRENT, ATTENTION), pair):
         g = ok[ok["model"] == m]
         at = g[g["seq_len"] == g["seq_len"].max()].iloc[0]
-        fitted = slopes[slopes["model"] == m]["time_slope"]
-        out[family] = {"slope": float(fitted.iloc[0]) if len(fitted) else math.nan, "steps": int(at["seq_steps"]),
+        fitted = slopes[slopes["model"] == m]
+        text = exponent_text(fitted["time_slope"].iloc[0], fitted["time_slope_se"].iloc[0]) if len(fitted) else "–"
+        out[family] = {"slope": text, "steps": int(at["seq_steps"]),
                        "T": int(at["seq_len"]), "ms": float(at["train_ms"])}  # fmt: skip
     out["comparison"] = serial_findings.comparison(ok)
     if "peak_flops_per_s" in ok:
@@ -80,9 +82,9 @@ def recall_facts(df: pd.DataFrame | None) -> dict:
     ok = _ok(df)
     if not len(ok) or "accuracy" not in ok:
         return {}
-    last = long_range_findings.final(ok)
+    stats = long_range_findings.by_distance(ok)
     task = ok["task"].iloc[0]  # the first task the run trained
-    g = last[(last["task"] == task) & last["accuracy"].notna()]
+    g = stats[(stats["task"] == task) & stats["accuracy"].notna()]
     if not len(g):
         return {}
     d = g["distance"].max()
@@ -103,18 +105,14 @@ def _num(x: float, digits: int = 2) -> str:
     return "–" if x is None or not math.isfinite(x) else f"{x:.{digits}g}"
 
 
-def _slope(x: float) -> str:
-    return "–" if x is None or not math.isfinite(x) else f"{x:.2f}"
-
-
 def measured_cells(frames: dict, tr) -> dict:
     """Measured-here cells for Table 1's rows: {'self_attention': (cost, steps, path), 'recurrent': (...)}."""
     s = serial_facts(frames.get("serial"))
     naive, _ = attention_findings.materialised_and_fused(frames.get("attention_cost"))
     r = reach_facts(frames.get("gradient_reach"))
     none = tr("home.t1.none")
-    att_cost = tr("home.t1.cost", b=_slope(naive["time_slope"]), what=tr("home.t1.naive")) if naive else none
-    rec_cost = tr("home.t1.cost", b=_slope(s[RECURRENT]["slope"]), what="LSTM") if RECURRENT in s else none
+    att_cost = tr("home.t1.cost", b=naive["time_text"], what=tr("home.t1.naive")) if naive else none
+    rec_cost = tr("home.t1.cost", b=s[RECURRENT]["slope"], what="LSTM") if RECURRENT in s else none
     steps = {
         f: tr("home.t1.steps", steps=s[f]["steps"], T=s[f]["T"]) if f in s else none for f in (RECURRENT, ATTENTION)
     }
@@ -160,8 +158,7 @@ def findings(frames: dict, tr) -> dict:
     out = {}
     c = serial_findings.comparison(_ok(frames.get("serial")))
     if c is not None:
-        key = "home.find.serial_tf_slower" if c["ratio"] > 1 else "home.find.serial_tf_faster"
-        out["serial"] = tr(key, T=c["T"], ratio=serial_findings.ratio_text(c["ratio"]),
+        out["serial"] = tr(f"home.find.serial_tf_{c['verdict']}", T=c["T"], ratio=serial_findings.spread_text(c)[0],
                            steps=int(c["rec_row"]["seq_steps"]))  # fmt: skip
     r = reach_facts(frames.get("gradient_reach"))
     rc = recall_facts(frames.get("long_range"))
@@ -190,8 +187,8 @@ def findings(frames: dict, tr) -> dict:
     if naive and fused:
         out["attention_cost"] = tr(
             "home.find.attention",
-            naive=_slope(naive["mem_slope"]),
-            sdpa=_slope(fused["mem_slope"]),
+            naive=naive["mem_text"],
+            sdpa=fused["mem_text"],
             n=int(naive["n_hi"]),
         )
     return out

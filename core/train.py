@@ -71,7 +71,7 @@ def train(
     on_chunk: Callable[[int, float], None] | None = None,
 ) -> Outcome:
     """Train `model` for spec.steps steps on `batch()`; `on_step(Step)` after every backward, `on_chunk(steps_done,
-    train_s)` after every chunk, the last one included. A run that diverges returns at once: no chunk is reported
+    train_s)` after every chunk, the last one included; a chunk callback that returns True ends the run there. A run that diverges returns at once: no chunk is reported
     for its last steps, the Outcome says where it stopped."""
     params = list(model.parameters())
     optimizer = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[spec.optimizer]
@@ -110,6 +110,7 @@ def train(
         now = time.perf_counter()
         late = spec.chunk_seconds is not None and now - chunk_start > spec.chunk_seconds
         if on_chunk is not None and (step % spec.chunk_steps == 0 or late or step == spec.steps):
-            on_chunk(step - last_chunk, train_s)
+            if on_chunk(step - last_chunk, train_s) is True:  # the caller has seen enough (e.g. the task is solved)
+                return Outcome(status.OK, step, train_s, "stopped early: done", loss, grad_norm)
             last_chunk, chunk_start = step, time.perf_counter()
     return Outcome(status.OK, spec.steps, train_s, "", loss, grad_norm)

@@ -9,7 +9,7 @@ from core.device import resolve_device, total_memory_bytes
 from core.experiments import attention_cost as ac
 from core.experiments import kv_cache as kv
 from core.findings import attention_cost as findings
-from core.fit import tail_slope
+from core.fit import exponent_text, tail_fit
 from core.guard import format_bytes
 from core.memory_formulas import DTYPE_BYTES, MODEL_PRESETS, ModelShape, kv_cache_bytes
 from ui import common as ui
@@ -44,8 +44,7 @@ def slopes_table(df):
     ok = charts.with_labels(df[(df["status"] == "ok") & (df["point"] == "sweep")], tr)
 
     def slope(g, column):
-        b = tail_slope(g["seq_len"], g[column])
-        return f"{b:.2f}" if math.isfinite(b) else "–"
+        return exponent_text(*tail_fit(g["seq_len"], g[column]))  # the exponent ± its fit's standard error
 
     rows = [
         {
@@ -84,7 +83,7 @@ with reveal:
             ui.pd.DataFrame(
                 {
                     tr("attention_cost.wall_table.impl"): walls["label"],
-                    tr("attention_cost.wall_table.slope"): walls["slope"].map(lambda b: f"{b:.2f}"),
+                    tr("attention_cost.wall_table.slope"): walls["slope_text"],
                     tr("attention_cost.wall_table.n_max"): walls["n_max"].map(
                         lambda n: f"{n:,.0f}" if math.isfinite(n) else "–"
                     ),

@@ -123,3 +123,34 @@ def test_cuda_peak_is_none_off_cuda():
 def test_peak_flops_is_plausible_for_a_cpu():
     peak = bench.peak_flops("cpu", "float32", 256)
     assert 1e8 < peak < 1e13
+
+
+def test_interleaved_timing_pairs_repeats_and_survives_a_failing_callable():
+    """Round-robin: every callable is called once per round (the order rotating), an out-of-memory one is dropped
+    with its error while the others go on, and after_round runs between rounds, outside the timed calls."""
+    order, rounds = [], []
+
+    def make(name, seconds):
+        def fn():
+            order.append(name)
+            time.sleep(seconds)
+
+        return fn
+
+    def oom():
+        raise RuntimeError("CUDA out of memory (simulated)")
+
+    timings, errors = bench.time_interleaved(
+        {"a": make("a", 0.002), "b": make("b", 0.004), "x": oom},
+        warmup=1,
+        repeats=4,
+        is_fatal=lambda e: "out of memory" in str(e),
+        after_round=lambda r: (rounds.append(r), time.sleep(0.02)),
+    )
+    assert set(timings) == {"a", "b"} and set(errors) == {"x"}
+    assert len(timings["a"].times_ms) == len(timings["b"].times_ms) == 4 and rounds == [1, 2, 3, 4]
+    assert order[:2] == ["a", "b"] and order[2:4] in (["a", "b"], ["b", "a"])  # warm-up, then round 1
+    assert {tuple(order[i : i + 2]) for i in range(2, 10, 2)} == {("a", "b"), ("b", "a")}  # the order rotates
+    assert 2.0 <= timings["a"].median_ms < 10 and 4.0 <= timings["b"].median_ms < 12  # the sleeps, not after_round
+    with pytest.raises(ValueError):  # any other error is not a result: it propagates
+        bench.time_interleaved({"bad": lambda: int("x")}, warmup=0, repeats=1)

@@ -249,10 +249,25 @@ def test_charts_encode_the_physics():
     plotted = next(iter(spec["datasets"].values()))
     assert min(r["grad_norm"] for r in plotted) > 0 and len(plotted) == len(reach) - 1  # zeros left off the log axis
     acc = charts.accuracy_chart(_final_rows((1.0, 0.13), (1.0, 1.0)), tr).to_dict()
-    assert [layer["mark"]["type"] for layer in acc["spec"]["layer"]] == ["line", "rule"]  # accuracy, and chance
+    marks = [layer["mark"]["type"] for layer in acc["spec"]["layer"]]
+    assert marks == ["line", "rule", "rule"]  # median accuracy, the seeds' range, chance
+    assert acc["spec"]["layer"][1]["encoding"]["y2"]["field"] == "hi_pct"
     tfm, meta = ck.load("transformer")
     lstm, _ = ck.load("lstm")
     tokens = ck.random_example(meta["seq_len"], 5, meta["n_keys"], seed=3)
     heat = charts.attention_map_chart(ck.map_frame(tokens, tfm, lstm, meta["n_keys"]), tr).to_dict()
     assert heat["layer"][0]["mark"]["type"] == "rect"
     assert heat["layer"][0]["encoding"]["x"]["sort"][-1].endswith("she")  # positions in reading order
+
+
+def test_seeds_are_read_by_their_median_and_their_range_is_said():
+    """Three seeds at one distance: the takeaway states the median and the lowest and highest seed."""
+    rows = []
+    for seed, (tf, lstm) in enumerate(((1.0, 0.10), (0.96, 0.14), (0.2, 0.12))):
+        for model, acc in (("transformer", tf), ("lstm", lstm)):
+            rows.append({"task": "mqar", "model": model, "distance": 36, "step": 3000, "accuracy": acc,
+                         "chance": 0.125, "params": 1000, "seed": seed, "status": "ok"})  # fmt: skip
+    lines = lr.takeaways(pd.DataFrame(rows), translator("en"))
+    text = " ".join(lines)
+    assert "d=36: 96% (3 seeds: 20%–100%)" in text and "d=36: 12% (3 seeds: 10%–14%)" in text
+    assert "the LSTM did not" in text  # the median Transformer solved it, the median LSTM did not

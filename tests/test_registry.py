@@ -88,7 +88,7 @@ def toy_kind():
         name="toy_wide_rnn",
         family=registry.RECURRENT,
         make_layer=make_layer,
-        layer_flops=lambda B, T, d: 2 * B * T * (2 * d) * (d + 2 * d) + 2 * B * T * 2 * d * d,
+        layer_flops=lambda B, T, d, causal=True: 2 * B * T * (2 * d) * (d + 2 * d) + 2 * B * T * 2 * d * d,
         layer_params=lambda d: (2 * d) * d + (2 * d) ** 2 + 2 * (2 * d) + 2 * d * d + d,
         activation_floats=24,
         experiments=frozenset({"serial"}),

@@ -63,8 +63,8 @@ def test_table1_measured_cells_carry_fitted_exponents_and_step_counts():
         ),
     }
     t = scoreboard.table1(frames, tr).set_index("Layer type")
-    assert t.loc["Self-attention", "Measured: cost vs n"] == "naive attention: time ∝ n^2.00"
-    assert t.loc["Recurrent", "Measured: cost vs n"] == "LSTM: time ∝ n^1.00"
+    assert t.loc["Self-attention", "Measured: cost vs n"] == "naive attention: time ∝ n^2.00 ± 0.00"
+    assert t.loc["Recurrent", "Measured: cost vs n"] == "LSTM: time ∝ n^1.00 ± 0.00"
     assert t.loc["Recurrent", "Measured: dependent steps"] == "256 at n = 256"
     assert t.loc["Self-attention", "Measured: dependent steps"] == "1 at n = 256"
     assert t.loc["Convolutional", "Measured: cost vs n"] == "not measured in this lab"

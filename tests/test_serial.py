@@ -54,7 +54,10 @@ def test_columns_status_and_progress(tiny):
     assert set(REQUIRED) <= set(df.columns)
     assert (df["status"] == "ok").all()
     assert len(df) == len(cfg.models) * len(cfg.seq_lens)
-    assert [p.done for p in progress] == list(range(1, len(df) + 1))
+    assert [p.done for p in progress if p.rows] == list(range(1, len(df) + 1))  # one row per report
+    ticks = [p for p in progress if not p.rows]  # between the interleaved rounds: progress text, a chance to Stop
+    assert ticks and all("repeat" in p.message for p in ticks)
+    assert [p.done for p in progress] == sorted(p.done for p in progress)
     assert sum(len(p.rows) for p in progress) == len(df)
 
 
@@ -84,11 +87,16 @@ def test_takeaways_are_computed_from_the_rows(tiny):
     fastest = df[df["seq_len"] == 256].set_index("model")["train_ms"].idxmin()
     assert f"**{fastest}**" in lines[0]
     # change the data, and the sentence changes with it
-    flipped = df.copy()
+    flipped = df.drop(columns=["ratio_to_recurrent", "ratio_q25", "ratio_q75", "ratio_base"])  # no paired repeats
     flipped.loc[flipped["model"] == "transformer", "train_ms"] = 1e-3
     assert "faster" in serial.takeaways(flipped, translator("en"))[1]
     flipped.loc[flipped["model"] == "transformer", "train_ms"] = 1e6
-    assert "slower" in serial.takeaways(flipped, translator("en"))[1]
+    assert "took **" in serial.takeaways(flipped, translator("en"))[1]
+    # paired repeats whose ratio straddles 1: neither is called faster
+    even = df.copy()
+    even.loc[even["model"] == "transformer", ["ratio_q25", "ratio_q75"]] = (0.9, 1.1)
+    line = serial.takeaways(even, translator("en"))[1]
+    assert "about the same time" in line and "faster" not in line and "0.9–1.1×" in line
     assert serial.takeaways(df.assign(status="oom"), translator("en")) == [translator("en")("serial.take.none")]
 
 
@@ -176,3 +184,25 @@ def test_cli_list_shows_fields_and_ranges():
     r = cli("list")
     assert r.returncode == 0
     assert "serial" in r.stdout and "seq_lens" in r.stdout and "2..65535" in r.stdout
+
+
+def _pair_rows(peak, latency, tf_ms, lstm_ms, T=1024):
+    """The chapter's pair at one length on a device with this peak and step latency (the serial page's columns)."""
+    common = {"seq_len": T, "n_layers": 1, "status": "ok", "noisy": False, "peak_flops_per_s": peak,
+              "step_latency_s": latency, "saved_bytes": 1.0, "utilization": 0.5, "device": "x"}  # fmt: skip
+    return pd.DataFrame([
+        {**common, "model": "lstm", "train_ms": lstm_ms, "seq_steps": T, "flops": 6e9},
+        {**common, "model": "transformer", "train_ms": tf_ms, "seq_steps": 1, "flops": 2e10},
+    ])  # fmt: skip
+
+
+def test_the_explanation_follows_the_devices_roofline_not_the_ratio():
+    """On a CPU-like device the LSTM is bound by arithmetic; on a GPU-like one by its chain of steps. The sentence
+    is chosen by the roofline model of the device measured, and says so when the model and the measurement differ."""
+    tr = translator("en")
+    cpu = " ".join(serial.takeaways(_pair_rows(1.6e11, 3e-5, tf_ms=170, lstm_ms=72), tr))
+    assert "bounded by its arithmetic" in cpu and "The model predicts" not in cpu
+    gpu = " ".join(serial.takeaways(_pair_rows(6e13, 1e-5, tf_ms=1.0, lstm_ms=12), tr))
+    assert "bounded by its chain of 1024 dependent steps" in gpu and "The model predicts" not in gpu
+    odd = " ".join(serial.takeaways(_pair_rows(6e13, 1e-5, tf_ms=30, lstm_ms=12), tr))  # measured against the model
+    assert "bounded by its chain" in odd and "The model predicts the Transformer (SDPA) would be the faster" in odd

@@ -6,7 +6,7 @@ import altair as alt
 import pandas as pd
 
 from core.charts.common import device_subtitle, lines, log_y, titled
-from core.experiments.long_range import final
+from core.findings.long_range import by_distance
 from core.models import registry
 
 
@@ -47,28 +47,42 @@ def reach_chart(df: pd.DataFrame, tr) -> alt.Chart:
 
 
 def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
-    """Final held-out accuracy against distance, one line per model (and run), chance as a dashed rule; one panel per task."""
-    last = _ok(final(df)).assign(percent=lambda x: 100 * x["accuracy"], chance_pct=lambda x: 100 * x["chance"])
+    """Final held-out accuracy against distance, one line per model (and run): the median over seeds, a bar from the
+    lowest to the highest seed; chance as a dashed rule; one panel per task."""
+    last = by_distance(df).assign(percent=lambda x: 100 * x["accuracy"], lo_pct=lambda x: 100 * x["lo"],
+                                  hi_pct=lambda x: 100 * x["hi"], chance_pct=lambda x: 100 * x["chance"])  # fmt: skip
     last = last.assign(task=last["task"].map(lambda t: tr(f"long_range.task.{t}")))
+    x = alt.X("distance:Q", title=tr("long_range.axis.distance"))
     line = lines(
         last,
-        alt.X("distance:Q", title=tr("long_range.axis.distance")),
+        x,
         alt.Y("percent:Q", title=tr("long_range.axis.accuracy"), scale=alt.Scale(domain=[0, 100])),
         "model",
         tr("long_range.axis.model"),
-        tooltip=[c for c in ("task", "model", "distance", "percent", "step", "params", "run") if c in last],
+        tooltip=[
+            c
+            for c in ("task", "model", "distance", "percent", "lo_pct", "hi_pct", "seeds", "step", "params", "run")
+            if c in last
+        ],
     ).encode(color=_model_color(last["model"], tr("long_range.axis.model")))
+    spread = (
+        alt.Chart(last)
+        .mark_rule(strokeWidth=2, opacity=0.6)
+        .encode(
+            x="distance:Q", y="lo_pct:Q", y2="hi_pct:Q", color=_model_color(last["model"], tr("long_range.axis.model"))
+        )
+    )
     chance = (
         alt.Chart(last)
         .mark_rule(strokeDash=[4, 4], color="gray")
         .encode(y="mean(chance_pct):Q", tooltip=[alt.Tooltip("mean(chance_pct):Q", title=tr("long_range.axis.chance"))])
     )
     chart = (
-        alt.layer(line, chance, data=last)
+        alt.layer(line, spread, chance, data=last)
         .properties(width=320, height=220)
         .facet(column=alt.Column("task:N", title=None))
     )
-    sub = device_subtitle(last)
+    sub = device_subtitle(last) if "device" in last else ""
     return chart.properties(
         title=alt.TitleParams(tr("long_range.chart.accuracy"), anchor="start", **({"subtitle": sub} if sub else {}))
     )
@@ -84,8 +98,12 @@ def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
         "x": alt.X("step:Q", title=tr("long_range.axis.step")),
         "y": alt.Y("percent:Q", title=tr("long_range.axis.accuracy"), scale=alt.Scale(domain=[0, 100])),
         "color": _model_color(d["model"], tr("long_range.axis.model")),
-        "tooltip": [c for c in ("task", "model", "distance", "step", "percent", "loss", "train_s", "run") if c in d],
+        "tooltip": [
+            c for c in ("task", "model", "distance", "seed", "step", "percent", "loss", "train_s", "run") if c in d
+        ],
     }
+    if "seed" in d and d["seed"].nunique() > 1:
+        enc["detail"] = "seed:N"  # one line per seed
     if "run" in d and d["run"].nunique() > 1:
         enc["strokeDash"] = alt.StrokeDash("run:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=500))
     line = alt.Chart(d).mark_line(point=True).encode(**enc)

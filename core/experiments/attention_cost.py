@@ -198,11 +198,11 @@ def predicted_seconds(
         power = record.time_exponent
         return t_ms / 1e3 * (n / m) ** power, f"extrapolated from n={m}"
     if record.latency_bound and n > 4096:  # n dependent steps: latency-bound, not FLOP-bound
-        return n * bench.step_latency_s(str(device)), "n steps × this device's step latency"
+        return n * bench.cell_loop_latency_s(str(device)), "n steps × this device's step latency"
     flops = record.flops(shape_of(cfg, n))
     if flops < 1e9:  # about a second even at 1 GFLOP/s: not worth measuring the device's peak to decide
         return 0.0, "small"
-    return flops / bench.peak_flops(str(device), cfg.dtype), "FLOPs at this device's matmul peak"
+    return flops / bench.peak_flops_estimate(str(device), cfg.dtype), "FLOPs at this device's matmul peak"
 
 
 def measure_point(

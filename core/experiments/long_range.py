@@ -75,7 +75,10 @@ class LongRangeConfig:
         help="torch threads while training; 0 = keep the process setting (tiny models train faster on one)",
     )
     device: str = spec("auto", choices=DEVICES, help="auto = CUDA, then MPS, then CPU")
-    seed: int = spec(0, lo=0, hi=2**31 - 1)
+    seed: int = spec(0, lo=0, hi=2**31 - 1, help="first seed")
+    seeds: int = spec(1, lo=1, hi=20, help="runs per setting, seeds seed, seed+1, …: the takeaways read their median")
+    stop_when_solved: bool = spec(False, help="end a run once it is solved at two evaluations in a row; steps is then "
+                                              "a budget")  # fmt: skip
 
     def check(self):
         for d in self.distances:
@@ -97,12 +100,15 @@ class LongRangeConfig:
 
 PRESETS = {
     "quick": {},
-    # about 3-4 min on 2 quiet cores; multi-query recall needs ~600 steps before the Transformer suddenly solves it
+    # multi-query recall is learned suddenly, after a plateau of several hundred steps and at a different step for
+    # each seed: a budget of 3000 steps, stopping each run once solved, and three seeds read by their median
     "full": {
         "tasks": ("recall", "mqar"),
         "seq_len": 48,
         "distances": (2, 12, 36),
-        "steps": 800,
+        "steps": 3000,
+        "stop_when_solved": True,
+        "seeds": 3,
         "d_model": 64,
         "eval_every": 50,
         "eval_size": 512,
@@ -144,11 +150,12 @@ def accuracy(model: torch.nn.Module, tokens: torch.Tensor, targets: torch.Tensor
 
 
 def n_chunks(cfg: LongRangeConfig) -> int:
-    return len(cfg.tasks) * len(cfg.distances) * len(cfg.models) * math.ceil(cfg.steps / cfg.eval_every)
+    runs = len(cfg.tasks) * len(cfg.distances) * len(cfg.models) * cfg.seeds
+    return runs * math.ceil(cfg.steps / cfg.eval_every)
 
 
 def run(cfg: LongRangeConfig, on_progress=None) -> pd.DataFrame:
-    """One row per (task, distance, model, chunk of eval_every steps): training loss and held-out accuracy."""
+    """One row per (seed, task, distance, model, chunk of eval_every steps): training loss and held-out accuracy."""
     device = resolve_device(cfg.device)
     total = n_chunks(cfg)
     rows = []
@@ -156,21 +163,23 @@ def run(cfg: LongRangeConfig, on_progress=None) -> pd.DataFrame:
     def emit(row: dict, skipped_chunks: int = 0):
         nonlocal total
         rows.append(row)
-        total -= skipped_chunks  # a diverged run's remaining chunks will never come: count them as done
+        total -= skipped_chunks  # a run that ended early: its remaining chunks will never come, count them as done
         if on_progress is not None:
-            message = f"{row['task']} {row['model']} d={row['distance']} step {row['step']}"
+            message = f"{row['task']} {row['model']} d={row['distance']} seed {row['seed']} step {row['step']}"
             on_progress(Progress(len(rows), total, message, (row,)))
 
     with torch_threads(cfg.threads):
         env = environment(device)
-        for task in cfg.tasks:
-            V = task_lib.vocab_size(task, cfg.n_keys)
-            for distance in sorted(cfg.distances):
-                eval_g = torch.Generator().manual_seed(cfg.seed + 1)  # held out: a different stream from training
-                ev = task_lib.batch(task, cfg.eval_size, cfg.seq_len, distance, cfg.n_keys, cfg.n_pairs, eval_g)
-                ev = tuple(t.to(device) for t in ev)
-                for name in cfg.models:
-                    train_one(cfg, task, name, distance, V, ev, device, env, emit)
+        for seed in range(cfg.seed, cfg.seed + cfg.seeds):
+            run_cfg = dataclasses.replace(cfg, seed=seed)
+            for task in cfg.tasks:
+                V = task_lib.vocab_size(task, cfg.n_keys)
+                for distance in sorted(cfg.distances):
+                    eval_g = torch.Generator().manual_seed(seed + 1)  # held out: a different stream from training
+                    ev = task_lib.batch(task, cfg.eval_size, cfg.seq_len, distance, cfg.n_keys, cfg.n_pairs, eval_g)
+                    ev = tuple(t.to(device) for t in ev)
+                    for name in cfg.models:
+                        train_one(run_cfg, task, name, distance, V, ev, device, env, emit)
     return to_frame(rows)
 
 
@@ -192,7 +201,7 @@ def train_one(cfg, task, name, distance, V, eval_batch, device, env, emit) -> No
         "seed": cfg.seed,
         **env,
     }
-    losses, done = [], [0]
+    losses, done, solved = [], [0], [0]  # solved: consecutive evaluations at or above SOLVED
 
     def batch():
         x, y = task_lib.batch(task, cfg.batch_size, cfg.seq_len, distance, cfg.n_keys, cfg.n_pairs, g)
@@ -203,7 +212,11 @@ def train_one(cfg, task, name, distance, V, eval_batch, device, env, emit) -> No
         row = {**base, "step": done[0], "loss": sum(losses) / len(losses), "accuracy": accuracy(model, *eval_batch),
                "train_s": train_s, "status": status.OK, "note": ""}  # fmt: skip
         losses.clear()
-        emit(row)
+        solved[0] = solved[0] + 1 if row["accuracy"] >= SOLVED else 0
+        stop = cfg.stop_when_solved and solved[0] >= 2 and done[0] < cfg.steps
+        chunks = math.ceil(cfg.steps / cfg.eval_every)
+        emit(row, chunks - math.ceil(done[0] / cfg.eval_every) if stop else 0)
+        return stop
 
     spec = train_loop.TrainSpec(cfg.steps, cfg.lr, "adamw", clip=1.0, max_loss=train_loop.loss_bound(V),
                                 chunk_steps=cfg.eval_every)  # fmt: skip

@@ -10,45 +10,27 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from core import bench, guard
+from core import bench, guard, status
 from core import flops as fl
 from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device
 from core.findings.serial import takeaways
 from core.models import registry
 from core.models.layers import n_params
-from core.models.registry import n_heads_for
+from core.models.registry import RECURRENT, n_heads_for
 from core.results import tidy
 
 MODELS = ("rnn", "lstm", "gru", "lstm_loop", "transformer")  # the default comparison; any kind for "serial" runs
-COLUMNS = (
-    "model",
-    "n_layers",
-    "d_model",
-    "batch_size",
-    "seq_len",
-    "params",
-    "train_ms",
-    "train_iqr_ms",
-    "noisy",
-    "tokens_per_s",
-    "saved_bytes",
-    "peak_bytes",
-    "predicted_bytes",
-    "seq_steps",
-    "flops",
-    "achieved_flops_per_s",
-    "peak_flops_per_s",
-    "step_latency_s",
-    "utilization",
-    "status",
-    "note",
-    "seed",
-)
+COLUMNS = ("model", "n_layers", "d_model", "batch_size", "seq_len", "params", "train_ms", "train_iqr_ms",
+           "noisy", "ratio_to_recurrent", "ratio_q25", "ratio_q75", "ratio_base", "tokens_per_s",
+           "saved_bytes", "peak_bytes", "predicted_bytes", "seq_steps", "flops", "flop_convention",
+           "achieved_flops_per_s", "peak_flops_per_s", "peak_before_flops_per_s", "peak_after_flops_per_s",
+           "utilization", "above_ceiling", "step_latency_s", "status", "note", "seed")  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +71,8 @@ def predicted_bytes(model: str, cfg: SerialConfig, seq_len: int) -> float:
     return 2.0 * activations + weights
 
 
-def _measure(name: str, cfg: SerialConfig, seq_len: int, device: torch.device) -> dict:
+def _prepare(name: str, cfg: SerialConfig, seq_len: int, device: torch.device):
+    """(model, one training step, the loss alone, its inputs) for a model at one length; seeded."""
     torch.manual_seed(cfg.seed)
     model = build_model(name, cfg).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
@@ -105,57 +88,148 @@ def _measure(name: str, cfg: SerialConfig, seq_len: int, device: torch.device) -
         loss_fn().backward()
         opt.step()
 
-    timing = bench.time_fn(step, warmup=cfg.warmup, repeats=cfg.repeats, device=device, max_seconds=cfg.max_point_s)
-    saved = bench.saved_activation_bytes(loss_fn, exclude=(*model.parameters(), tokens, targets))
-    peak = bench.cuda_peak_bytes(step, device)
-    flops = fl.training_step(
-        registry.get(name).forward_flops(cfg.batch_size, seq_len, cfg.d_model, cfg.n_layers, cfg.vocab_size)
-    )
-    seconds = timing.median_ms / 1e3
-    return {
-        "params": n_params(model),
-        "train_ms": timing.median_ms,
-        "train_iqr_ms": timing.iqr_ms,
-        "noisy": timing.noisy,
-        "tokens_per_s": cfg.batch_size * seq_len / seconds,
-        "saved_bytes": saved,
-        "peak_bytes": peak if peak is not None else math.nan,
-        "flops": flops,
-        "achieved_flops_per_s": flops / seconds,
-    }
+    return model, step, loss_fn, (tokens, targets)
+
+
+def _oom(err: BaseException) -> bool:
+    return isinstance(err, (RuntimeError, MemoryError)) and guard.is_oom(err)
+
+
+def measure_length(cfg: SerialConfig, seq_len: int, names: list[str], device: torch.device,
+                   after_round=None) -> dict[str, dict]:  # fmt: skip
+    """Every model in `names` at one length, timed interleaved (round-robin, repeat by repeat) so background load
+    falls on all of them alike; then, one by one, the bytes each saves for backward. Row fields per model; a model
+    that runs out of memory is a row with status oom, the others go on."""
+    prepared, fields = {}, {}
+    for name in names:
+        try:
+            prepared[name] = _prepare(name, cfg, seq_len, device)
+        except (RuntimeError, MemoryError) as err:
+            if not guard.is_oom(err):
+                raise
+            guard.free(device)
+            fields[name] = {"status": status.OOM, "note": str(err).splitlines()[0][:200]}
+    steps = {name: p[1] for name, p in prepared.items()}
+    timings, errors = bench.time_interleaved(steps, warmup=cfg.warmup, repeats=cfg.repeats, device=device,
+                                             max_seconds=cfg.max_point_s, is_fatal=_oom,
+                                             after_round=after_round)  # fmt: skip
+    for name, err in errors.items():
+        guard.free(device)
+        fields[name] = {"status": status.OOM, "note": str(err).splitlines()[0][:200]}
+    for name, timing in timings.items():
+        model, step, loss_fn, (tokens, targets) = prepared[name]
+        saved = bench.saved_activation_bytes(loss_fn, exclude=(*model.parameters(), tokens, targets))
+        peak = bench.cuda_peak_bytes(step, device)
+        kind = registry.get(name)
+        flops = fl.training_step(kind.forward_flops(cfg.batch_size, seq_len, cfg.d_model, cfg.n_layers, cfg.vocab_size))
+        seconds = timing.median_ms / 1e3
+        fields[name] = {
+            "status": status.OK,
+            "params": n_params(model),
+            "train_ms": timing.median_ms,
+            "train_iqr_ms": timing.iqr_ms,
+            "noisy": timing.noisy,
+            "tokens_per_s": cfg.batch_size * seq_len / seconds,
+            "saved_bytes": saved,
+            "peak_bytes": peak if peak is not None else math.nan,
+            "flops": flops,
+            "achieved_flops_per_s": flops / seconds,
+            "times_ms": timing.times_ms,
+        }
+    prepared.clear()
+    if device.type == "cuda":
+        guard.free(device)
+    _paired_ratios(fields)
+    return fields
+
+
+def _paired_ratios(fields: dict[str, dict]) -> None:
+    """Each model's time ÷ the chapter's recurrent model's, repeat by repeat (they ran side by side): the median
+    and the interquartile range of those ratios, so a comparison carries its own spread."""
+    measured = [n for n, f in fields.items() if "times_ms" in f]
+    base = registry.representative(RECURRENT, measured)
+    for name in measured:
+        f = fields[name]
+        if base is None:
+            f["ratio_to_recurrent"] = f["ratio_q25"] = f["ratio_q75"] = math.nan
+            continue
+        pairs = [a / b for a, b in zip(f["times_ms"], fields[base]["times_ms"]) if b > 0]
+        q25, q50, q75 = (float(x) for x in np.quantile(pairs, [0.25, 0.5, 0.75])) if pairs else (math.nan,) * 3
+        f.update(ratio_to_recurrent=q50, ratio_q25=q25, ratio_q75=q75, ratio_base=base)
+    for f in fields.values():
+        f.pop("times_ms", None)
 
 
 def run(cfg: SerialConfig, on_progress=None) -> pd.DataFrame:
-    """One row per (sequence length, model); shortest lengths first so memory-hungry points run last."""
+    """One row per (sequence length, model), shortest lengths first so memory-hungry points run last. At each length
+    the models are timed interleaved; the device's matmul ceiling is measured before and after every length, and a
+    point's utilization is its achieved FLOP/s over the better of the two (never above 1: see `_utilization`)."""
     device = resolve_device(cfg.device)
     env = environment(device)
-    peak = bench.peak_flops(str(device))
     latency = bench.step_latency_s(str(device))
-    points = [(T, m) for T in sorted(cfg.seq_lens) for m in cfg.models]
+    lengths = sorted(cfg.seq_lens)
+    total = len(lengths) * len(cfg.models)
     rows = []
-    for i, (T, name) in enumerate(points):
-        fields = guard.guarded(
-            lambda name=name, T=T: _measure(name, cfg, T, device), predicted_bytes(name, cfg, T), device
-        )
-        row = {
-            "model": name,
-            "n_layers": cfg.n_layers,
-            "d_model": cfg.d_model,
-            "batch_size": cfg.batch_size,
-            "seq_len": T,
-            "seq_steps": registry.get(name).seq_steps(T, cfg.n_layers),
-            "peak_flops_per_s": peak,
-            "step_latency_s": latency,
-            "seed": cfg.seed,
-            "note": "",
-            **fields,
-            **env,
-        }
-        row["utilization"] = row.get("achieved_flops_per_s", math.nan) / peak
-        rows.append(row)
-        if on_progress is not None:
-            on_progress(Progress(i + 1, len(points), f"{name} T={T}", (row,)))
+    ceiling_before = bench.peak_flops(str(device))
+    for T in lengths:
+        fields = {}
+        runnable = []
+        for name in cfg.models:
+            predicted = predicted_bytes(name, cfg, T)
+            if guard.fits(predicted, device):
+                runnable.append(name)
+            else:
+                fields[name] = guard.guarded(dict, predicted, device)  # the guard's refusal row
+
+        def after_round(r, T=T):  # progress text between rounds, and the chance to Stop there
+            if on_progress is not None:
+                on_progress(Progress(len(rows), total, f"n={T}: repeat {r} of {cfg.repeats}", ()))
+
+        fields.update(measure_length(cfg, T, runnable, device, after_round))
+        ceiling_after = bench.peak_flops(str(device))
+        for name in cfg.models:
+            f = fields[name]
+            row = {
+                "model": name,
+                "n_layers": cfg.n_layers,
+                "d_model": cfg.d_model,
+                "batch_size": cfg.batch_size,
+                "seq_len": T,
+                "seq_steps": registry.get(name).seq_steps(T, cfg.n_layers),
+                "predicted_bytes": predicted_bytes(name, cfg, T),
+                "peak_before_flops_per_s": ceiling_before,
+                "peak_after_flops_per_s": ceiling_after,
+                "peak_flops_per_s": max(ceiling_before, ceiling_after),
+                "flop_convention": fl.CONVENTION,
+                "step_latency_s": latency,
+                "seed": cfg.seed,
+                "note": "",
+                **f,
+                **env,
+            }
+            _utilization(row, device)
+            rows.append(row)
+            if on_progress is not None:
+                on_progress(Progress(len(rows), total, f"{name} T={T}", (row,)))
+        ceiling_before = ceiling_after
     return to_frame(rows)
+
+
+def _utilization(row: dict, device: torch.device) -> None:
+    """achieved ÷ ceiling. A point above its ceiling has the ceiling measured again (twice the matmul size); if it
+    is still above, the share is capped at 1 and the row says so: either the count or the ceiling is wrong."""
+    achieved = row.get("achieved_flops_per_s", math.nan)
+    row["above_ceiling"] = False
+    if not achieved > row["peak_flops_per_s"]:
+        row["utilization"] = achieved / row["peak_flops_per_s"]
+        return
+    again = bench.peak_flops(str(device), n=2 * (8192 if device.type == "cuda" else 1024))
+    row["peak_flops_per_s"] = max(row["peak_flops_per_s"], again)
+    share = achieved / row["peak_flops_per_s"]
+    row["above_ceiling"] = share > 1
+    if share > 1:
+        row["note"] = f"achieved {share:.0%} of the measured ceiling: shown as 100%"
+    row["utilization"] = min(share, 1.0)
 
 
 def to_frame(rows: list[dict]) -> pd.DataFrame:

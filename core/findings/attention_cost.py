@@ -12,7 +12,7 @@ import math
 import pandas as pd
 
 from core import status
-from core.fit import loglog_fit, tail_slope
+from core.fit import exponent_text, loglog_fit, tail_fit, tail_slope
 from core.memory_formulas import DTYPE_BYTES, ModelShape, format_bytes, kv_cache_bytes
 from core.models import attention
 from core.models.attention import Shape
@@ -39,6 +39,7 @@ def wall(df: pd.DataFrame, budget_bytes: float, metric: str = "peak_bytes", poin
                 "requested_backend": req,
                 "backend": g.backend.iloc[-1] if len(g) else "",
                 "slope": b,
+                "slope_text": exponent_text(*tail_fit(g.seq_len, g[metric], points)),
                 "n_max": n_max,
                 "budget_bytes": budget_bytes,
                 "metric": metric,
@@ -53,6 +54,7 @@ def wall(df: pd.DataFrame, budget_bytes: float, metric: str = "peak_bytes", poin
             "requested_backend",
             "backend",
             "slope",
+            "slope_text",
             "n_max",
             "budget_bytes",
             "metric",
@@ -155,6 +157,7 @@ def growth(df: pd.DataFrame) -> list[dict]:
             "impl": impl, "requested_backend": req, "state": state, "lengths": g.seq_len.nunique(),
             "label": record.label(g.backend.iloc[-1], req) if record is not None else str(impl),
             "mem_slope": tail_slope(g.seq_len, mem), "time_slope": tail_slope(g.seq_len, g.time_ms),
+            "mem_text": exponent_text(*tail_fit(g.seq_len, mem)), "time_text": exponent_text(*tail_fit(g.seq_len, g.time_ms)),
             "n_lo": g.seq_len.min(), "n_hi": g.seq_len.max(), "state_bytes": g.state_bytes.max(),
         })  # fmt: skip
     return out
@@ -190,8 +193,8 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                 tr(
                     key,
                     impl=f["label"],
-                    mem_slope=f["mem_slope"],
-                    time_slope=f["time_slope"],
+                    mem_slope=f["mem_text"],
+                    time_slope=f["time_text"],
                     n_lo=_fmt_n(f["n_lo"]),
                     n_hi=_fmt_n(f["n_hi"]),
                     state=format_bytes(f["state_bytes"]),
@@ -231,7 +234,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                         impl=label.get((w.impl, w.requested_backend), w.impl),
                         n_max=_fmt_n(w.n_max),
                         budget=format_bytes(budget),
-                        slope=w.slope,
+                        slope=w.slope_text,
                         fitted_on=w.fitted_on,
                     )
                 )

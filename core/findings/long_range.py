@@ -16,45 +16,67 @@ COLUMNS = ("task", "model", "distance", "step", "loss", "accuracy", "chance")
 
 
 def final(df: pd.DataFrame) -> pd.DataFrame:
-    """The last row of every (task, model, distance) run: its final accuracy, or its divergence."""
+    """The last row of every (task, model, distance, seed) run: its final accuracy, or its divergence."""
     if df is None or not len(df):
         return pd.DataFrame(columns=list(COLUMNS))
-    keys = [k for k in ("source", "device", "task", "model", "distance") if k in df.columns]
+    keys = [k for k in ("source", "device", "task", "model", "distance", "seed") if k in df.columns]
     return df.sort_values("step").groupby(keys, as_index=False, sort=False).tail(1).sort_values(keys)
+
+
+def by_distance(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (task, model, distance) over its seeds' final rows that trained: the median accuracy, the lowest and the
+    highest, the number of seeds, the most steps any of them took, its parameters and chance."""
+    last = final(df)
+    if "status" in last:
+        last = last[last["status"] == status.OK]
+    cols = ["task", "model", "distance", "accuracy", "lo", "hi", "seeds", "step", "params", "chance"]
+    if not len(last):
+        return pd.DataFrame(columns=cols)
+    keys = [k for k in ("source", "device", "run", "task", "model", "distance") if k in last.columns]
+    g = last.groupby(keys, sort=False)
+    out = g.agg(accuracy=("accuracy", "median"), lo=("accuracy", "min"), hi=("accuracy", "max"),
+                seeds=("accuracy", "size"), step=("step", "max"), params=("params", "first"),
+                chance=("chance", "first")).reset_index()  # fmt: skip
+    return out.sort_values(keys).reset_index(drop=True)
 
 
 def _pct(x: float) -> str:
     return "–" if x is None or not math.isfinite(x) else f"{100 * x:.0f}%"
 
 
+def _spread(r, tr) -> str:
+    """' (3 seeds: 10–14%)' after a median, nothing for a single seed."""
+    return tr("long_range.take.spread", n=int(r.seeds), lo=_pct(r.lo), hi=_pct(r.hi)) if r.seeds > 1 else ""
+
+
 def takeaways(df: pd.DataFrame, tr) -> list[str]:
-    """Per task: up to which distance each model solved it, where it stayed near chance, and the honest caveat."""
+    """Per task: up to which distance each model solved it (median over seeds, with their range), where it stayed
+    near chance, and the honest caveat."""
+    stats = by_distance(df)
     last = final(df)
     if not len(last):
         return []
     out = []
     for task_id in dict.fromkeys(last["task"]):
-        t = last[last["task"] == task_id]
+        t = stats[stats["task"] == task_id]
         task = tr(f"long_range.task.{task_id}")
-        chance = float(t["chance"].iloc[0])
-        steps = int(t["step"].max())
+        chance = float(last[last["task"] == task_id]["chance"].iloc[0])
+        steps = int(last[last["task"] == task_id]["step"].max())
         solved = {}
-        for model in dict.fromkeys(t["model"]):
-            m = t[(t["model"] == model) & (t["status"] == status.OK)].sort_values("distance")
+        for model in dict.fromkeys(last[last["task"] == task_id]["model"]):
+            m = t[t["model"] == model].sort_values("distance")
             if not len(m):
                 out.append(tr("long_range.take.diverged", task=task, model=tr(f"long_range.model.{model}")))
                 continue
-            ok = m[m["accuracy"] >= SOLVED]["distance"].tolist()
-            fail = m[m["accuracy"] < SOLVED]
-            solved[model] = (ok, fail)
-            accs = ", ".join(f"d={int(r.distance)}: {_pct(r.accuracy)}" for r in m.itertuples())
+            solved[model] = (m[m["accuracy"] >= SOLVED], m[m["accuracy"] < SOLVED])
+            accs = ", ".join(f"d={int(r.distance)}: {_pct(r.accuracy)}{_spread(r, tr)}" for r in m.itertuples())
             out.append(
                 tr(
                     "long_range.take.model",
                     task=task,
                     model=tr(f"long_range.model.{model}"),
                     params=f"{int(m['params'].iloc[0]):,}",
-                    steps=steps,
+                    steps=int(m["step"].max()),
                     accs=accs,
                     chance=_pct(chance),
                 )
@@ -62,28 +84,27 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         lstm, tfm = (solved.get(registry.representative(f, solved)) for f in (RECURRENT, ATTENTION))
         if lstm is None or tfm is None:
             continue
-        lstm_fail = lstm[1]["distance"].tolist()
-        beaten = [d for d in lstm_fail if d in tfm[0]]
+        beaten = [d for d in lstm[1]["distance"] if d in set(tfm[0]["distance"])]
         if beaten:
-            worst = lstm[1][lstm[1]["distance"] == max(beaten)]["accuracy"].iloc[0]
+            worst = lstm[1][lstm[1]["distance"] == max(beaten)].iloc[0]
             out.append(
                 tr(
                     "long_range.take.contrast",
                     task=task,
                     distances=", ".join(str(int(d)) for d in beaten),
-                    acc=_pct(worst),
+                    acc=_pct(worst.accuracy) + _spread(worst, tr),
                     chance=_pct(chance),
                     steps=steps,
                 )
             )
-        elif not lstm_fail:
-            out.append(tr("long_range.take.lstm_held", task=task, steps=steps, d=int(max(lstm[0]))))
+        elif not len(lstm[1]):
+            out.append(tr("long_range.take.lstm_held", task=task, steps=steps, d=int(lstm[0]["distance"].max())))
         if len(tfm[1]):
             out.append(
                 tr(
                     "long_range.take.tfm_failed",
                     task=task,
-                    distances=", ".join(str(int(d)) for d in tfm[1]["distance"]),
+                    distances=", ".join(f"{int(r.distance)}{_spread(r, tr)}" for r in tfm[1].itertuples()),
                     steps=steps,
                 )
             )

@@ -15,7 +15,6 @@ from core import fit, roofline, status
 from core.i18n import translator
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
-from core.rules import NOISY_IQR_FRACTION
 
 
 def chapter_pair(models) -> tuple[str, str] | None:
@@ -39,7 +38,9 @@ def _ok(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def comparison(df: pd.DataFrame) -> dict | None:
-    """The chapter's pair at the longest length both ran: their rows and the Transformer ÷ LSTM time ratio."""
+    """The chapter's pair at the longest length both ran: their rows, the Transformer ÷ LSTM time ratio with its
+    spread over paired repeats (they were timed side by side), and which was faster — 'same' when that spread
+    includes 1."""
     ok = _ok(df) if len(df) else df
     pair = chapter_pair(ok["model"]) if len(ok) else None
     if pair is None:
@@ -50,8 +51,45 @@ def comparison(df: pd.DataFrame) -> dict | None:
         return None
     T = int(max(common))
     at = ok[ok["seq_len"] == T].set_index("model")
-    return {"T": T, "rec": rec, "att": att, "rec_row": at.loc[rec], "att_row": at.loc[att],
-            "ratio": float(at.loc[att, "train_ms"] / at.loc[rec, "train_ms"])}  # fmt: skip
+    ratio = float(at.loc[att, "train_ms"] / at.loc[rec, "train_ms"])
+    lo, hi = ratio, ratio
+    if "ratio_base" in at and at.loc[att, "ratio_base"] == rec and pd.notna(at.loc[att, "ratio_q25"]):
+        lo, hi = float(at.loc[att, "ratio_q25"]), float(at.loc[att, "ratio_q75"])
+    verdict = (
+        "slower" if lo > 1 else "faster" if hi < 1 else "same" if lo != hi else ("slower" if ratio > 1 else "faster")
+    )
+    return {"T": T, "rec": rec, "att": att, "rec_row": at.loc[rec], "att_row": at.loc[att], "ratio": ratio,
+            "lo": lo, "hi": hi, "verdict": verdict}  # fmt: skip
+
+
+def spread_text(c: dict) -> tuple[str, str, str]:
+    """(ratio, lo, hi) as the page and the home page write them: 'x× slower' reads the ratio, 'x× faster' its
+    inverse, so the spread is inverted with it."""
+    if c["verdict"] == "faster":
+        return ratio_text(c["ratio"]), f"{1 / c['hi']:.2g}", f"{1 / c['lo']:.2g}"
+    return ratio_text(c["ratio"]), f"{c['lo']:.2g}", f"{c['hi']:.2g}"
+
+
+def explanation(c: dict, tr) -> list[str]:
+    """Why, by the roofline model of the device measured: which limit bounds the LSTM's step, and whether the model
+    predicts the order the measurement found (if not, it says so)."""
+    lstm, tf = c["rec_row"], c["att_row"]
+    peak, latency = float(lstm["peak_flops_per_s"]), float(lstm["step_latency_s"])
+    if not (peak > 0 and latency > 0):
+        return []
+    hw = roofline.Hardware("measured", peak, latency, True)
+    steps = int(lstm["seq_steps"])
+    compute_ms, latency_ms = lstm["flops"] / peak * 1e3, steps * latency * 1e3
+    key = "serial.why.compute" if roofline.bound(lstm["flops"], steps, hw) == "compute" else "serial.why.latency"
+    out = [tr(key, gflops=f"{peak / 1e9:.0f}", us=f"{latency * 1e6:.3g}", compute_ms=f"{compute_ms:.3g}",
+              latency_ms=f"{latency_ms:.3g}", steps=steps)]  # fmt: skip
+    predicted_tf = roofline.predict_ms(tf["flops"], int(tf["seq_steps"]), hw)
+    predicted_lstm = roofline.predict_ms(lstm["flops"], steps, hw)
+    predicted = "faster" if predicted_tf < predicted_lstm else "slower"
+    if c["verdict"] != "same" and predicted != c["verdict"]:
+        faster = c["att"] if predicted == "faster" else c["rec"]
+        out.append(tr("serial.why.disagree", faster=tr(f"model.{faster}")))
+    return out
 
 
 def ratio_text(ratio: float) -> str:
@@ -72,11 +110,12 @@ def scaling_exponents(df: pd.DataFrame) -> pd.DataFrame:
                 "model": model,
                 by: run,
                 "time_slope": fit.tail_slope(g["seq_len"], g["train_ms"]),
+                "time_slope_se": fit.tail_fit(g["seq_len"], g["train_ms"])[1],
                 "memory_slope": fit.tail_slope(g["seq_len"], g["saved_bytes"]) if "saved_bytes" in g else math.nan,
                 "points": len(g),
             }
         )
-    return pd.DataFrame(rows, columns=["model", by, "time_slope", "memory_slope", "points"])
+    return pd.DataFrame(rows, columns=["model", by, "time_slope", "time_slope_se", "memory_slope", "points"])
 
 
 def hardware_for(df: pd.DataFrame, tr=None) -> list[roofline.Hardware]:
@@ -129,18 +168,20 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     c = comparison(ok)
     if c is not None:
         lstm, tf, Tc = c["rec_row"], c["att_row"], c["T"]
-        key = "serial.take.tf_slower" if c["ratio"] > 1 else "serial.take.tf_faster"
+        ratio, lo, hi = spread_text(c)
         out.append(
             tr(
-                key,
+                f"serial.take.tf_{c['verdict']}",
                 T=Tc,
-                ratio=ratio_text(c["ratio"]),
+                ratio=ratio,
+                lo=lo,
+                hi=hi,
                 lstm_steps=int(lstm["seq_steps"]),
                 tf_steps=int(tf["seq_steps"]),
                 flop_ratio=f"{tf['flops'] / lstm['flops']:.2g}",
-                gflops=f"{lstm['peak_flops_per_s'] / 1e9:.0f}",
             )
         )
+        out += explanation(c, tr)
         out.append(
             tr("serial.take.utilization", tf=f"{100 * tf['utilization']:.0f}", lstm=f"{100 * lstm['utilization']:.0f}")
         )
@@ -186,11 +227,14 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         out.append(
             tr(
                 "serial.take.slopes",
-                lstm=f"{slopes.loc[pair[0], 'time_slope']:.2f}",
-                tf=f"{slopes.loc[pair[1], 'time_slope']:.2f}",
+                lstm=fit.exponent_text(slopes.loc[pair[0], "time_slope"], slopes.loc[pair[0], "time_slope_se"]),
+                tf=fit.exponent_text(slopes.loc[pair[1], "time_slope"], slopes.loc[pair[1], "time_slope_se"]),
             )
         )
+    above = int(ok["above_ceiling"].fillna(False).astype(bool).sum()) if "above_ceiling" in ok else 0
+    if above:
+        out.append(tr("serial.take.above_ceiling", n=above))
     noisy = int(ok["noisy"].astype(bool).sum()) if "noisy" in ok else 0
     if noisy:
-        out.append(tr("serial.take.noisy", n=noisy, threshold=f"{100 * NOISY_IQR_FRACTION:.0f}"))
+        out.append(tr("serial.take.noisy", n=noisy))
     return out

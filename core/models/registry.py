@@ -54,7 +54,7 @@ class ModelKind:
     name: str
     family: str  # RECURRENT (information flows through a state, step by step) or ATTENTION
     make_layer: Callable[[LayerSpec], nn.Module]  # one layer, (B, T, d) → (B, T, d)
-    layer_flops: Callable[[int, int, int], int]  # forward FLOPs of one layer for (batch, seq_len, d_model)
+    layer_flops: Callable[..., int]  # forward FLOPs of one layer for (batch, seq_len, d_model, causal=True)
     layer_params: Callable[[int], int]  # parameters of one layer at width d_model
     activation_floats: int  # a generous count of floats per token and d_model kept per layer (memory guard)
     experiments: frozenset  # the experiments that offer this kind
@@ -102,9 +102,11 @@ class ModelKind:
         outer = 2 * vocab_size * d_model + vocab_size + (2 * d_model if self.final_norm else 0)
         return n_layers * self.layer_params(d_model) + outer
 
-    def forward_flops(self, batch_size: int, seq_len: int, d_model: int, n_layers: int, vocab_size: int) -> int:
-        """Forward FLOPs of the whole model (embedding lookups cost none)."""
-        body = n_layers * self.layer_flops(batch_size, seq_len, d_model)
+    def forward_flops(self, batch_size: int, seq_len: int, d_model: int, n_layers: int, vocab_size: int,
+                      causal: bool = True) -> int:  # fmt: skip
+        """Forward FLOPs of the whole model as performed (causal attention: half the square; embedding: none).
+        `causal=False` counts the whole square, as an unfused path (SDPA's math backend) computes it."""
+        body = n_layers * self.layer_flops(batch_size, seq_len, d_model, causal=causal)
         return body + fl.head_forward(batch_size, seq_len, d_model, vocab_size)
 
 
@@ -193,8 +195,8 @@ def _residual_lstm(s: LayerSpec):
     return Residual(_fused("LSTM")(s))
 
 
-def _recurrent_flops(gates: int) -> Callable[[int, int, int], int]:
-    return lambda B, T, d: fl.recurrent_forward(gates, B, T, d, d)
+def _recurrent_flops(gates: int) -> Callable[..., int]:
+    return lambda B, T, d, causal=True: fl.recurrent_forward(gates, B, T, d, d)  # a recurrence is causal anyway
 
 
 def _recurrent_params(gates: int) -> Callable[[int], int]:
