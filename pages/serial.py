@@ -6,6 +6,7 @@ import streamlit as st
 from core.charts import serial as charts
 from core.experiments import serial
 from core.findings import serial as findings
+from core.fit import exponent_text
 from ui import common as ui
 
 PAGE = "serial"
@@ -32,7 +33,10 @@ with reveal:
         ui.chart_ui(charts.tokens_chart(both, tr))
         ui.chart_ui(charts.utilization_chart(both, tr))
         st.caption(tr("serial.slopes_header"))
-        slopes = findings.scaling_exponents(both).drop(columns="points").round(2)
+        slopes = findings.scaling_exponents(both)
+        slopes["time_slope"] = [exponent_text(b, se) for b, se in zip(slopes["time_slope"], slopes["time_slope_se"])]
+        slopes["memory_slope"] = slopes["memory_slope"].map(exponent_text)
+        slopes = slopes.drop(columns=["points", "time_slope_se"])
         st.dataframe(
             slopes.rename(columns={c: tr(f"serial.slopes.{c}") for c in ("time_slope", "memory_slope")}),
             hide_index=True,
