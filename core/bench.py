@@ -51,37 +51,8 @@ def time_fn(
     """
     if repeats < 1 or warmup < 0:
         raise ValueError("repeats must be >= 1 and warmup >= 0")
-    device = torch.device(device)
-    # Timer's num_threads defaults to 1 and Timer sets it while timing; the timed loop below sets the caller's count
-    # instead, so timing never changes the threads the caller chose (e.g. inside core.device.torch_threads).
-    num_threads = torch.get_num_threads()
-    timer = tub.Timer("fn()", globals={"fn": fn}, num_threads=num_threads)
-    for _ in range(warmup):
-        fn()
-    synchronize(device)
-    # Each repeat is one Timer._timeit(1), the step blocked_autorange repeats: Timer's timeit loop (garbage collector
-    # off during the call) and clock (torch.accelerator.synchronize(), CUDA or MPS, then timeit.default_timer).
-    # Not the public Timer.timeit(number=1), measured on this 2-core CPU (median of 3000 calls, best of 5): it runs
-    # max(number // 100, 2) = 2 untimed calls of its own first, so 3 calls of fn per repeat (warmup counts and the
-    # cost of slow points would change), and on a no-op fn it cost 15-21 us of wall time per repeat, against 3.3 us
-    # for _timeit(1) and 0.3 us for a bare perf_counter loop. The time _timeit(1) reports exceeds a bare
-    # perf_counter pair by ~0.7 us (no-op) to ~1.8 us (16x16 matmul); the old loop here, which also timed its
-    # synchronize() call, read ~1.5 us more than _timeit(1). Building the Timer and the Measurement costs ~0.6 ms
-    # per time_fn call, outside the timed region.
-    times_s = []
-    # Timer's clock synchronises the accelerator's current device: make that the device being timed.
-    index = device.index if device.type != "cpu" else None
-    with torch.accelerator.device_index(index), common.set_torch_threads(num_threads):
-        start_all = time.perf_counter()
-        for i in range(repeats):
-            times_s.append(timer._timeit(1))
-            if max_seconds is not None and i >= 2 and time.perf_counter() - start_all > max_seconds:
-                break
-    # Measurement's median, p25 and p75 are torch.quantile with linear interpolation: numpy's default quantiles,
-    # and for an even count the median is the mean of the middle two.
-    spec = common.TaskSpec(stmt="fn()", setup="pass", num_threads=num_threads)
-    m = common.Measurement(number_per_run=1, raw_times=times_s, task_spec=spec)
-    return Timing(m.median * 1e3, m.iqr * 1e3, tuple(t * 1e3 for t in times_s))
+    timings, _ = time_interleaved({"fn": fn}, warmup=warmup, repeats=repeats, device=device, max_seconds=max_seconds)
+    return timings["fn"]
 
 
 def saved_activation_bytes(fn: Callable[[], object], exclude: tuple = ()) -> int:
@@ -168,6 +139,8 @@ def time_interleaved(
     round order, so repeat r of two callables ran side by side (paired ratios).
     """
     device = torch.device(device)
+    # Timer's num_threads defaults to 1 and Timer sets it while timing; the timed loop below sets the caller's count
+    # instead, so timing never changes the threads the caller chose (e.g. inside core.device.torch_threads).
     num_threads = torch.get_num_threads()
     timers = {name: tub.Timer("fn()", globals={"fn": fn}, num_threads=num_threads) for name, fn in fns.items()}
     errors: dict[str, BaseException] = {}
@@ -187,6 +160,16 @@ def time_interleaved(
             if name not in errors:
                 call(name, fn)
     synchronize(device)
+    # Each repeat is one Timer._timeit(1), the step blocked_autorange repeats: Timer's timeit loop (garbage collector
+    # off during the call) and clock (torch.accelerator.synchronize(), CUDA or MPS, then timeit.default_timer).
+    # Not the public Timer.timeit(number=1), measured on this 2-core CPU (median of 3000 calls, best of 5): it runs
+    # max(number // 100, 2) = 2 untimed calls of its own first, so 3 calls of fn per repeat (warmup counts and the
+    # cost of slow points would change), and on a no-op fn it cost 15-21 us of wall time per repeat, against 3.3 us
+    # for _timeit(1) and 0.3 us for a bare perf_counter loop. The time _timeit(1) reports exceeds a bare
+    # perf_counter pair by ~0.7 us (no-op) to ~1.8 us (16x16 matmul); the old loop here, which also timed its
+    # synchronize() call, read ~1.5 us more than _timeit(1). Building the Timer and the Measurement costs ~0.6 ms
+    # per call of this function, outside the timed region.
+    # Timer's clock synchronises the accelerator's current device: make that the device being timed.
     index = device.index if device.type != "cpu" else None
     with torch.accelerator.device_index(index), common.set_torch_threads(num_threads):
         start = time.perf_counter()
@@ -205,6 +188,8 @@ def time_interleaved(
             start += time.perf_counter() - start - spent  # the callback's time is not timed work
             if max_seconds is not None and r >= 2 and spent > max_seconds * len(names):
                 break
+    # Measurement's median, p25 and p75 are torch.quantile with linear interpolation: numpy's default quantiles,
+    # and for an even count the median is the mean of the middle two.
     spec = common.TaskSpec(stmt="fn()", setup="pass", num_threads=num_threads)
     out = {}
     for name, ts in times.items():

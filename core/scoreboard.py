@@ -51,7 +51,6 @@ def serial_facts(df: pd.DataFrame | None) -> dict:
         text = exponent_text(fitted["time_slope"].iloc[0], fitted["time_slope_se"].iloc[0]) if len(fitted) else "–"
         out[family] = {"slope": text, "steps": int(at["seq_steps"]),
                        "T": int(at["seq_len"]), "ms": float(at["train_ms"])}  # fmt: skip
-    out["comparison"] = serial_findings.comparison(ok)
     if "peak_flops_per_s" in ok:
         out["peak_flops_per_s"] = float(ok["peak_flops_per_s"].median())
     return out

@@ -161,7 +161,7 @@ def init_profile(df: pd.DataFrame) -> pd.DataFrame:
     return g.rename("grad_norm").reset_index()
 
 
-def _num(x: float) -> str:
+def number(x: float) -> str:
     """Two significant digits; a geometric mean that hit the 1e-300 floor was an exact 0 (float underflow)."""
     if not math.isfinite(x):
         return "–"
@@ -191,8 +191,3 @@ def lstm_contrast(df: pd.DataFrame) -> dict | None:
     return {"d0": d0, "d1": d1, "g0": float(g.iloc[0]), "g1": float(g.iloc[-1]), "factor": float(factor),
             "top": float(last.get((R.plain, d1), math.nan)), "residual": R.residual,
             "res_g": float(first.get((R.residual, d1), math.nan)), "res_top": float(last.get((R.residual, d1), math.nan))}  # fmt: skip
-
-
-def number(x: float) -> str:
-    """How the depth page writes a gradient (the home page writes it the same way)."""
-    return _num(x)
