@@ -21,6 +21,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.benchmark.utils import common
 
+from core import cancel
 from core.device import synchronize
 from core.rules import NOISY_IQR_FRACTION
 
@@ -74,8 +75,11 @@ def saved_activation_bytes(fn: Callable[[], object], exclude: tuple = ()) -> int
             k = key(t)
             if k not in excluded and k not in seen:
                 seen[k] = t.untyped_storage().nbytes()
-                keep.append(t)
-        return t
+                keep.append(t.detach())
+        # Detached: a pack hook that hands back an op's own output `t` makes the graph node hold a tensor whose
+        # grad_fn is that node, a cycle through C++ that Python's collector cannot see; every call leaked its
+        # saved tensors (~100 MiB per attention_cost quick run). The detached view shares storage and version.
+        return t.detach()
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         out = fn()
@@ -136,7 +140,8 @@ def time_interleaved(
     an error `is_fatal` accepts (out of memory, say) is dropped from later rounds and its error returned; any other
     error propagates. `after_round(r)` is called between rounds (outside the timed calls): a page can report
     progress there, or stop the measurement by raising. Returns (timings, errors); timings[name].times_ms are in
-    round order, so repeat r of two callables ran side by side (paired ratios).
+    round order, so repeat r of two callables ran side by side (paired ratios). Between calls it asks
+    `core.cancel.check()`, so a page's Stop ends even a slow point after the call in progress.
     """
     device = torch.device(device)
     # Timer's num_threads defaults to 1 and Timer sets it while timing; the timed loop below sets the caller's count
@@ -159,6 +164,7 @@ def time_interleaved(
         for _ in range(warmup):
             if name not in errors:
                 call(name, fn)
+                cancel.check()  # a Stop is seen between calls, not only between points
     synchronize(device)
     # Each repeat is one Timer._timeit(1), the step blocked_autorange repeats: Timer's timeit loop (garbage collector
     # off during the call) and clock (torch.accelerator.synchronize(), CUDA or MPS, then timeit.default_timer).
@@ -182,6 +188,9 @@ def time_interleaved(
                 t = call(name, lambda name=name: timers[name]._timeit(1))
                 if t is not None:
                     times[name].append(t)
+                paused = time.perf_counter()
+                cancel.check()
+                start += time.perf_counter() - paused
             spent = time.perf_counter() - start
             if after_round is not None:
                 after_round(r + 1)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import torch
 
-from core import status
+from core import cancel, status
 from core.rules import DIVERGED_LOSS_FACTOR
 
 
@@ -78,6 +78,7 @@ def train(
     opt = optimizer(params, lr=lr_at(1, spec.lr, spec.warmup_steps))
     train_s, last_chunk, chunk_start = 0.0, 0, time.perf_counter()
     for step in range(1, spec.steps + 1):
+        cancel.check()  # a page's Stop ends the run between steps, not only between chunks
         t0 = time.perf_counter()
         lr_now = lr_at(step, spec.lr, spec.warmup_steps)
         for group in opt.param_groups:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from ui.form import config_form_ui
+from ui.frame import literal
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,12 +34,13 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
     and then Run), while the old run's thread may still be inside a measurement; when it reports, it sees it was
     stopped or replaced and ends, without touching the new run's rows.
     """
+    from core import cancel
     from core.device import configure_threads, measuring
 
     state = _live_state(page)
     if cfg is not None:
         token = object()
-        state.update(rows=[], done=0, total=0, finished=False, error=None, token=token, stop=False)
+        state.update(rows=[], done=0, kept=0, total=0, finished=False, error=None, token=token, stop=False)
         configure_threads()
         stop = st.empty()  # the Stop button exists only while the run does
         stop.button(
@@ -54,6 +56,8 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
                 raise _Superseded
             state["rows"].extend(p.rows)
             state["done"], state["total"] = p.done, p.total
+            if p.rows:  # the count a Stop message gives is the work whose rows are shown, never more
+                state["kept"] = p.done
             if state.get("stop"):
                 raise _Superseded
             bar.progress(
@@ -65,12 +69,15 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
                 raise _Superseded
             bar.progress(0.0, text=tr("ui.waiting"))
 
+        def stop_asked() -> bool:  # read by core.cancel.check() between timed repeats and training steps
+            return state.get("token") is not token or bool(state.get("stop"))
+
         try:
-            with measuring(on_wait):
+            with measuring(on_wait), cancel.stop_when(stop_asked):
                 experiment.run(cfg, on_progress=on_progress)
             state["finished"] = True
-        except _Superseded:
-            pass
+        except (_Superseded, cancel.Stopped):
+            pass  # the lock is released on the way out; the rows measured so far stay in the state
         except ValueError as err:
             state["error"] = str(err)
         except Exception as err:  # noqa: BLE001 - shown as a result, not a traceback; measured rows are kept
@@ -80,7 +87,7 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
         bar.empty()
         stop.empty()
     if state["error"]:
-        st.error(tr("ui.run_failed", error=state["error"]))
+        st.error(tr("ui.run_failed", error=literal(state["error"])))
     if not state["rows"]:
         if state.get("stop"):
             st.info(tr("ui.stopped_empty"))
@@ -88,7 +95,7 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
     import pandas as pd
 
     if not state["finished"] and not state["error"]:
-        st.warning(tr("ui.stopped", done=state["done"], total=state["total"]))
+        st.warning(tr("ui.stopped", done=state.get("kept", 0), total=state["total"]))
     return pd.DataFrame(list(state["rows"])).assign(source="live")  # a copy: see the docstring
 
 
