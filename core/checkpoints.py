@@ -18,8 +18,9 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from core import status, tasks
+from core import files, status, tasks
 from core import train as train_loop
+from core.config import shown
 from core.experiments.long_range import (
     LongRangeConfig,
     accuracy,
@@ -119,12 +120,56 @@ def save(model: torch.nn.Module, meta: dict, path: Path) -> Path:
     return path
 
 
+# What `load` needs of a checkpoint's meta, and the type each must have (bool is not taken for a number)
+META_TYPES = {"seq_len": int, "n_keys": int, "d_model": int, "n_layers": int, "vocab_size": int, "params": int,
+              "steps": int, "seed": int, "lr": float, "forget_bias": float, "accuracy_by_distance": list}  # fmt: skip
+
+
+def _checked(blob, file: str) -> tuple[dict, dict]:
+    """(meta, state_dict) of a loaded checkpoint, or DamagedFile('wrong_kind') naming what does not fit."""
+
+    def wrong(detail: str):
+        return files.DamagedFile(files.FileProblem(file, "wrong_kind", detail))
+
+    if (
+        not isinstance(blob, dict)
+        or not isinstance(blob.get("meta"), dict)
+        or not isinstance(blob.get("state_dict"), dict)
+    ):
+        raise wrong(f"a {type(blob).__name__}, not a dict of 'meta' and 'state_dict'")
+    meta, state = blob["meta"], blob["state_dict"]
+    for key, kind in META_TYPES.items():
+        v = meta.get(key)
+        ok = isinstance(v, (int, float) if kind is float else kind) and not isinstance(v, bool)
+        if not ok or (kind is int and v < 1 and key != "seed"):
+            raise wrong(f"meta {key!r} is {type(v).__name__}")
+    acc = meta["accuracy_by_distance"]
+    if not acc or not all(isinstance(a, (int, float)) and 0 <= a <= 1 for a in acc):
+        raise wrong("meta 'accuracy_by_distance' is not a list of accuracies")
+    if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+        raise wrong("'state_dict' holds something other than named tensors")
+    return meta, state
+
+
 def load(name: str, folder: Path | None = None) -> tuple[torch.nn.Module, dict]:
-    """A shipped model, in eval mode, on the CPU; the Transformer uses explicit attention so its maps can be read."""
-    blob = torch.load(path_for(name, folder), map_location="cpu", weights_only=True)
-    meta = blob["meta"]
+    """A shipped model, in eval mode, on the CPU; the Transformer uses explicit attention so its maps can be read.
+
+    Raises core.files.DamagedFile (a ValueError) for a file that is missing, empty, cut off, unreadable, or not a
+    checkpoint of this model (wrong type, keys or shapes): the page shows that one problem and goes on.
+    """
+    path = path_for(name, folder)
+    files.check_torch_archive(path)
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # noqa: BLE001 - a damaged member, or objects a weights-only load refuses
+        raise files.DamagedFile(files.FileProblem(path.name, "unreadable", type(err).__name__)) from None
+    meta, state = _checked(blob, path.name)
     model = build_model(name, _config(meta), meta["vocab_size"], impl="naive")
-    model.load_state_dict(blob["state_dict"])
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as err:  # missing or unexpected keys, or shapes that differ
+        detail = str(err).splitlines()[-1].strip()[:120]
+        raise files.DamagedFile(files.FileProblem(path.name, "wrong_kind", detail)) from None
     return model.eval(), meta
 
 
@@ -206,7 +251,7 @@ def parse_example(text: str, n_keys: int, max_len: int = 64) -> list[int]:
     unknown = [w for w in words if w.lower() not in vocab]
     if unknown:
         raise ValueError(
-            f"example: unknown word(s) {', '.join(repr(w) for w in unknown[:5])}; use the names "
+            f"example: unknown word(s) {', '.join(shown(w) for w in unknown[:5])}; use the names "
             f"{', '.join(tasks.NAMES[:n_keys])}, the fillers {', '.join(tasks.FILLERS)} and 'she'"
         )
     ids = [vocab[w.lower()] for w in words]

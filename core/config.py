@@ -63,9 +63,22 @@ def describe_range(info: dict) -> str:
     return info["type"].__name__
 
 
+SHOWN_CHARS = 40  # how much of a rejected value an error message echoes back
+
+
+def shown(value: Any) -> str:
+    """A rejected value as an error message quotes it: its repr, cut to SHOWN_CHARS characters."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
+
+
 def _parse_scalar(name: str, elem: type, value: Any):
     if isinstance(value, str):
         value = value.strip()
+        # Python's int() and float() also read other scripts' digits ('٣' is 3, '３' is 3) and '1_000'; a value
+        # from a form or a link is taken only as plain ASCII, so what the learner sees is what runs.
+        if elem in (int, float) and (not value.isascii() or "_" in value):
+            raise ValueError(f"{name}: {shown(value)} is not a valid {elem.__name__} (use the digits 0-9)")
     try:
         if elem is bool:
             if isinstance(value, str):
@@ -84,16 +97,16 @@ def _parse_scalar(name: str, elem: type, value: Any):
             return float(value)
         return str(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name}: {value!r} is not a valid {elem.__name__}") from None
+        raise ValueError(f"{name}: {shown(value)} is not a valid {elem.__name__}") from None
 
 
 def _check(info: dict, v) -> None:
     name = info["name"]
     if info.get("choices") and v not in info["choices"]:
-        raise ValueError(f"{name}: {v!r} is not allowed; choose {describe_range(info)}")
+        raise ValueError(f"{name}: {shown(v)} is not allowed; choose {describe_range(info)}")
     if info["type"] in (int, float):
         if not math.isfinite(v):
-            raise ValueError(f"{name}: {v!r} must be a finite number")
+            raise ValueError(f"{name}: {shown(v)} must be a finite number")
         lo, hi = info.get("lo"), info.get("hi")
         if (lo is not None and v < lo) or (hi is not None and v > hi):
             raise ValueError(f"{name}: {v} is out of range; allowed {describe_range(info)}")
@@ -123,7 +136,7 @@ def make_config(cls, overrides: dict | None = None, base=None):
     current = dataclasses.asdict(base) if base is not None else {n: i["default"] for n, i in infos.items()}
     for name, value in (overrides or {}).items():
         if name not in infos:
-            raise ValueError(f"unknown field {name!r}; fields are: {', '.join(infos)}")
+            raise ValueError(f"unknown field {shown(name)}; fields are: {', '.join(infos)}")
         current[name] = value
     parsed = {n: parse_value(infos[n], current[n]) for n in infos}
     config = cls(**parsed)

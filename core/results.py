@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from core import status
+from core import files, status
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = ROOT / "data"
@@ -50,16 +50,29 @@ def save_csv(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     return path
 
 
-def load_csv(path: str | os.PathLike, required: tuple[str, ...] = ()) -> tuple[pd.DataFrame | None, str | None]:
-    """(frame, None) for a readable file holding the `required` columns, else (None, why)."""
+def load_csv(
+    path: str | os.PathLike, required: tuple[str, ...] = ()
+) -> tuple[pd.DataFrame | None, files.FileProblem | None]:
+    """(frame, None) for a readable file holding the `required` columns; (None, problem) for one that cannot be
+    used; (frame, problem of kind 'cut_row') for a file cut off mid-row, whose incomplete last row is dropped."""
+    path = Path(path)
     try:
+        files.check_present(path)
         df = pd.read_csv(path)
+    except files.DamagedFile as err:
+        return None, err.problem
+    except pd.errors.EmptyDataError:
+        return None, files.FileProblem(path.name, "empty")
     except Exception as e:  # noqa: BLE001 - any unreadable file is a result to report, not a crash
-        return None, f"{Path(path).name}: unreadable ({type(e).__name__})"
+        return None, files.FileProblem(path.name, "unreadable", type(e).__name__)
     missing = [c for c in required if c not in df.columns]
     if missing:
-        return None, f"{Path(path).name}: not a result of this experiment (missing {', '.join(missing)})"
-    return status.normalize(df), None
+        return None, files.FileProblem(path.name, "wrong_kind", f"missing {', '.join(missing)}")
+    problem = None
+    if len(df) and files.ends_mid_line(path):  # every row save_csv writes ends with a newline
+        df = df.iloc[:-1].reset_index(drop=True)
+        problem = files.FileProblem(path.name, "cut_row")
+    return status.normalize(df), problem
 
 
 def reference_path(experiment: str, device_label: str, device_type: str) -> Path:
@@ -71,16 +84,16 @@ def reference_path(experiment: str, device_label: str, device_type: str) -> Path
 
 def load_reference(
     experiment: str, required: tuple[str, ...] = ("device",), folder: Path | None = None
-) -> tuple[pd.DataFrame, list[str]]:
-    """Every reference file of `experiment`, concatenated with a `source` column; plus problems found."""
+) -> tuple[pd.DataFrame, list[files.FileProblem]]:
+    """Every reference file of `experiment`, concatenated with a `source` column; plus the problems found."""
     folder = Path(folder or REFERENCE_DIR)
     frames, problems = [], []
     for path in sorted(folder.glob(f"{experiment}-*.csv")):
-        df, why = load_csv(path, required)
-        if df is None:
-            problems.append(why)
-            continue
-        frames.append(df.assign(source="reference"))
+        df, problem = load_csv(path, required)
+        if problem is not None:
+            problems.append(problem)
+        if df is not None and len(df):
+            frames.append(df.assign(source="reference"))
     if not frames:
         return pd.DataFrame(columns=list(required)), problems
     return pd.concat(frames, ignore_index=True), problems

@@ -36,8 +36,9 @@ st.subheader(tr("long_range.map_header"))
 st.markdown(tr("long_range.map_intro"))
 try:
     tfm, lstm, meta, lstm_meta, lock = shipped_models()
-except (OSError, RuntimeError, KeyError) as err:
-    st.warning(tr("long_range.map.missing", error=f"{type(err).__name__}: {err}"))
+except ck.files.DamagedFile as err:
+    ui.file_problem_ui(tr, err.problem)
+    st.caption(tr("long_range.map.missing"))
 else:
     T, K = meta["seq_len"], meta["n_keys"]
     acc_t, acc_l = meta["accuracy_by_distance"], lstm_meta["accuracy_by_distance"]
@@ -74,7 +75,7 @@ else:
         try:
             tokens = ck.parse_example(typed, K)
         except ValueError as err:
-            st.error(tr("long_range.map.bad", error=str(err)))
+            st.error(tr("long_range.map.bad", error=ui.literal(str(err))))
     with lock:
         labels = {"head": tr("long_range.map.label.attention"), "saliency": tr("long_range.map.label.saliency")}
         frame = ck.map_frame(tokens, tfm, lstm, K, labels)
@@ -111,7 +112,7 @@ with st.spinner(tr("long_range.reach.computing")):
     try:
         reach = reach_frame(**values, device="auto")
     except ValueError as err:
-        st.error(tr("ui.bad_input", error=str(err)))
+        st.error(tr("ui.bad_input", error=ui.literal(str(err))))
         reach = reach_frame(**{f: getattr(defaults, f) for f in fields}, device="auto")
 ui.status_ui(tr, reach)
 left, right = st.columns([3, 2])

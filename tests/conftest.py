@@ -15,3 +15,10 @@ if ROOT not in sys.path:
 def _seed():
     torch.manual_seed(0)
     yield
+
+
+def unescaped(markdown: str) -> str:
+    """The characters a Markdown source renders after ui.literal's backslash escapes (what a learner reads)."""
+    import re
+
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(markdown))

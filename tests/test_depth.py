@@ -10,6 +10,7 @@ import sys
 import pandas as pd
 import pytest
 import torch
+from conftest import unescaped
 from torch import nn
 
 from core import guard
@@ -336,7 +337,7 @@ def test_page_runs_live_with_heat_map_takeaways_and_bad_input():
     at.text_input(key="w:depth:depths").set_value("2, 99")
     at.button(key="FormSubmitter:form:depth-Run").click().run()
     assert not at.exception
-    assert [e.value for e in at.error] == ["Cannot run: depths: 99 is out of range; allowed 1..64"]
+    assert [unescaped(e.value) for e in at.error] == ["Cannot run: depths: 99 is out of range; allowed 1..64"]
 
 
 def test_page_shows_the_rows_of_a_stopped_run(small):

@@ -88,7 +88,7 @@ def test_results_are_written_atomically_and_bad_files_are_reported(tmp_path):
     (tmp_path / "serial-cpu-c.csv").write_text("a,b\n1,2\n")
     ref, problems = load_reference("serial", ("model", "seq_len", "device"), folder=tmp_path)
     assert len(ref) == 1 and len(problems) == 2
-    assert any("missing" in p for p in problems)
+    assert any(p.kind == "wrong_kind" and "missing" in str(p) for p in problems)
 
 
 def test_measuring_lock_waits_for_another_session():

@@ -5,6 +5,7 @@ import doctest
 import pandas as pd
 import pytest
 import torch
+from conftest import unescaped
 
 from core import checkpoints as ck
 from core import tasks
@@ -219,7 +220,9 @@ def test_page_draws_the_attention_map_at_once_and_reacts_to_a_typed_example():
     at.text_input(key="long_range:map:typed").set_value("Beth the cat sat on the mat").run()
     assert not at.exception and "answers **Beth**" in " ".join(m.value for m in at.markdown)
     at.text_input(key="long_range:map:typed").set_value("Beth dog").run()
-    assert next(e.value for e in at.error).startswith("Cannot read this sentence: example: unknown word(s) 'dog'")
+    assert next(unescaped(e.value) for e in at.error).startswith(
+        "Cannot read this sentence: example: unknown word(s) 'dog'"
+    )
 
 
 def test_page_runs_live_and_reports_bad_input():
@@ -234,7 +237,7 @@ def test_page_runs_live_and_reports_bad_input():
     at.text_input(key="w:long_range:distances").set_value("2, 8")
     at.button(key="FormSubmitter:form:long_range-Run").click().run()
     assert not at.exception
-    assert [e.value for e in at.error] == ["Cannot run: distances: 8 must be < seq_len (8)"]
+    assert [unescaped(e.value) for e in at.error] == ["Cannot run: distances: 8 must be < seq_len (8)"]
 
 
 def test_charts_encode_the_physics():

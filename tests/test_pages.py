@@ -3,6 +3,7 @@
 import os
 
 import pytest
+from conftest import unescaped
 from streamlit.testing.v1 import AppTest
 
 from ui.common import PAGES
@@ -45,7 +46,7 @@ def test_serial_page_runs_live_and_reports_bad_input():
     at.text_input(key="w:serial:seq_lens").set_value("16, 999999")
     at.button(key="FormSubmitter:form:serial-Run").click().run()
     assert not at.exception
-    assert [e.value for e in at.error] == ["Cannot run: seq_lens: 999999 is out of range; allowed 2..65535"]
+    assert [unescaped(e.value) for e in at.error] == ["Cannot run: seq_lens: 999999 is out of range; allowed 2..65535"]
 
 
 def test_page_restores_its_controls_from_the_url():

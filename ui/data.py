@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from ui.frame import _device_facts
+from ui.frame import _device_facts, literal
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,7 +28,7 @@ def shown_data(tr, name: str, live: pd.DataFrame | None) -> tuple[pd.DataFrame, 
 
     ref, problems = reference_ui_data(name)
     for p in problems:
-        st.warning(tr("ui.bad_reference", problem=p))
+        file_problem_ui(tr, p)
     frames = [f for f in (ref, live) if f is not None and len(f)]
     if not frames:
         return pd.DataFrame(), pd.DataFrame()
@@ -39,6 +39,13 @@ def shown_data(tr, name: str, live: pd.DataFrame | None) -> tuple[pd.DataFrame, 
     else:
         primary = both[both["device"] == _reference_device(ref)]
     return both, primary
+
+
+def file_problem_ui(tr, problem) -> None:
+    """One translated warning for a damaged shipped file (core.files.FileProblem): which file, what is wrong."""
+    detail = f" ({literal(problem.detail)})" if problem.detail else ""
+    key = "ui.file_cut_row" if problem.kind == "cut_row" else "ui.bad_file"
+    st.warning(tr(key, file=literal(problem.file), why=tr(f"file.{problem.kind}"), detail=detail))
 
 
 def _short_device(label) -> str:

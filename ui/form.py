@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.config import describe_range, field_info, make_config
-from ui.frame import has_key
+from ui.frame import has_key, literal
 
 
 def _label(tr, page: str, name: str) -> str:
@@ -37,9 +37,12 @@ def config_form_ui(tr, experiment, page: str, fields: list[str], preset: str = "
     base = experiment.config(preset)
     infos = {i["name"]: i for i in field_info(experiment.config_cls)}
     try:
-        start = make_config(experiment.config_cls, _query_overrides(page, list(infos)), base=base)
+        # Only what the form shows (and the seed) comes from a link: a field the learner cannot see, such as
+        # `repeats` or `max_point_s`, could otherwise make one point run for minutes behind an idle-looking page.
+        from_url = [n for n in infos if n in fields or n == "seed"]
+        start = make_config(experiment.config_cls, _query_overrides(page, from_url), base=base)
     except ValueError as err:
-        st.error(tr("ui.bad_url", error=str(err)))
+        st.error(tr("ui.bad_url", error=literal(str(err))))
         start = base
     values = {}
     with st.form(f"form:{page}"):
@@ -89,7 +92,7 @@ def config_form_ui(tr, experiment, page: str, fields: list[str], preset: str = "
     try:
         cfg = make_config(experiment.config_cls, values, base=start)
     except ValueError as err:
-        st.error(tr("ui.bad_input", error=str(err)))
+        st.error(tr("ui.bad_input", error=literal(str(err))))
         return None
     for name in fields:  # shareable: the URL now holds the controls
         v = getattr(cfg, name)

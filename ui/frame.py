@@ -31,6 +31,22 @@ def current_lang() -> str:
     return st.session_state["lang"]
 
 
+LITERAL_LIMIT = 200  # characters of a user-supplied text shown back; the rest is cut
+
+
+def literal(text, limit: int = LITERAL_LIMIT) -> str:
+    """`text` (which may hold what a link or a learner typed) as Markdown that renders exactly those characters.
+
+    Every ASCII punctuation mark is backslash-escaped (CommonMark allows it for each one), so no link, image,
+    emphasis, heading or HTML can form, and "http:" or "www." cannot become an auto-link (the escape breaks
+    GitHub-flavoured Markdown's literal-URL rule). Long text is cut to `limit` characters.
+    """
+    text = " ".join(str(text).split())  # a newline could start a Markdown block of its own
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return "".join("\\" + ch if ch.isascii() and not ch.isalnum() and not ch.isspace() else ch for ch in text)
+
+
 def has_key(key: str, lang: str) -> bool:
     return key in catalogue(lang) or key in catalogue("en")
 
