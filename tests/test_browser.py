@@ -151,8 +151,32 @@ def test_stop_keeps_what_was_measured(app_url, browser):
         raise
     _settle(page, 60)
     body = page.inner_text("body")
-    assert "Stopped after" in body and "of 45 points" in body
+    assert "Stopped after" in body and "of 45 steps of work" in body
     assert "your run" in body  # the points measured before Stop are drawn
     errors = page.query_selector_all("[data-testid='stException']")
     assert not errors, errors[0].inner_text()[:1500]
+    page.close()
+
+
+EVIL = '![x](http://evil.example/pixel.png) [click here](http://evil.example/login) <b id="injected">b</b> www.evil.example'
+
+
+@pytest.mark.parametrize("key", [k for k, _ in PAGES])
+def test_markdown_and_html_in_the_url_stay_text(app_url, browser, key):
+    """Every config field of every experiment, set from the link to Markdown and HTML: none of it is drawn."""
+    import dataclasses
+    import urllib.parse
+
+    from core.experiments import EXPERIMENTS
+
+    names = sorted({f.name for e in EXPERIMENTS.values() for f in dataclasses.fields(e.config_cls)} | {"lang"})
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{app_url}/{key}?" + urllib.parse.urlencode(dict.fromkeys(names, EVIL)))
+    _settle(page)
+    page.wait_for_selector("[data-testid='stAlert']", timeout=30000)  # the link's settings are refused, once
+    assert "evil.example" in page.inner_text("body")  # shown, as text
+    assert not page.query_selector_all("img[src*='evil.example']")
+    assert not page.query_selector_all("a[href*='evil.example']")
+    assert not page.query_selector_all("#injected")
+    assert not page.query_selector_all("[data-testid='stException']")
     page.close()

@@ -35,6 +35,7 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
     stopped or replaced and ends, without touching the new run's rows.
     """
     from core import cancel
+    from core.bench import return_freed_memory
     from core.device import configure_threads, measuring
 
     state = _live_state(page)
@@ -82,6 +83,8 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
             state["error"] = str(err)
         except Exception as err:  # noqa: BLE001 - shown as a result, not a traceback; measured rows are kept
             state["error"] = f"{type(err).__name__}: {err}"
+        finally:
+            return_freed_memory()  # a long-lived server levels off (core.bench.return_freed_memory)
         if state.get("token") is not token:
             return None  # a newer run of this page draws the results
         bar.empty()
