@@ -126,8 +126,8 @@ def _run_serial(browser, app_url, seq_lens: str):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{app_url}/serial?lang=en")
     _settle(page)
-    page.get_by_role("textbox", name="Sequence lengths").fill(seq_lens)
-    page.get_by_role("button", name="Run").click()
+    page.get_by_role("textbox", name="Sequence lengths").first.fill(seq_lens)  # the main form comes first
+    page.get_by_role("button", name="Run", exact=True).first.click()  # the main form's Run
     return page
 
 

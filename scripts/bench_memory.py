@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Benchmark (not a test): does a long-lived server's memory level off? Repeated live runs, one server process.
+
+    python scripts/bench_memory.py [--runs 10] [--pages serial,long_range,depth,attention_cost]
+
+Starts `streamlit run dashboard.py`; for each page, `--runs` times: a new browser tab (a new visitor) opens the
+page, presses the main form's Run (the quick preset), waits for the run to end, and closes. The server's resident
+set size is read after every run. Prints one Markdown row per page for the README: RSS after the 2nd and the last
+run, and their difference (the issue's bar: within 150 MiB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_startup import ARGS, ROOT, rss_mib, start
+
+
+def one_run(browser, url: str, key: str, timeout_s: float = 300) -> float:
+    """One visitor's quick run on page `key`; the seconds it took."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{url}/{key}?lang=en")
+    page.wait_for_selector("[data-testid='stVegaLiteChart'], .vega-embed", timeout=60000)
+    t0 = time.perf_counter()
+    page.get_by_role("button", name="Run", exact=True).first.click()
+    page.wait_for_selector("text=/done —/", timeout=60000)  # the progress bar has moved: the run is on
+    page.wait_for_selector("[data-testid='stProgress']", state="detached", timeout=timeout_s * 1000)
+    took = time.perf_counter() - t0
+    page.close()
+    return took
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--pages", default="serial,long_range,depth,attention_cost")
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    proc, url, _ = start("dashboard.py", ROOT)
+    rows = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+            for key in args.pages.split(","):
+                rss, secs = [], []
+                for i in range(args.runs):
+                    secs.append(one_run(browser, url, key))
+                    time.sleep(1)  # let the session's script run finish and the tab's session close
+                    rss.append(rss_mib(proc.pid))
+                    print(f"{key} run {i + 1}: {secs[-1]:.1f} s, server RSS {rss[-1]:.0f} MiB", file=sys.stderr)
+                rows.append((key, rss, secs))
+            browser.close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait()
+    print(f"| page ({args.runs} quick runs, one server) | RSS after run 2 | after run {args.runs} | growth |")
+    print("|---|---|---|---|")
+    for key, rss, _ in rows:
+        print(f"| `{key}` | {rss[1]:.0f} MiB | {rss[-1]:.0f} MiB | {rss[-1] - rss[1]:+.0f} MiB |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
