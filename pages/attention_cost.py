@@ -9,6 +9,7 @@ from core.device import resolve_device, total_memory_bytes
 from core.experiments import attention_cost as ac
 from core.experiments import kv_cache as kv
 from core.findings import attention_cost as findings
+from core.findings import verdicts
 from core.fit import exponent_text, tail_fit
 from core.guard import format_bytes
 from core.memory_formulas import DTYPE_BYTES, MODEL_PRESETS, ModelShape, kv_cache_bytes
@@ -16,7 +17,7 @@ from ui import common as ui
 
 PAGE = "attention_cost"
 tr = ui.page_ui(PAGE)
-ui.predict_ui(tr, PAGE, 3)
+prediction = ui.predict_ui(tr, PAGE, 3)
 reveal = st.container()  # filled below, once the live run (if any) has added its rows
 
 live = ui.live_run_ui(
@@ -60,7 +61,9 @@ def slopes_table(df):
 
 with reveal:
     both, primary = ui.shown_data(tr, PAGE, live)
-    if len(both):
+    lines = findings.takeaways(primary, tr) if len(primary) else []
+    ui.verdict_ui(tr, prediction, verdicts.attention_cost(primary), lines)
+    if len(both) and prediction.revealed:  # its tables, like its charts, wait for the learner's answer
         ui.status_ui(tr, both)
         st.subheader(tr("attention_cost.memory_header"))
         st.markdown(tr("attention_cost.memory_intro"))
@@ -116,7 +119,7 @@ with reveal:
             hide_index=True,
         )
         ui.caption_source_ui(tr, primary)
-        ui.takeaways_ui(tr, findings.takeaways(primary, tr))
+        ui.takeaways_ui(tr, lines)
     else:
         st.info(tr("attention_cost.no_sweep"))
 
@@ -177,6 +180,6 @@ if len(kv_primary):
 st.subheader(tr("attention_cost.remedies_header"))
 st.markdown(tr("attention_cost.remedies"))
 ui.method_ui(tr, PAGE)
-if len(both):
+if len(both) and prediction.revealed:
     st.caption(tr("attention_cost.table"))
 ui.table_ui(tr, both, PAGE)

@@ -4,11 +4,12 @@ import streamlit as st
 
 from core.charts import depth as charts
 from core.experiments import depth
+from core.findings import verdicts
 from ui import common as ui
 
 PAGE = "depth"
 tr = ui.page_ui(PAGE)
-ui.predict_ui(tr, PAGE, 3)
+prediction = ui.predict_ui(tr, PAGE, 3)
 reveal = st.container()  # filled below, once the live run (if any) has added its rows
 
 live = ui.live_run_ui(
@@ -30,6 +31,8 @@ def pick_ui(label: str, values, key: str, fmt=str, at_most: int | None = None):
 
 with reveal:
     both, primary = ui.shown_data(tr, PAGE, live)
+    lines = depth.takeaways(primary, tr) if len(primary) else []
+    ui.verdict_ui(tr, prediction, verdicts.depth(primary), lines)
     if not len(both):
         st.info(tr("ui.no_data"))
         st.stop()
@@ -68,6 +71,6 @@ with reveal:
         ui.chart_ui(charts.grad_heatmap_chart(chosen, tr))
 
     ui.caption_source_ui(tr, primary)
-    ui.takeaways_ui(tr, depth.takeaways(primary, tr))
+    ui.takeaways_ui(tr, lines)
     ui.method_ui(tr, PAGE)
     ui.table_ui(tr, both, PAGE)

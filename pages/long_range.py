@@ -10,12 +10,13 @@ from core import tasks
 from core.charts import long_range as charts
 from core.config import make_config
 from core.experiments import gradient_reach, long_range
+from core.findings import verdicts
 from core.models import registry
 from ui import common as ui
 
 PAGE = "long_range"
 tr = ui.page_ui(PAGE)
-ui.predict_ui(tr, PAGE, 3)
+prediction = ui.predict_ui(tr, PAGE, 3)
 
 
 @st.cache_resource(show_spinner=False)
@@ -44,19 +45,20 @@ else:
     T, K = meta["seq_len"], meta["n_keys"]
     acc_t, acc_l = meta["accuracy_by_distance"], lstm_meta["accuracy_by_distance"]
     picks = (0, len(acc_t) // 2 - 1, len(acc_t) - 1)
-    st.caption(
-        tr(
-            "long_range.map.trained",
-            tp=f"{meta['params']:,}",
-            lp=f"{lstm_meta['params']:,}",
-            steps=meta["steps"],
-            T=T,
-            mid=picks[1] + 1,
-            last=picks[2] + 1,
-            t_acc=" / ".join(f"{100 * acc_t[i]:.0f}%" for i in picks),
-            l_acc=" / ".join(f"{100 * acc_l[i]:.0f}%" for i in picks),
+    if prediction.revealed:  # the shipped models' accuracies answer the question: they wait for it
+        st.caption(
+            tr(
+                "long_range.map.trained",
+                tp=f"{meta['params']:,}",
+                lp=f"{lstm_meta['params']:,}",
+                steps=meta["steps"],
+                T=T,
+                mid=picks[1] + 1,
+                last=picks[2] + 1,
+                t_acc=" / ".join(f"{100 * acc_t[i]:.0f}%" for i in picks),
+                l_acc=" / ".join(f"{100 * acc_l[i]:.0f}%" for i in picks),
+            )
         )
-    )
     c1, c2, c3 = st.columns([1, 2, 1])
     name = c1.selectbox(
         tr("long_range.map.name"), range(K), format_func=lambda i: tasks.NAMES[i], key=f"{PAGE}:map:name"
@@ -124,7 +126,8 @@ with left:
     table["model"] = table["model"].map(lambda m: tr(f"long_range.model.{m}"))
     table["reach"] = table["reach"].map(lambda r: tr("long_range.reach.never") if pd.isna(r) else f"{r:.0f}")
     cols = ["model", "seq_len", "reach", "path_length"]
-    st.dataframe(table[cols].rename(columns={c: tr(f"long_range.reach.col.{c}") for c in cols}), hide_index=True)
+    if prediction.revealed:
+        st.dataframe(table[cols].rename(columns={c: tr(f"long_range.reach.col.{c}") for c in cols}), hide_index=True)
 with right:
     ui.takeaways_ui(tr, gradient_reach.takeaways(reach, tr))
     ui.table_ui(tr, reach.assign(source="live"), "gradient_reach")
@@ -142,14 +145,15 @@ live = ui.live_run_ui(
 
 with reveal:
     both, primary = ui.shown_data(tr, PAGE, live)
+    lines = long_range.takeaways(primary, tr) if len(primary) else []
+    ui.verdict_ui(tr, prediction, verdicts.long_range(primary), lines)
     if not len(both):
         st.info(tr("ui.no_data"))
-    else:
+    elif prediction.revealed:  # the results, and the notes that quote them, wait for the learner's answer
         ui.status_ui(tr, both)
         ui.chart_ui(charts.accuracy_chart(both, tr))
         ui.chart_ui(charts.curves_chart(both, tr))
         ui.caption_source_ui(tr, primary)
-        lines = long_range.takeaways(primary, tr)
         ui.takeaways_ui(tr, lines)
         if primary["source"].iloc[0] == "live":
             st.caption(tr("long_range.quick_note"))

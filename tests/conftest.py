@@ -22,3 +22,20 @@ def unescaped(markdown: str) -> str:
     import re
 
     return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(markdown))
+
+
+APP = os.path.join(ROOT, "dashboard.py")
+# Every page's predict-first question; a test that looks at results opens the app as a shared, revealed link does.
+QUESTIONS = ("serial", "serial.scaling", "long_range", "depth", "attention_cost")
+REVEALED = {f"predict.{q}": "show" for q in QUESTIONS}
+
+
+def app_test(default_timeout: float = 60, revealed: bool = True):
+    """The whole app (dashboard.py) under AppTest; `revealed`: every question answered 'just show me' by the URL."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=default_timeout)
+    if revealed:
+        for k, v in REVEALED.items():
+            at.query_params[k] = v
+    return at

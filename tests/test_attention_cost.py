@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import pytest
 import torch
-from conftest import unescaped
+from conftest import app_test, unescaped
 
 from core import bench
 from core.experiments import attention_cost as ac
@@ -391,9 +391,8 @@ def test_cli_bad_input_exits_2_naming_the_field(capsys):
 
 
 def test_page_runs_live_reports_bad_input_and_measures_the_kv_cache():
-    from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(os.path.join(ROOT, "dashboard.py"), default_timeout=90).run()
+    at = app_test(default_timeout=90).run()
     at.switch_page("pages/attention_cost.py").run()
     assert not at.exception
     at.multiselect(key="w:attention_cost:impls").set_value(["naive", "sdpa"])

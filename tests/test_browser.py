@@ -10,9 +10,11 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 import pytest
+from conftest import REVEALED
 
 from ui.common import PAGES
 
@@ -28,6 +30,7 @@ ARGS = [
     "--disable-sync",
 ]
 CHART = "[data-testid='stVegaLiteChart'], .vega-embed"
+SHOWN = urllib.parse.urlencode(REVEALED)  # a shared link with every question answered "just show me"
 
 if os.environ.get("LAB_SKIP_BROWSER") == "1":
     pytest.skip("LAB_SKIP_BROWSER=1", allow_module_level=True)
@@ -102,7 +105,7 @@ def _settle(page, timeout_s=60):
 def test_every_page_renders_in_a_real_browser(app_url, browser, key, lang):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     path = "" if key == "home" else key
-    page.goto(f"{app_url}/{path}?lang={lang}")
+    page.goto(f"{app_url}/{path}?lang={lang}&{SHOWN}")
     _settle(page)
     if key != "home":
         page.wait_for_selector(CHART, timeout=30000)
@@ -124,7 +127,7 @@ def test_every_page_renders_in_a_real_browser(app_url, browser, key, lang):
 def _run_serial(browser, app_url, seq_lens: str):
     """Open the serial page, type the sequence lengths and press Run; return the browser page."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{app_url}/serial?lang=en")
+    page.goto(f"{app_url}/serial?lang=en&{SHOWN}")
     _settle(page)
     page.get_by_role("textbox", name="Sequence lengths").first.fill(seq_lens)  # the main form comes first
     page.get_by_role("button", name="Run", exact=True).first.click()  # the main form's Run
@@ -169,7 +172,8 @@ def test_markdown_and_html_in_the_url_stay_text(app_url, browser, key):
 
     from core.experiments import EXPERIMENTS
 
-    names = sorted({f.name for e in EXPERIMENTS.values() for f in dataclasses.fields(e.config_cls)} | {"lang"})
+    names = {f.name for e in EXPERIMENTS.values() for f in dataclasses.fields(e.config_cls)}
+    names = sorted(names | {"lang"} | set(REVEALED))  # the predictions' parameters too
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{app_url}/{key}?" + urllib.parse.urlencode(dict.fromkeys(names, EVIL)))
     _settle(page)
@@ -178,5 +182,27 @@ def test_markdown_and_html_in_the_url_stay_text(app_url, browser, key):
     assert not page.query_selector_all("img[src*='evil.example']")
     assert not page.query_selector_all("a[href*='evil.example']")
     assert not page.query_selector_all("#injected")
+    assert not page.query_selector_all("[data-testid='stException']")
+    page.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("key", [k for k, _ in PAGES])
+def test_no_chart_shows_until_the_learner_answers(app_url, browser, key, lang):
+    """A new visitor sees the question and the controls, no chart; an answer brings the charts and a verdict that
+    quotes a measured number."""
+    import re
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{app_url}/{key}?lang={lang}")
+    _settle(page)
+    page.wait_for_selector("[data-testid='stSidebar'] [data-testid='stSelectbox']", timeout=30000)
+    _settle(page)
+    assert not page.query_selector_all(CHART), "a chart is visible before any answer"
+    page.locator("[data-testid='stRadio'] label").first.click()  # the page's first question, its first option
+    page.wait_for_selector(CHART, timeout=60000)
+    _settle(page)
+    verdict = page.locator("[data-testid='stMarkdown']").filter(has_text=re.compile("Measured here|本机测得")).first
+    assert re.search(r"\d", verdict.inner_text())  # the verdict quotes a number
     assert not page.query_selector_all("[data-testid='stException']")
     page.close()

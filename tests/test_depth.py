@@ -10,7 +10,7 @@ import sys
 import pandas as pd
 import pytest
 import torch
-from conftest import unescaped
+from conftest import app_test, unescaped
 from torch import nn
 
 from core import guard
@@ -315,9 +315,8 @@ APP = os.path.join(ROOT, "dashboard.py")
 
 
 def test_page_runs_live_with_heat_map_takeaways_and_bad_input():
-    from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(APP, default_timeout=90).run()
+    at = app_test(default_timeout=90).run()
     at.switch_page("pages/depth.py").run()
     assert not at.exception, at.exception
     at.multiselect(key="w:depth:models").set_value(["lstm", "pre_ln"])
@@ -341,11 +340,10 @@ def test_page_runs_live_with_heat_map_takeaways_and_bad_input():
 
 
 def test_page_shows_the_rows_of_a_stopped_run(small):
-    from streamlit.testing.v1 import AppTest
 
     _, _, progress = small
     half = progress[: len(progress) // 2]  # as if Stop was pressed mid-way through training
-    at = AppTest.from_file(APP, default_timeout=60).run()
+    at = app_test(default_timeout=60).run()
     at.switch_page("pages/depth.py")
     at.session_state["live:depth"] = {
         "rows": [r for p in half for r in p.rows],
@@ -368,7 +366,6 @@ def test_per_layer_rows_only_for_the_first_layer_seeds():
 
 
 def test_page_draws_shipped_reference_results_at_once(small, tmp_path, monkeypatch):
-    from streamlit.testing.v1 import AppTest
 
     import core.results
     from ui import common
@@ -378,7 +375,7 @@ def test_page_draws_shipped_reference_results_at_once(small, tmp_path, monkeypat
     monkeypatch.setattr(core.results, "REFERENCE_DIR", tmp_path)
     common.reference_ui_data.clear()
     try:
-        at = AppTest.from_file(APP, default_timeout=60).run()
+        at = app_test(default_timeout=60).run()
         at.switch_page("pages/depth.py").run()
         assert not at.exception, at.exception
         assert len(at.get("vega_lite_chart")) >= 6 and not at.info  # charts at once, no "press Run"

@@ -8,7 +8,7 @@ import dataclasses
 import os
 
 import pytest
-from streamlit.testing.v1 import AppTest
+from conftest import app_test
 
 from core.config import field_info, make_config
 from core.experiments import EXPERIMENTS
@@ -39,7 +39,7 @@ def test_every_field_at_its_edges_validates_or_names_a_field(name):
 
 @pytest.mark.parametrize("page_key, path", PAGES)
 def test_form_controls_at_their_minimum_run_or_explain(page_key, path):
-    at = AppTest.from_file(APP, default_timeout=120).run()
+    at = app_test(default_timeout=120).run()
     at.switch_page(path).run()
     form = [w for w in at.number_input if str(w.key).startswith(f"w:{page_key}:")]
     assert form, "the page's form has numeric controls"
@@ -68,7 +68,7 @@ def test_a_crash_inside_core_is_caught_by_this_test(monkeypatch):
 
     monkeypatch.setitem(EXPERIMENTS, "serial", dataclasses.replace(serial.EXPERIMENT, run=broken))
     monkeypatch.setattr(serial, "EXPERIMENT", EXPERIMENTS["serial"])
-    at = AppTest.from_file(APP, default_timeout=120).run()
+    at = app_test(default_timeout=120).run()
     at.switch_page("pages/serial.py").run()
     at.text_input(key="w:serial:seq_lens").set_value("16")
     at.button(key="FormSubmitter:form:serial-Run").click().run()

@@ -5,7 +5,7 @@ import doctest
 import pandas as pd
 import pytest
 import torch
-from conftest import unescaped
+from conftest import app_test, unescaped
 
 from core import checkpoints as ck
 from core import tasks
@@ -203,9 +203,8 @@ def test_typed_examples_are_parsed_and_bad_words_named():
 
 
 def _page():
-    from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(ROOT + "/dashboard.py", default_timeout=90).run()
+    at = app_test(default_timeout=90).run()
     return at.switch_page("pages/long_range.py").run()
 
 

@@ -3,8 +3,7 @@
 import os
 
 import pytest
-from conftest import unescaped
-from streamlit.testing.v1 import AppTest
+from conftest import app_test, unescaped
 
 from ui.common import PAGES
 
@@ -22,7 +21,7 @@ def _texts(at) -> list[str]:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("page", PAGE_FILES)
 def test_page_opens_without_exception(page, lang):
-    at = AppTest.from_file(APP, default_timeout=60)
+    at = app_test(default_timeout=60)
     at.query_params["lang"] = lang
     at.run()
     if page != "pages/home.py":
@@ -34,7 +33,7 @@ def test_page_opens_without_exception(page, lang):
 
 
 def test_serial_page_runs_live_and_reports_bad_input():
-    at = AppTest.from_file(APP, default_timeout=120).run()
+    at = app_test(default_timeout=120).run()
     at.switch_page("pages/serial.py").run()
     at.multiselect(key="w:serial:models").set_value(["lstm", "transformer"])
     at.text_input(key="w:serial:seq_lens").set_value("16, 32")
@@ -50,7 +49,7 @@ def test_serial_page_runs_live_and_reports_bad_input():
 
 
 def test_page_restores_its_controls_from_the_url():
-    at = AppTest.from_file(APP, default_timeout=60)
+    at = app_test(default_timeout=60)
     at.query_params["seq_lens"] = "8,24"
     at.query_params["d_model"] = "48"
     at.run()
@@ -62,7 +61,7 @@ def test_page_restores_its_controls_from_the_url():
 @pytest.mark.parametrize("key, path", PAGES)
 def test_every_page_restores_its_form_from_the_url(key, path):
     """A copied link reopens a page with the same controls: one numeric control per page, set through the URL."""
-    at = AppTest.from_file(APP, default_timeout=60).run()
+    at = app_test(default_timeout=60).run()
     at.switch_page(path).run()
     main_form = [w for w in at.number_input if str(w.key).startswith(f"w:{key}:") and str(w.key).count(":") == 2]
     numeric = [w for w in main_form if w.min is not None]
@@ -72,7 +71,7 @@ def test_every_page_restores_its_form_from_the_url(key, path):
     if float(target).is_integer() and w.step >= 1:
         target = int(target)
     field = str(w.key).split(":")[2]  # w:<page>:<field>
-    at2 = AppTest.from_file(APP, default_timeout=60)
+    at2 = app_test(default_timeout=60)
     at2.query_params[field] = str(target)
     at2.run()
     at2.switch_page(path).run()

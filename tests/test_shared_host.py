@@ -9,6 +9,7 @@ import time
 
 import pytest
 import torch
+from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from core import cancel, checkpoints, files, results
@@ -134,7 +135,7 @@ APP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 
 def _open(page: str, query: dict | None = None) -> AppTest:
     """The app opened at `page` (in English), with `query` as the link's parameters."""
-    at = AppTest.from_file(APP, default_timeout=120)
+    at = app_test(default_timeout=120)
     at.query_params["lang"] = "en"
     for k, v in (query or {}).items():
         at.query_params[k] = v

@@ -1,9 +1,10 @@
 """The one import point for pages (`from ui import common as ui`): every helper they use, re-exported from the
 modules that answer one question each, plus the NAVIGATION_READY flag dashboard.py sets and the lazy `ui.pd`.
 
-- ui.frame: language, device card, warm-up, the page list, page_ui, predict_ui, method_ui;
+- ui.frame: language, device card, warm-up, the page list, page_ui, method_ui;
 - ui.form: an experiment's config as a form, round-tripping through the URL;
 - ui.live: the live run with progress and Stop;
+- ui.predict: the predict-first question that hides the results until answered, and the computed verdict;
 - ui.data: reference and live data, status banner, takeaways, table and charts with export.
 
 A page reads: claim → predict first → reference results at once → Run (live) → takeaways → method → table.
@@ -36,10 +37,10 @@ from ui.frame import (
     literal,
     method_ui,
     page_ui,
-    predict_ui,
     warm_up_torch,
 )
 from ui.live import live_run_ui, run_ui
+from ui.predict import predict_ui, revealed_now, tally_rows, verdict_ui
 
 __all__ = [
     "LANG_NAMES",
@@ -61,11 +62,14 @@ __all__ = [
     "page_ui",
     "predict_ui",
     "reference_ui_data",
+    "revealed_now",
     "run_ui",
     "shown_data",
     "status_ui",
     "table_ui",
     "takeaways_ui",
+    "tally_rows",
+    "verdict_ui",
     "warm_up_torch",
 ]
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from ui.frame import _device_facts, literal
+from ui.predict import revealed_now
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -78,7 +79,7 @@ def latest_rows(name: str) -> pd.DataFrame | None:
 def caption_source_ui(tr, primary: pd.DataFrame) -> None:
     import pandas as pd
 
-    if len(primary):
+    if len(primary) and revealed_now():
         st.caption(
             tr(
                 "ui.showing",
@@ -95,7 +96,7 @@ def status_ui(tr, df: pd.DataFrame, shown_notes: int = 2) -> None:
 
     from core import status as statuses
 
-    if "status" not in df:
+    if "status" not in df or not revealed_now():
         return
     df = statuses.normalize(df)
     for status in statuses.BANNERED:
@@ -109,7 +110,7 @@ def status_ui(tr, df: pd.DataFrame, shown_notes: int = 2) -> None:
 
 
 def takeaways_ui(tr, lines: list[str]) -> None:
-    if lines:
+    if lines and revealed_now():
         with st.container(border=True):
             st.markdown("**" + tr("ui.takeaways") + "**")
             st.markdown("\n".join(f"- {line}" for line in lines))
@@ -117,7 +118,7 @@ def takeaways_ui(tr, lines: list[str]) -> None:
 
 def table_ui(tr, df: pd.DataFrame, name: str) -> None:
     """The results table and its CSV download (what was shown, environment columns included)."""
-    if df is None or not len(df):
+    if df is None or not len(df) or not revealed_now():
         return
     with st.expander(tr("ui.table"), expanded=False):
         st.dataframe(df.drop(columns=["run"], errors="ignore"), hide_index=True)
@@ -138,8 +139,12 @@ def _export(spec: str, fmt: str):
 
 
 def chart_ui(chart, name: str | None = None) -> None:
-    """Draw an Altair chart with PNG and SVG downloads beneath it (rendered only when clicked)."""
+    """Draw an Altair chart with PNG and SVG downloads beneath it (rendered only when clicked); nothing while the
+    page's question is unanswered (ui.predict)."""
     import hashlib
+
+    if not revealed_now():
+        return
 
     st.altair_chart(chart, width="stretch")
     spec = chart.to_json()

@@ -141,27 +141,14 @@ def page_ui(page: str):
             position="hidden",
         )
         st.rerun()
+    from ui.predict import open_gate
+
+    open_gate()  # nothing is hidden until the page asks its question (ui.predict)
     tr = translator(st.session_state.get("lang") or current_lang())
     st.title(tr(f"{page}.title"))
     st.markdown(tr(f"{page}.claim"))
     device_card_ui(tr)
     return tr
-
-
-def predict_ui(tr, page: str, n_options: int) -> None:
-    """A 'predict first' question: the learner commits to a guess before the data below is read."""
-    with st.container(border=True):
-        choice = st.radio(
-            tr(f"{page}.predict.q"),
-            list(range(n_options)),
-            index=None,
-            format_func=lambda i: tr(f"{page}.predict.o{i + 1}"),
-            key=f"predict:{page}",
-        )
-        if choice is None:
-            st.caption(tr("ui.predict_hint"))
-        else:
-            st.caption(tr("ui.predict_saved", choice=tr(f"{page}.predict.o{choice + 1}")))
 
 
 def method_ui(tr, page: str) -> None:

@@ -1,0 +1,138 @@
+"""Which answer to each page's "predict first" question the rows shown support: computed, never an answer key.
+
+The right answer can depend on the device (on a 2-core CPU the fused LSTM *is* faster than a Transformer layer),
+so each question's verdict is read from the measurement the page shows — a live run if there is one, else the
+reference — with the number that decides it. `option` is the 0-based index of the supported option, or None when
+the rows support none clearly (the spread straddles the boundary, a stopped run lacks the points, the effect sits
+between two options). `other_device` says, where a model predicts it, that another device would answer otherwise.
+Torch-free: the home page's tally calls the same functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pandas as pd
+
+from core import status
+from core.findings import attention_cost as attention_findings
+from core.findings import depth as depth_findings
+from core.findings import long_range as long_range_findings
+from core.findings import serial as serial_findings
+from core.models import registry
+from core.models.registry import ATTENTION, RECURRENT
+from core.rules import SOLVED
+
+# The depth question: "about the same" below this first ÷ last ratio, "a few times smaller" up to the next, and
+# "thousands of times smaller, or less" from the last; between the two upper bounds neither option fits.
+DEPTH_SAME_BELOW, DEPTH_FEW_UP_TO, DEPTH_THOUSANDS_FROM = 3.0, 100.0, 1000.0
+DEPTH_LAYERS = 8  # the question's stack
+SERIAL_TOKENS = 1000  # the serial question's sequence length
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    option: int | None  # the option the measurement supports (0-based), None = none clearly
+    key: str  # catalogue key of the sentence that says what was measured
+    values: dict  # its placeholders, as text
+    other_device: str | None = None  # catalogue key of a sentence on what another device would answer, if any
+
+
+def serial(df: pd.DataFrame) -> Verdict | None:
+    """'Which trains faster at ~1,000 tokens?': the chapter's pair at the length both ran nearest to 1,000, by their
+    paired ratio (0 Transformer, 1 LSTM, 2 about the same); off a GPU, the roofline's GPU prediction beside it."""
+    c = serial_findings.comparison(df) if len(df) else None
+    if c is None:
+        return None
+    ok = df[df["status"] == status.OK]
+    both = set(ok[ok["model"] == c["rec"]]["seq_len"]) & set(ok[ok["model"] == c["att"]]["seq_len"])
+    near = min(both, key=lambda n: (abs(math.log(n / SERIAL_TOKENS)), -n))  # the question asks about ~1,000 tokens
+    c = serial_findings.comparison(df[df["seq_len"] <= near])
+    option = {"faster": 0, "slower": 1, "same": 2}[c["verdict"]]
+    ratio, lo, hi = serial_findings.spread_text(c)
+    values = {"T": c["T"], "ratio": ratio, "lo": lo, "hi": hi, "device": str(c["att_row"]["device"])}
+    other = None
+    if option != 0 and str(c["att_row"].get("device_type", "cpu")) != "cuda":
+        gpu = serial_findings.roofline_frame(df[df["seq_len"] == c["T"]])
+        gpu = gpu[~gpu["measured"]].set_index("model")["predicted_ms"] if len(gpu) else gpu
+        if len(gpu) and c["att"] in gpu.index and c["rec"] in gpu.index and gpu[c["att"]] < gpu[c["rec"]]:
+            other = "verdict.serial.other_gpu"
+    return Verdict(option, f"verdict.serial.measured.{c['verdict']}", values, other)
+
+
+def long_range(df: pd.DataFrame) -> Verdict | None:
+    """'Who learns the name at a long distance?': at the longest distance both models trained on the first task,
+    by the median over seeds (0 both solved, 1 only the Transformer, 2 neither; the LSTM alone is no option)."""
+    stats = long_range_findings.by_distance(df)
+    if not len(stats):
+        return None
+    task = stats["task"].iloc[0]
+    t = stats[stats["task"] == task]
+    rec, att = (registry.representative(f, t["model"]) for f in (RECURRENT, ATTENTION))
+    if rec is None or att is None:
+        return None
+    common = set(t[t["model"] == rec]["distance"]) & set(t[t["model"] == att]["distance"])
+    if not common:
+        return None
+    d = max(common)
+    at = t[t["distance"] == d].set_index("model")
+    a_att, a_rec = float(at.loc[att, "accuracy"]), float(at.loc[rec, "accuracy"])
+    solved_att, solved_rec = a_att >= SOLVED, a_rec >= SOLVED
+    option = 0 if solved_att and solved_rec else 1 if solved_att else 2 if not solved_rec else None
+    values = {"d": int(d), "att": f"{100 * a_att:.0f}%", "rec": f"{100 * a_rec:.0f}%",
+              "chance": f"{100 * float(at.loc[att, 'chance']):.0f}%", "steps": int(at["step"].max())}  # fmt: skip
+    return Verdict(option, "verdict.long_range.measured", values)
+
+
+def depth(df: pd.DataFrame) -> Verdict | None:
+    """'How large is the first layer's gradient of an 8-layer plain LSTM stack against its last?': the measured
+    last ÷ first ratio at initialisation, at the measured depth nearest to 8."""
+    plain = depth_findings.roles().plain
+    prof = depth_findings.init_profile(df) if len(df) else pd.DataFrame()
+    prof = prof[prof["model"] == plain] if len(prof) else prof
+    if not len(prof):
+        return None
+    L = min(set(prof["n_layers"]), key=lambda n: (abs(n - DEPTH_LAYERS), -n))
+    stack = prof[prof["n_layers"] == L].set_index("layer")["grad_norm"]
+    if L < 2 or 1 not in stack.index or L not in stack.index:
+        return None
+    first, last = float(stack[1]), float(stack[L])
+    ratio = last / first if first > 0 else math.inf
+    if ratio < DEPTH_SAME_BELOW:
+        option = 0
+    elif ratio <= DEPTH_FEW_UP_TO:
+        option = 1
+    elif ratio >= DEPTH_THOUSANDS_FROM:
+        option = 2
+    else:
+        option = None
+    shown = "∞" if not math.isfinite(ratio) else f"{ratio:,.0f}" if ratio >= 10 else f"{ratio:.2g}"
+    values = {"L": int(L), "first": depth_findings.number(first), "last": depth_findings.number(last), "ratio": shown}
+    return Verdict(option, "verdict.depth.measured", values)
+
+
+def attention_cost(df: pd.DataFrame) -> Verdict | None:
+    """'Double n from 1,024 to 2,048: how much more does naive attention keep for backward?': the measured ratio
+    of saved bytes between those lengths (else 2 to the fitted exponent), read to the nearest of 2×, 4×, 8×."""
+    naive, _ = attention_findings.materialised_and_fused(df) if len(df) else (None, None)
+    if naive is None:
+        return None
+    ok = df[(df["status"] == status.OK) & (df["impl"] == naive["impl"])]
+    if "point" in ok:
+        ok = ok[ok["point"] == "sweep"]
+    by_n = ok.drop_duplicates("seq_len", keep="last").set_index("seq_len")["saved_bytes"]
+    if 1024 in by_n.index and 2048 in by_n.index and by_n[1024] > 0:
+        ratio, how = float(by_n[2048] / by_n[1024]), "measured"
+    elif math.isfinite(naive["mem_slope"]):
+        ratio, how = 2.0 ** float(naive["mem_slope"]), "fitted"
+    else:
+        return None
+    steps = math.log2(ratio) if ratio > 0 else -math.inf
+    option = min(range(3), key=lambda i: abs(steps - (i + 1)))
+    if abs(steps - (option + 1)) > 0.25:  # between two options: neither is what was measured
+        option = None
+    return Verdict(option, f"verdict.attention_cost.{how}", {"ratio": f"{ratio:.2f}", "slope": naive["mem_text"]})
+
+
+QUESTIONS = {"serial": serial, "long_range": long_range, "depth": depth, "attention_cost": attention_cost}

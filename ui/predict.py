@@ -1,0 +1,145 @@
+"""Predict, observe, confront: a page's question hides the measurements until the learner commits to an answer
+(or asks to just see them), then sets the prediction against what this device measured.
+
+Order matters more than the question (Crouch et al. 2004: watching a demonstration teaches little; predicting it
+first does), so the results stay hidden until then: `predict_ui` opens a *gate* that the helpers drawing results
+(`chart_ui`, `takeaways_ui`, `table_ui`, `status_ui`, `caption_source_ui`) consult, so no chart, takeaway or
+table drawn after a question shows before it is answered; the explanations and the controls stay. A page with two
+questions (serial: its own, then "more cores") opens a gate per question: each covers what is drawn after it.
+The answer is kept in the session and in the URL (`?predict.<page>=2`, or `=show`), so a shared link opens
+revealed. The verdict (`verdict_ui`) comes from `core.findings.verdicts`: computed from the rows shown.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import streamlit as st
+
+SHOW = "show"  # the URL's value for "just show me"
+_GATE = "_predict_gate"  # session key: is what the page draws now revealed?
+
+
+@dataclasses.dataclass
+class Prediction:
+    page: str  # the question's catalogue prefix, e.g. 'serial' or 'serial.scaling'
+    choice: int | None  # the option picked (0-based), None if none
+    revealed: bool  # an option picked, or "just show me"
+    slot: object  # the container in the question's box where the verdict goes
+
+
+def revealed_now() -> bool:
+    """Whether results drawn at this point of the script may show (True on a page without a question)."""
+    return st.session_state.get(_GATE, True)
+
+
+def open_gate() -> None:
+    """A page starts with no question asked: everything it draws shows (page_ui calls this)."""
+    st.session_state[_GATE] = True
+
+
+def _param(page: str) -> str:
+    return f"predict.{page}"
+
+
+def predict_ui(tr, page: str, n_options: int) -> Prediction:
+    """The question with its options and a "just show me"; returns the learner's state. Until an option is picked
+    or "just show me" pressed, results drawn after this call are hidden (the gate)."""
+    key, shown_key = f"predict:{page}", f"predict_show:{page}"
+    if key not in st.session_state:  # first visit in this session: a shared link may carry the answer
+        value = st.query_params.get(_param(page))
+        if value == SHOW:
+            st.session_state[shown_key] = True
+        elif value is not None and value.isascii() and value.isdigit() and 1 <= int(value) <= n_options:
+            st.session_state[key] = int(value) - 1
+
+    def remember():
+        choice = st.session_state.get(key)
+        if choice is not None:
+            st.query_params[_param(page)] = str(choice + 1)
+
+    def show():
+        st.session_state[shown_key] = True
+        if st.session_state.get(key) is None:
+            st.query_params[_param(page)] = SHOW
+
+    with st.container(border=True):
+        # index=None only before the session holds an answer: passing it beside a value set from the link would
+        # draw Streamlit's "default value and Session State" warning
+        start = {} if key in st.session_state else {"index": None}
+        choice = st.radio(
+            tr(f"{page}.predict.q"),
+            list(range(n_options)),
+            format_func=lambda i: tr(f"{page}.predict.o{i + 1}"),
+            key=key,
+            on_change=remember,
+            **start,
+        )
+        revealed = choice is not None or bool(st.session_state.get(shown_key))
+        if not revealed:
+            row = st.container(horizontal=True, vertical_alignment="center")
+            row.caption(tr("ui.predict_hint"))
+            row.button(tr("ui.just_show"), key=f"predict_show_button:{page}", on_click=show, type="tertiary")
+        slot = st.container()
+    st.session_state[_GATE] = revealed
+    return Prediction(page, choice, revealed, slot)
+
+
+def verdict_ui(tr, prediction: Prediction, verdict, why: list[str]) -> None:
+    """Under the question, once revealed: what the learner predicted, what this device measured (the verdict's
+    sentence, with its number), whether they agree, and why (the page's first computed takeaway)."""
+    tally = st.session_state.setdefault("predict_tally", {})
+    tally[prediction.page] = {
+        "choice": prediction.choice,
+        "option": None if verdict is None else verdict.option,
+        "answered": prediction.revealed,
+    }
+    if not prediction.revealed:
+        return
+    page = prediction.page
+
+    def option(i):
+        return tr(f"{page}.predict.o{i + 1}")
+
+    with prediction.slot:
+        if verdict is None:
+            st.caption(tr("ui.verdict.none"))
+            return
+        lines = [tr(verdict.key, **verdict.values)]
+        if prediction.choice is None:
+            lines.insert(0, tr("ui.verdict.skipped"))
+        else:
+            lines.insert(0, tr("ui.verdict.you", choice=option(prediction.choice)))
+        if verdict.option is None:
+            lines.append(tr("ui.verdict.unclear"))
+        elif prediction.choice is None:
+            lines.append(tr("ui.verdict.supports", answer=option(verdict.option)))
+        elif prediction.choice == verdict.option:
+            lines.append(tr("ui.verdict.agree"))
+        else:
+            lines.append(tr("ui.verdict.disagree", answer=option(verdict.option)))
+        if verdict.other_device:
+            lines.append(tr(verdict.other_device))
+        if why:
+            lines.append(tr("ui.verdict.why", why=why[0]))
+        with st.container(border=True):  # not an alert: a verdict is a result, not a warning about the page
+            st.markdown("  \n".join(lines))
+
+
+def tally_rows(tr) -> list[dict]:
+    """This session's predictions, one per question answered, for the home page: asked, predicted, measured."""
+    rows = []
+    for page, t in st.session_state.get("predict_tally", {}).items():
+        if not t["answered"]:
+            continue
+        choice, option = t["choice"], t["option"]
+        rows.append(
+            {
+                "page": page,
+                "question": tr(f"{page}.predict.q"),
+                "predicted": tr(f"{page}.predict.o{choice + 1}") if choice is not None else tr("ui.tally.no_guess"),
+                "measured": tr(f"{page}.predict.o{option + 1}") if option is not None else tr("ui.tally.unclear"),
+                "agree": None if choice is None or option is None else choice == option,
+            }
+        )
+    return rows
