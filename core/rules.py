@@ -15,6 +15,9 @@ FINAL_FRACTION = 0.2  # a run's final loss is the mean over this last share of i
 BUDGET_FRACTION = 0.5  # the memory guard's budget: this share of the memory free now
 DIVERGED_LOSS_FACTOR = 10.0  # a training loss above this many times a uniform guess's (log V) counts as diverged
 UNDERFLOW = 1e-30  # gradients below this have met float32's floor (~1e-38 normal, 1e-45 subnormal) somewhere
+# The GPU width a serial fraction is extrapolated to: an H100 SXM's streaming multiprocessors × warp schedulers each
+# (its independent instruction streams; core.findings.scaling says why this unit and not its CUDA-core lanes)
+GPU_SMS, GPU_SCHEDULERS_PER_SM = 132, 4
 
 
 def _pct(fraction: float) -> str:
@@ -31,4 +34,7 @@ def catalogue_values() -> dict[str, str]:
         "final_pct": _pct(FINAL_FRACTION),
         "budget_pct": _pct(BUDGET_FRACTION),
         "diverged_factor": f"{DIVERGED_LOSS_FACTOR:.0f}",
+        "gpu_width": f"{GPU_SMS * GPU_SCHEDULERS_PER_SM}",
+        "gpu_sms": f"{GPU_SMS}",
+        "gpu_schedulers": f"{GPU_SCHEDULERS_PER_SM}",
     }

@@ -3,8 +3,10 @@
 import pandas as pd
 import streamlit as st
 
+from core.charts import scaling as scaling_charts
 from core.charts import serial as charts
-from core.experiments import serial
+from core.experiments import scaling, serial
+from core.findings import scaling as scaling_findings
 from core.findings import serial as findings
 from core.fit import exponent_text
 from ui import common as ui
@@ -53,3 +55,43 @@ with reveal:
     ui.takeaways_ui(tr, findings.takeaways(primary, tr))
     ui.method_ui(tr, PAGE)
     ui.table_ui(tr, both, PAGE)
+
+# ---- more cores: who gets faster? The same step at 1, 2, 4, … threads ------------------------------------------
+SCALING = f"{PAGE}:scaling"  # the section's second form and live run: a 'page:name' key (see ui/form.py)
+st.subheader(tr("serial.scaling.header"))
+st.markdown(tr("serial.scaling.intro"))
+ui.predict_ui(tr, "serial.scaling", 3)
+shown = st.container()  # filled below, once the section's live run (if any) has added its rows
+st.markdown("**" + tr("serial.scaling.live_header") + "**")
+scaling_cfg = ui.config_form_ui(
+    tr, scaling.EXPERIMENT, SCALING, ["models", "seq_lens", "max_threads", "repeats", "d_model", "device"]
+)
+scaling_live = ui.run_ui(tr, scaling.EXPERIMENT, scaling_cfg, SCALING)
+
+with shown:
+    s_both, s_primary = ui.shown_data(tr, "scaling", scaling_live)
+    ok = scaling_findings.measured(s_both)
+    if not len(ok):
+        st.info(tr("ui.no_data"))
+    else:
+        ui.status_ui(tr, s_both)
+        lengths = sorted(int(n) for n in set(ok["seq_len"]))
+        T = st.selectbox(tr("serial.scaling.length"), lengths, index=len(lengths) - 1, key=f"{SCALING}:length")
+        left, right = st.columns([3, 2])
+        with left:
+            ui.chart_ui(scaling_charts.speedup_chart(s_both, tr, T))
+        with right:
+            ui.caption_source_ui(tr, s_primary)
+            ui.takeaways_ui(tr, scaling_findings.takeaways(s_primary, tr))
+            story = findings.comparison(gpu_rows) if len(gpu_rows) else None
+            if story is None:
+                st.caption(tr("serial.scaling.no_gpu"))
+            else:
+                ratio, lo, hi = findings.spread_text(story)
+                device = str(story["att_row"]["device"])
+                key = f"serial.scaling.gpu_story_{story['verdict']}"
+                st.caption(tr(key, device=device, T=story["T"], ratio=ratio, lo=lo, hi=hi))
+        st.caption(tr("serial.scaling.fit_header"))
+        st.dataframe(scaling_charts.fits_table(s_both, tr), hide_index=True)
+    ui.method_ui(tr, "serial.scaling")
+    ui.table_ui(tr, s_both, "scaling")

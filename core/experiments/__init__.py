@@ -1,9 +1,10 @@
 """The registry of experiments: a plain dict from name to `Experiment` (STYLE.md: no import-by-string)."""
 
-from core.experiments import attention_cost, depth, gradient_reach, kv_cache, long_range, serial
+from core.experiments import attention_cost, depth, gradient_reach, kv_cache, long_range, scaling, serial
 
 EXPERIMENTS = {
     "serial": serial.EXPERIMENT,
+    "scaling": scaling.EXPERIMENT,
     "gradient_reach": gradient_reach.EXPERIMENT,
     "long_range": long_range.EXPERIMENT,
     "depth": depth.EXPERIMENT,

@@ -223,16 +223,17 @@ _BLOCK_FACTS = {"family": ATTENTION, "layer_flops": fl.transformer_layer_forward
 _EVERYWHERE = frozenset({"serial", "gradient_reach", "long_range", "depth"})
 
 register(ModelKind("rnn", RECURRENT, _fused("RNN"), _recurrent_flops(1), _recurrent_params(1), 12,
-                   frozenset({"serial", "gradient_reach"}), recurrent_weight=lambda layer: layer.rnn.weight_hh_l0,
+                   frozenset({"serial", "scaling", "gradient_reach"}),
+                   recurrent_weight=lambda layer: layer.rnn.weight_hh_l0,
                    color="#ff7f0e"))  # fmt: skip
-register(ModelKind("lstm", make_layer=_fused("LSTM"), experiments=_EVERYWHERE, representative=True,
+register(ModelKind("lstm", make_layer=_fused("LSTM"), experiments=_EVERYWHERE | {"scaling"}, representative=True,
                    color="#d62728", **_LSTM_FACTS))  # fmt: skip
 register(ModelKind("gru", RECURRENT, _fused("GRU"), _recurrent_flops(3), _recurrent_params(3), 12,
-                   frozenset({"serial", "gradient_reach"}), color="#e377c2"))  # fmt: skip
-register(ModelKind("lstm_loop", make_layer=_loop_lstm, experiments=frozenset({"serial"}),
+                   frozenset({"serial", "scaling", "gradient_reach"}), color="#e377c2"))  # fmt: skip
+register(ModelKind("lstm_loop", make_layer=_loop_lstm, experiments=frozenset({"serial", "scaling"}),
                    fused=False, twin="lstm", **_LSTM_FACTS))  # fmt: skip
 register(ModelKind("transformer", make_layer=_block("pre", True), layer_params=_block_params("pre"),
-                   experiments=frozenset({"serial", "long_range"}), final_norm=True, representative=True,
+                   experiments=frozenset({"serial", "scaling", "long_range"}), final_norm=True, representative=True,
                    residual=True, norm="pre", color="#1f77b4", **_BLOCK_FACTS))  # fmt: skip
 # gradient reach probes one layer alone: a whole Pre-LN Transformer block (attention + MLP, residual)
 register(ModelKind("attention", make_layer=_block("pre", True), layer_params=_block_params("pre"),

@@ -1,0 +1,79 @@
+"""The serial page's thread-scaling chart: speed-up over 1 thread against threads (log₂), one line per model, the
+paired quartiles as bars, the ideal line, and Amdahl's law fitted to each model dashed."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from core.charts.common import device_subtitle, titled
+from core.findings import scaling as findings
+from core.models.registry import colors
+
+
+def speedup_chart(df: pd.DataFrame, tr, seq_len: int | None = None) -> alt.Chart:
+    """Speed-ups at one length (default: the longest measured); a run column, when present, sets the point shape."""
+    d = findings.measured(df)
+    if len(d):
+        seq_len = int(d["seq_len"].max()) if seq_len is None else seq_len
+        d = d[d["seq_len"] == seq_len]
+    by = ["run"] if "run" in d.columns else []
+    fitted = findings.curves(d)
+    top = float(max(fitted["threads"].max() if len(fitted) else 1, d["threads"].max() if len(d) else 1, 2))
+    ideal = pd.DataFrame({"threads": [1.0, top], "speedup": [1.0, top]})
+    domain, palette = colors(d["model"]) if len(d) else ([], [])
+    x = alt.X("threads:Q", scale=alt.Scale(type="log", base=2), title=tr("serial.scaling.axis.threads"))
+    y = alt.Y("speedup:Q", scale=alt.Scale(type="log", base=2), title=tr("serial.scaling.axis.speedup"))
+    color = alt.Color("model:N", title=tr("serial.axis.model"), scale=alt.Scale(domain=domain, range=palette))
+    shape = alt.Shape("run:N", title=None, legend=alt.Legend(orient="right", labelLimit=240)) if by else alt.Undefined
+    runs = [f"{c}:N" for c in by]
+    tips = ["model:N", "seq_len:Q", "threads:Q", "threads_requested:Q", "speedup:Q", "speedup_q25:Q", "speedup_q75:Q",
+            "efficiency:Q", "train_ms:Q", *runs]  # fmt: skip
+    line = (
+        alt.Chart(ideal)
+        .mark_line(color="gray", strokeDash=[2, 2])
+        .encode(x=x, y=y, tooltip=[alt.Tooltip("threads:Q", title=tr("serial.scaling.ideal"))])
+    )
+    points = (
+        alt.Chart(d)
+        .mark_line(point=alt.OverlayMarkDef(filled=True, size=60))
+        .encode(x=x, y=y, color=color, detail=runs or alt.Undefined, tooltip=tips)
+    )
+    if by:
+        points = points.encode(shape=shape)
+    bars = alt.Chart(d).mark_rule().encode(x=x, y=alt.Y("speedup_q25:Q"), y2="speedup_q75:Q", color=color)
+    curve = (
+        alt.Chart(fitted)
+        .mark_line(strokeDash=[6, 4], opacity=0.8)
+        .encode(
+            x=x,
+            y=y,
+            color=color,
+            detail=runs or alt.Undefined,
+            tooltip=["model:N", alt.Tooltip("speedup:Q", format=".2f"), alt.Tooltip("threads:Q", format=".3g"), *runs],
+        )
+    )
+    title = tr("serial.scaling.chart.title", T=seq_len if seq_len is not None else "–")
+    return titled(line + curve + bars + points, title, tr("serial.scaling.chart.sub", device=device_subtitle(d)))
+
+
+def fits_table(df: pd.DataFrame, tr) -> pd.DataFrame:
+    """The fits as the page shows them: fraction with its error or range, and the GPU extrapolation, labelled."""
+    f = findings.fits(df)
+    keep = [c for c in ("run",) if c in f.columns]
+    gpu = [
+        "–" if pd.isna(r["gpu_speedup_extrapolated"]) else
+        f"{r['gpu_speedup_extrapolated']:.3g}× ({r['gpu_speedup_lo']:.3g}–{r['gpu_speedup_hi']:.3g})"
+        for _, r in f.iterrows()
+    ]  # fmt: skip
+    out = pd.DataFrame(
+        {
+            "model": [findings.name(m, tr) for m in f["model"]],
+            "seq_len": f["seq_len"].astype(int),
+            "serial_fraction": [findings.fraction_text(r) for _, r in f.iterrows()],
+            "gpu": gpu,
+            "fit_flag": [tr(f"serial.scaling.flag.{x or 'none'}") for x in f["fit_flag"]],
+            **{c: f[c] for c in keep},
+        }
+    )
+    return out.rename(columns={c: tr(f"serial.scaling.col.{c}") for c in out.columns})
