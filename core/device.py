@@ -121,11 +121,14 @@ def total_memory_bytes(device: torch.device) -> int:
 
 
 def free_memory_bytes(device: torch.device) -> int:
-    """Memory a new allocation could use now: CUDA's free memory, or the OS's MemAvailable."""
+    """Memory a new allocation could use now: on CUDA the driver's free memory plus the blocks this process's
+    caching allocator holds unused (it reuses them, and frees them itself before an allocation would fail), so the
+    guard need not empty the cache after every point to see them; elsewhere the OS's MemAvailable."""
     import torch
 
     if device.type == "cuda":
-        return torch.cuda.mem_get_info(device)[0]
+        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return torch.cuda.mem_get_info(device)[0] + max(cached, 0)
     try:
         with open("/proc/meminfo") as f:
             for line in f:
@@ -167,8 +170,62 @@ def git_commit() -> str:
         return ""
 
 
+def threads_used(device: torch.device, n: int | None = None) -> int | None:
+    """The `threads` a row records: torch's CPU threads (or `n`, where the work ran on fewer) on the CPU; None on an
+    accelerator, where the CPU threads only launch kernels and say nothing about the measurement."""
+    import torch
+
+    if device.type != "cpu":
+        return None
+    return n if n is not None else torch.get_num_threads()
+
+
+def configure_precision() -> None:
+    """float32 as float32 everywhere: no TF32 in CUDA matmuls (torch's default) nor in cuDNN convolutions and RNNs
+    (whose default is TF32), so the fused LSTM rows, the attention rows and the measured FLOP/s ceiling are all
+    full fp32 and agree with the CPU reference. Set through the legacy flags, both of them: torch 2.13 checks that
+    the legacy and the new (`fp32_precision`) settings agree and raises when code mixes them."""
+    import torch
+
+    torch.set_float32_matmul_precision("highest")  # = backends.cuda.matmul.allow_tf32 = False (and oneDNN's matmul)
+    torch.backends.cudnn.allow_tf32 = False  # cuDNN convolutions and RNNs
+
+
+def tf32_mode(device: torch.device) -> str:
+    """'off' when float32 math runs in float32 on `device`, 'on' when matmuls and cuDNN all use TF32, else which
+    do (torch 2.13's own default on CUDA is 'cudnn_conv+cudnn_rnn'); read from the resolved new-API settings, which
+    never raise."""
+    import torch
+
+    if device.type != "cuda":
+        return "off"  # TF32 is an NVIDIA tensor-core mode; CPU and MPS float32 math is float32
+    try:
+        used = {
+            "matmul": torch.backends.cuda.matmul.fp32_precision == "tf32",
+            "cudnn_conv": torch.backends.cudnn.conv.fp32_precision == "tf32",
+            "cudnn_rnn": torch.backends.cudnn.rnn.fp32_precision == "tf32",
+        }
+    except AttributeError:  # torch < 2.9: the legacy flags only
+        used = {"matmul": torch.backends.cuda.matmul.allow_tf32, "cudnn": torch.backends.cudnn.allow_tf32}
+    on = [k for k, v in used.items() if v]
+    return "off" if not on else "on" if len(on) == len(used) else "+".join(on)
+
+
+def cudnn_version(device: torch.device) -> int | None:
+    """cuDNN's version (e.g. 91002) for CUDA rows; None elsewhere (the CPU and MPS do not use it)."""
+    import torch
+
+    if device.type != "cuda" or not torch.backends.cudnn.is_available():
+        return None
+    return torch.backends.cudnn.version()
+
+
+ENV_COLUMNS = ("device", "device_type", "device_memory_bytes", "torch_version", "threads", "tf32", "cudnn_version",
+               "date", "git_commit")  # fmt: skip
+
+
 def environment(device: torch.device) -> dict:
-    """The columns every result row carries, so a CSV says where and how it was measured."""
+    """The columns every result row carries (ENV_COLUMNS), so a CSV says where and how it was measured."""
     import torch
 
     return {
@@ -176,7 +233,9 @@ def environment(device: torch.device) -> dict:
         "device_type": device.type,
         "device_memory_bytes": total_memory_bytes(device),
         "torch_version": torch.__version__,
-        "threads": torch.get_num_threads(),
+        "threads": threads_used(device),
+        "tf32": tf32_mode(device),
+        "cudnn_version": cudnn_version(device),
         "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "git_commit": git_commit(),
     }
@@ -195,12 +254,14 @@ def synchronize(device: torch.device) -> None:
 def measuring(on_wait=None):
     """Hold the process-wide measurement lock; while another session holds it, call `on_wait()` every half second.
 
-    Waiting in short slices (not one blocking acquire) lets a page's Stop interrupt the wait.
+    Waiting in short slices (not one blocking acquire) lets a page's Stop interrupt the wait. Every measurement
+    runs with float32 precision chosen deliberately (`configure_precision`).
     """
     while not MEASURE_LOCK.acquire(timeout=0.5):
         if on_wait is not None:
             on_wait()
     try:
+        configure_precision()
         yield
     finally:
         MEASURE_LOCK.release()

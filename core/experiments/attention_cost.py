@@ -21,11 +21,14 @@ import torch
 from core import bench, guard, status
 from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device
-from core.experiments.kv_cache import one_thread
+from core.experiments.attention_point import elem_bytes, needs_live_peak, predicted_bytes, shape_of
+from core.experiments.attention_point import inputs as _inputs  # noqa: F401 - the tests and the smoke test use it
+from core.experiments.attention_point import measure_attention as _measure_attention
+from core.experiments.attention_point import measure_lstm as _measure_lstm
 from core.findings.attention_cost import takeaways, wall
-from core.memory_formulas import DTYPE_BYTES, score_bytes
+from core.memory_formulas import score_bytes
 from core.models import attention
-from core.models.attention import BACKENDS, Shape
+from core.models.attention import BACKENDS
 from core.results import tidy
 
 IMPLS = ("naive", "sdpa", "linear", "lstm_state")  # the default comparison; any registered implementation runs
@@ -70,6 +73,8 @@ class AttentionCostConfig:
 
 PRESETS = {
     "quick": {"seq_lens": (256, 512, 1024, 2048), "warmup": 2, "repeats": 3, "max_point_s": 0.5},
+    # a second or two: for testing the command line and scripts/gpu_reference.sh, not for reading
+    "tiny": {"seq_lens": (32, 64), "backends": ("auto", "math"), "warmup": 0, "repeats": 1, "max_point_s": 0.1},
     # up to 128K: on a GPU the guard finds the wall; on a CPU the long points come back at once as rows saying
     # what they would need (memory) or take (time)
     "full": {
@@ -83,107 +88,6 @@ PRESETS = {
         "verify_wall": True,
     },
 }
-
-
-# ---- predictions (for the guard) ----------------------------------------------------------------------------
-
-
-def elem_bytes(dtype: str) -> int:
-    return int(DTYPE_BYTES[dtype])
-
-
-def shape_of(cfg: AttentionCostConfig, n: int) -> Shape:
-    return Shape(cfg.batch_size, cfg.n_heads, n, cfg.head_dim, elem_bytes(cfg.dtype), cfg.causal)
-
-
-def predicted_bytes(impl: str, backend: str, cfg: AttentionCostConfig, n: int, device: torch.device) -> float:
-    """A generous peak estimate for the guard: computed from the shape alone, before anything is allocated."""
-    return attention.get(impl).predicted_bytes(shape_of(cfg, n), backend, device.type)
-
-
-def formula_saved(impl: str, backend: str, cfg: AttentionCostConfig, n: int) -> float:
-    """The exact bytes saved for backward by formula, where one is known (fp32); NaN otherwise."""
-    formula = attention.get(impl).saved_formula
-    if cfg.dtype != "float32" or formula is None:
-        return math.nan
-    return formula(shape_of(cfg, n), backend)
-
-
-# ---- measuring one point -------------------------------------------------------------------------------------
-
-
-def _inputs(cfg: AttentionCostConfig, n: int, device: torch.device, requires_grad: bool = True):
-    g = torch.Generator().manual_seed(cfg.seed)
-    dtype = getattr(torch, cfg.dtype)
-    shape = (cfg.batch_size, cfg.n_heads, n, cfg.head_dim)  # (B, H, n, head_dim)
-    q, k, v, grad = (torch.randn(shape, generator=g).to(device, dtype) for _ in range(4))
-    for t in (q, k, v):
-        t.requires_grad_(requires_grad)
-    return q, k, v, grad
-
-
-def _measure_attention(impl: str, backend: str, cfg: AttentionCostConfig, n: int, device: torch.device) -> dict:
-    q, k, v, grad = _inputs(cfg, n, device)
-    record = attention.get(impl)
-
-    def forward():
-        return record.attend(q, k, v, cfg.causal, backend)
-
-    def step():
-        forward().backward(grad)
-        q.grad = k.grad = v.grad = None
-
-    with bench.LivePeak(exclude=(q, k, v, grad)) as live:
-        step()  # also the first warm-up call; records which kernel ran
-    ran = bench.backend_from_ops(live.ops) if record.uses_backends else attention.NO_BACKEND
-    timing = bench.time_fn(
-        step, warmup=max(cfg.warmup - 1, 0), repeats=cfg.repeats, device=device, max_seconds=cfg.max_point_s
-    )
-    saved = bench.saved_activation_bytes(forward, exclude=(q, k, v, grad))
-    cuda_peak = bench.cuda_peak_bytes(step, device)
-    return {
-        "backend": ran,
-        "time_ms": timing.median_ms,
-        "time_iqr_ms": timing.iqr_ms,
-        "noisy": timing.noisy,
-        "saved_bytes": saved,
-        "peak_bytes": cuda_peak if cuda_peak is not None else live.peak,
-        "peak_kind": "cuda_max_allocated" if cuda_peak is not None else "live_tensors",
-        "formula_saved_bytes": formula_saved(impl, ran, cfg, n),
-    }
-
-
-def _measure_lstm(cfg: AttentionCostConfig, n: int, device: torch.device) -> dict:
-    """An LSTM of the same width (H·head_dim) reads n tokens at inference, one step at a time, keeping only (h, c)."""
-    d = cfg.n_heads * cfg.head_dim
-    dtype = getattr(torch, cfg.dtype)
-    torch.manual_seed(cfg.seed)
-    cell = torch.nn.LSTMCell(d, d).to(device, dtype)
-    x = torch.randn(n, cfg.batch_size, d, generator=torch.Generator().manual_seed(cfg.seed)).to(device, dtype)
-    state = {}
-
-    @torch.no_grad()
-    def read():
-        h = c = x.new_zeros(cfg.batch_size, d)
-        for t in range(n):  # h_t = f(h_{t-1}, x_t): the state is overwritten, never grows
-            h, c = cell(x[t], (h, c))
-        state["bytes"] = h.untyped_storage().nbytes() + c.untyped_storage().nbytes()
-
-    with one_thread():  # tiny sequential steps: split over threads on a busy machine they ran 30x slower here
-        with bench.LivePeak(exclude=(x, *cell.parameters())) as live:
-            read()
-        timing = bench.time_fn(read, warmup=0, repeats=cfg.repeats, device=device, max_seconds=cfg.max_point_s)
-        cuda_peak = bench.cuda_peak_bytes(read, device)
-    return {
-        "threads": 1,
-        "backend": "-",
-        "time_ms": timing.median_ms,
-        "time_iqr_ms": timing.iqr_ms,
-        "noisy": timing.noisy,
-        "state_bytes": state["bytes"],
-        "peak_bytes": cuda_peak if cuda_peak is not None else live.peak,
-        "peak_kind": "cuda_max_allocated" if cuda_peak is not None else "live_tensors",
-    }
 
 
 def predicted_seconds(
@@ -245,8 +149,8 @@ def measure_point(
             "note": f"would need {guard.format_bytes(predicted)}; budget {guard.format_bytes(budget)}",
         }
     calls = cfg.warmup + min(cfg.repeats, 3) + 2  # warm-up, timed repeats (capped), saved-bytes and peak passes
-    if record.mode == "inference":
-        calls = min(cfg.repeats, 3) + 8  # its live-peak pass dispatches every step's operators through Python
+    if record.mode == "inference":  # off CUDA its live-peak pass dispatches every step's operators through Python
+        calls = min(cfg.repeats, 3) + (8 if needs_live_peak(device) else 2)
     seconds, how = predicted_seconds(impl, cfg, n, device, history or [])
     seconds *= calls
     if seconds > cfg.time_limit_s:
@@ -263,10 +167,8 @@ def measure_point(
     )
     try:
         fields = guard.guarded(measure, predicted, device, budget)
-    except RuntimeError as err:  # a backend this device, dtype or shape cannot run ("No viable backend", cuDNN)
-        if not attention.forced(backend) and "No viable backend" not in str(err):
-            raise
-        guard.free(device)
+    except RuntimeError as err:  # a kernel this device, dtype or shape cannot run: "No viable backend", a cuDNN or
+        guard.free(device)  # CUDA error in a forced backend or in auto's choice; run() then checks the device
         return {
             **row,
             "status": status.UNSUPPORTED,
@@ -298,10 +200,21 @@ def run(cfg: AttentionCostConfig, on_progress=None) -> pd.DataFrame:
         if on_progress is not None:
             on_progress(Progress(len(rows), total, message, (row,)))
 
-    for n, impl, b in points:
-        row = measure_point(impl, b, cfg, n, device, history[(impl, b)], budget=guard_budget)
+    def measured(impl, b, n, point="sweep") -> bool:
+        """Measure and add one point; False once the device has stopped computing (a broken CUDA context)."""
+        row = measure_point(impl, b, cfg, n, device, history[(impl, b)], point=point, budget=guard_budget)
         history[(impl, b)].append((n, row.get("time_ms", math.nan)))
-        add(row, f"{impl}{'/' + b if attention.get(impl).uses_backends else ''} n={n}")
+        label = f"{impl}{'/' + b if attention.get(impl).uses_backends else ''} n={n}"
+        add(row, label if point == "sweep" else f"checking the wall: {label}")
+        if row["status"] != status.UNSUPPORTED or guard.device_ok(device):
+            return True
+        note = f"the device stopped computing after {label} ({row['note']}); the rest of the sweep was not run"
+        add({**row, "status": status.STOPPED, "note": note, "point": point}, "the device stopped computing")
+        return False
+
+    for n, impl, b in points:
+        if not measured(impl, b, n):
+            return to_frame(rows)
     if cfg.verify_wall:
         walls = wall(to_frame(rows), budget)
         for impl, b in variants:
@@ -310,11 +223,8 @@ def run(cfg: AttentionCostConfig, on_progress=None) -> pd.DataFrame:
             for side, factor in (("below", 0.9), ("above", 1.1)):
                 if not math.isfinite(n_max) or n_max * factor > 2**21:
                     continue
-                n = max(2, int(n_max * factor))
-                row = measure_point(
-                    impl, b, cfg, n, device, history[(impl, b)], point=f"wall_{side}", budget=guard_budget
-                )
-                add(row, f"checking the wall: {impl} n={n}")
+                if not measured(impl, b, max(2, int(n_max * factor)), point=f"wall_{side}"):
+                    return to_frame(rows)
     return to_frame(rows)
 
 

@@ -70,12 +70,14 @@ class GradientReachConfig:
 
 PRESETS = {
     "quick": {"seq_len": 200, "d_model": 64},
+    "tiny": {"seq_len": 16, "d_model": 8},  # for testing the command line and scripts/gpu_reference.sh
     "full": {"seq_len": 1000, "d_model": 128},
 }
 
 
 def spectral_radius(w: torch.Tensor) -> float:
-    return float(torch.linalg.eigvals(w.detach().double().cpu()).abs().max())
+    # to the CPU first, then float64: MPS has no float64, and eigvals runs on the CPU anyway
+    return float(torch.linalg.eigvals(w.detach().cpu().double()).abs().max())
 
 
 def build_layer(name: str, cfg: GradientReachConfig) -> nn.Module:

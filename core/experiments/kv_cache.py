@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from core.config import Experiment, Progress, spec
-from core.device import DEVICES, environment, resolve_device, synchronize, torch_threads
+from core.device import DEVICES, environment, resolve_device, synchronize, threads_used, torch_threads
 from core.findings.kv_cache import STATE, takeaways
 from core.memory_formulas import DTYPE_BYTES, MODEL_PRESETS, ModelShape, kv_cache_bytes
 from core.models.decoder import TinyDecoder
@@ -83,6 +83,8 @@ class KVCacheConfig:
 
 PRESETS = {
     "quick": {"gen_tokens": 128, "record_every": 16},
+    # for testing the command line and scripts/gpu_reference.sh
+    "tiny": {"gen_tokens": 16, "record_every": 8, "n_layers": 1, "models": ("Llama-2-7B",), "contexts": (1024,)},
     "full": {
         "gen_tokens": 2048,
         "record_every": 128,
@@ -251,7 +253,7 @@ def run(cfg: KVCacheConfig, on_progress=None) -> pd.DataFrame:
                     "note": "",
                     "seed": cfg.seed,
                     **env,
-                    "threads": 1,
+                    "threads": threads_used(device, 1),
                 }
             )
         rows += new
@@ -278,7 +280,7 @@ def run(cfg: KVCacheConfig, on_progress=None) -> pd.DataFrame:
                 "note": "",
                 "seed": cfg.seed,
                 **env,
-                "threads": 1,
+                "threads": threads_used(device, 1),
             }
         )
     rows += new

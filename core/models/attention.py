@@ -99,15 +99,29 @@ def _softmax_flops(s: Shape) -> float:
     return 3.5 * 4.0 * s.batch_size * s.n_heads * s.seq_len**2 * s.head_dim
 
 
+# A peak for the guard counts the inputs too (q, k, v and the output's gradient exist before the call): the guard
+# asks whether a point fits before anything is allocated. Both formulas are within a few per cent of the peak
+# measured on the CPU (live tensors plus the inputs, tests/test_attention_cost.py) for fp32 and bf16.
+
+
 def _naive_bytes(s: Shape, backend: str, device_type: str) -> float:
-    # scores, probabilities and their gradients live together (~3-4 copies), plus the causal mask
-    return float(_linear_part(s) + 4 * score_bytes(s.batch_size, s.n_heads, s.seq_len, s.elem_bytes) + s.seq_len**2)
+    # in backward three n² tensors are live at once (the probabilities, their gradient, the scores' gradient), in the
+    # input's dtype; a causal mask adds one n×n boolean
+    mask = s.seq_len**2 if s.causal else 0
+    return float(_linear_part(s) + 3 * score_bytes(s.batch_size, s.n_heads, s.seq_len, s.elem_bytes) + mask)
+
+
+def _math_bytes(s: Shape) -> float:
+    # SDPA's math backend upcasts fp16/bf16 inputs to fp32 inside (unless allow_fp16_bf16_reduction_math_sdp), on
+    # every device: its three live n² tensors are fp32 whatever the input (bf16 at n=2048: 195.5 MiB, 1.4x what the
+    # input's dtype would give); it keeps no mask
+    return float(_linear_part(s) + 3 * score_bytes(s.batch_size, s.n_heads, s.seq_len, max(s.elem_bytes, 4)))
 
 
 def _sdpa_bytes(s: Shape, backend: str, device_type: str) -> float:
-    # the math backend (and 'auto' where no fused kernel exists) materialises the scores like the naive path
+    # the math backend (and 'auto' where no fused kernel exists) materialises the scores
     quadratic = backend == "math" or (backend == AUTO and device_type not in ("cpu", "cuda"))
-    return _naive_bytes(s, backend, device_type) if quadratic else float(_linear_part(s))
+    return _math_bytes(s) if quadratic else float(_linear_part(s))
 
 
 def _linear_bytes(s: Shape, backend: str, device_type: str) -> float:
