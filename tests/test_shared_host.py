@@ -9,7 +9,7 @@ import time
 
 import pytest
 import torch
-from conftest import app_test
+from conftest import REVEALED, app_test
 from streamlit.testing.v1 import AppTest
 
 from core import cancel, checkpoints, files, results
@@ -271,3 +271,27 @@ def test_a_long_bad_value_is_not_echoed_whole():
     with pytest.raises(ValueError) as err:
         make_config(serial.SerialConfig, {"d_model": "x" * 100_000})
     assert len(str(err.value)) < 200
+
+
+# ---- fair under company ---------------------------------------------------------------------------------------
+def test_a_page_holds_its_charts_back_while_another_session_measures():
+    """Another session holds the measurement lock for 2 s: this page draws its charts only after it is free."""
+    held = threading.Event()
+
+    def other_session():
+        with measuring():
+            held.set()
+            time.sleep(2.0)
+
+    t0 = time.perf_counter()
+    _open("pages/depth.py", REVEALED)
+    alone = time.perf_counter() - t0
+    thread = threading.Thread(target=other_session)
+    thread.start()
+    held.wait(5)
+    t0 = time.perf_counter()
+    at = _open("pages/depth.py", REVEALED)
+    took = time.perf_counter() - t0
+    thread.join()
+    assert not at.exception and len(at.get("vega_lite_chart")) >= 1
+    assert took >= alone + 1.0, (alone, took)  # it waited for the other session's run to end

@@ -145,6 +145,10 @@ def chart_ui(chart, name: str | None = None) -> None:
 
     if not revealed_now():
         return
+    from core.i18n import translator
+    from ui.live import wait_while_others_measure
+
+    wait_while_others_measure(translator(st.session_state.get("lang", "en")))  # fair to a run in another session
 
     st.altair_chart(chart, width="stretch")
     spec = chart.to_json()

@@ -16,6 +16,35 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+SETTLE_S = 2.0  # after waiting for another session's run: let that page draw its results before timing starts
+CHART_WAIT_S = 90.0  # the longest a page holds its charts back while another session measures
+
+# Threads of this process inside a live measurement (Streamlit runs each session's script in its own thread).
+_measuring_threads: set[int] = set()
+
+
+def others_measuring() -> bool:
+    """True while another session's run holds the measurement lock (this thread's own run does not count)."""
+    import threading
+
+    from core.device import MEASURE_LOCK
+
+    return MEASURE_LOCK.locked() and threading.get_ident() not in _measuring_threads
+
+
+def wait_while_others_measure(tr) -> None:
+    """Hold this page's heavy drawing back while another session times its points, so building charts here does
+    not land in that session's timed region (on 2 cores it slowed its first points 5-9x); at most CHART_WAIT_S."""
+    import time
+
+    if not others_measuring():
+        return
+    with st.spinner(tr("ui.chart_wait")):
+        deadline = time.monotonic() + CHART_WAIT_S
+        while others_measuring() and time.monotonic() < deadline:
+            time.sleep(0.25)
+
+
 def _live_state(page: str) -> dict:
     return st.session_state.setdefault(
         f"live:{page}", {"rows": [], "done": 0, "total": 0, "finished": False, "error": None}
@@ -65,16 +94,36 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
                 min(1.0, p.done / max(1, p.total)), text=tr("ui.progress", done=p.done, total=p.total, what=p.message)
             )
 
+        waited = []
+
         def on_wait():
             if state.get("token") is not token or state.get("stop"):
                 raise _Superseded
+            waited.append(True)
             bar.progress(0.0, text=tr("ui.waiting"))
+
+        def settle():
+            """The lock came free when another session's run ended: its page now draws its results. Start timing
+            only once that is done (SETTLE_S), checking for Stop meanwhile."""
+            import time
+
+            bar.progress(0.0, text=tr("ui.settling"))
+            end = time.monotonic() + SETTLE_S
+            while time.monotonic() < end:
+                cancel.check()
+                time.sleep(0.1)
 
         def stop_asked() -> bool:  # read by core.cancel.check() between timed repeats and training steps
             return state.get("token") is not token or bool(state.get("stop"))
 
+        import threading
+
+        me = threading.get_ident()
         try:
             with measuring(on_wait), cancel.stop_when(stop_asked):
+                _measuring_threads.add(me)
+                if waited:
+                    settle()
                 experiment.run(cfg, on_progress=on_progress)
             state["finished"] = True
         except (_Superseded, cancel.Stopped):
@@ -84,6 +133,7 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
         except Exception as err:  # noqa: BLE001 - shown as a result, not a traceback; measured rows are kept
             state["error"] = f"{type(err).__name__}: {err}"
         finally:
+            _measuring_threads.discard(me)
             return_freed_memory()  # a long-lived server levels off (core.bench.return_freed_memory)
         if state.get("token") is not token:
             return None  # a newer run of this page draws the results
