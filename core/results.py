@@ -6,9 +6,13 @@ never raised into a page.
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import os
 import re
+import secrets
 import tempfile
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -33,21 +37,76 @@ def tidy(rows, columns: tuple[str, ...]) -> pd.DataFrame:
     return df[list(columns) + [c for c in df.columns if c not in columns]]
 
 
+def _tmp_name(path: Path) -> str:
+    """A temp file's name beside `path`: it names its writer's process, so a later write can tell an orphan."""
+    return f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+
+
+def _orphans(path: Path) -> list[Path]:
+    """Temp files of `path` whose writer is gone (killed mid-write): older ones name no process (mkstemp's names)
+    and count as orphans after a minute."""
+    out = []
+    for tmp in path.parent.glob(f"{glob.escape(path.name)}.*.tmp"):
+        parts = tmp.name[len(path.name) + 1 : -len(".tmp")].split(".")
+        try:
+            if len(parts) == 2 and parts[0].isdigit():
+                pid = int(parts[0])
+                if pid == os.getpid() or _alive(pid):
+                    continue
+            elif time.time() - tmp.stat().st_mtime < 60:
+                continue
+        except OSError:
+            continue
+        out.append(tmp)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, someone else's
+        return True
+    return True
+
+
 def save_csv(df: pd.DataFrame, path: str | os.PathLike) -> Path:
-    """Write `df` to `path` atomically: a temp file in the same folder, then rename."""
+    """Write `df` to `path` atomically: a temp file in the same folder, then rename. Temp files a killed earlier
+    write left beside `path` are removed first."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    for orphan in _orphans(path):
+        with contextlib.suppress(OSError):
+            orphan.unlink()
+    tmp = path.parent / _tmp_name(path)
     try:
-        with os.fdopen(fd, "w", newline="") as f:
+        with open(tmp, "x", newline="") as f:
             df.to_csv(f, index=False)
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a result file is for everyone who reads the folder
+        os.chmod(tmp, 0o644)  # a result file is for everyone who reads the folder
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
         raise
     return path
+
+
+def save_csv_keeping(df: pd.DataFrame, path: str | os.PathLike) -> tuple[Path, str | None]:
+    """`save_csv`, and if that fails, the rows kept elsewhere rather than lost: beside `path` under another name,
+    else in the system's temp folder. Returns (where they are, None) or (where they are, what went wrong)."""
+    path = Path(path)
+    try:
+        return save_csv(df, path), None
+    except OSError as err:
+        why = f"could not write {path} ({type(err).__name__}: {err.strerror or err})"
+    stem = f"{path.stem}.recovered-{os.getpid()}"
+    for fallback in (path.with_name(stem + ".csv"), Path(tempfile.gettempdir()) / (stem + ".csv")):
+        try:
+            return save_csv(df, fallback), f"{why}; the rows are in {fallback} instead"
+        except OSError:
+            continue
+    raise OSError(f"{why}, nor beside it, nor in {tempfile.gettempdir()}: the rows were only printed")
 
 
 def load_csv(

@@ -74,6 +74,17 @@ class DepthConfig:
 # trained in all; at 1.5e-2 both trained, at 3e-2 even a 20-step warm-up did not save Post-LN.
 PRESETS = {
     "quick": {},  # the defaults: 20 runs of 60 steps, depths 2 and 8
+    # a second or two: for testing the command line and scripts/gpu_reference.sh, not for reading
+    "tiny": {
+        "depths": (1, 2),
+        "init_depths": (1,),
+        "d_model": 16,
+        "seq_len": 8,
+        "batch_size": 4,
+        "steps": 4,
+        "warmup_steps": (0, 2),
+        "log_every": 2,
+    },
     # ~7 min on one CPU thread; per-layer rows for one seed keep the CSV near 2.5 MB (~14k rows)
     "full": {
         "depths": (2, 8, 16, 32),

@@ -100,6 +100,17 @@ class LongRangeConfig:
 
 PRESETS = {
     "quick": {},
+    # a second or two: for testing the command line and scripts/gpu_reference.sh, not for reading
+    "tiny": {
+        "seq_len": 8,
+        "distances": (2,),
+        "d_model": 16,
+        "n_layers": 1,
+        "steps": 4,
+        "batch_size": 4,
+        "eval_every": 2,
+        "eval_size": 16,
+    },
     # multi-query recall is learned suddenly, after a plateau of several hundred steps and at a different step for
     # each seed: a budget of 3000 steps, stopping each run once solved, and three seeds read by their median
     "full": {

@@ -1,0 +1,134 @@
+"""`python -m core reference`: every experiment's preset, each in a process of its own, each under its own time limit.
+
+A GPU session is rare and short; nothing it measures may be lost to one failure. Each experiment runs as
+`python -m core run NAME --out-dir DIR --time-limit S` in a child process, which writes its rows as they are
+measured and, on a failure or at its time limit, ends its CSV with a status row ('stopped', the reason in the note).
+A child that cannot say so itself (killed after the limit and a grace period, or dead by a signal) gets that row
+from this parent. A broken CUDA context dies with its process: the next experiment starts in a fresh one. One line
+per experiment goes to the log. This parent imports torch only to check the input; it never touches the device.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from core import status
+from core.cli import positive_seconds
+from core.outputs import add_stop_row, check_out_dir, summary
+
+ROOT = Path(__file__).resolve().parent.parent
+GRACE_S = 15  # after SIGTERM, this long for the child to write its rows before SIGKILL
+SOFT_MARGIN_S = 15  # the child's own limit ends this long before the parent's (or at half of a short one)
+
+
+class Log:
+    """Timestamped lines to stderr and, appended and flushed one by one (a kill keeps them), to a file."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+
+    def __call__(self, line: str) -> None:
+        stamped = f"{_dt.datetime.now(_dt.UTC).strftime('%Y-%m-%dT%H:%M:%SZ')} {line}"
+        print(f"== {line}", file=sys.stderr, flush=True)
+        if self.path is not None:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(stamped + "\n")
+
+
+def time_limits(values: list[str], names: list[str]) -> dict[str, float | None]:
+    """'SECONDS' for every experiment and 'NAME=SECONDS' for one (the later wins): the limit of each in `names`."""
+    default, per = None, {}
+    for value in values:
+        name, _, seconds = value.rpartition("=")
+        if name and name not in names:
+            raise ValueError(f"--time-limit: {name!r} is not among the experiments run ({', '.join(names)})")
+        if name:
+            per[name] = positive_seconds("--time-limit", seconds)
+        else:
+            default = positive_seconds("--time-limit", seconds)
+    return {n: per.get(n, default) for n in names}
+
+
+def cli(args) -> int:
+    from core.device import resolve_device
+    from core.experiments import EXPERIMENTS
+    from core.results import REFERENCE_DIR
+
+    names = args.only or list(EXPERIMENTS)
+    for name in names:
+        if name not in EXPERIMENTS:
+            raise ValueError(f"--only: {name!r} is not one of {', '.join(EXPERIMENTS)}")
+        EXPERIMENTS[name].config(args.preset)  # an unknown preset is bad input now, not a failure later
+    if len(set(names)) != len(names):
+        raise ValueError("--only: an experiment is named twice")
+    resolve_device(args.device)  # absent: bad input (this only asks whether the device exists)
+    limits = time_limits(args.time_limit, names)
+    out_dir = check_out_dir("--out-dir", args.out_dir or REFERENCE_DIR)
+    log_path = Path(args.log) if args.log else (out_dir / "reference.log" if args.out_dir else None)
+    if log_path is not None:
+        if log_path.is_dir():
+            raise ValueError(f"--log: {str(log_path)!r} is a folder; give a file name")
+        check_out_dir("--log", log_path.parent)
+    log = Log(log_path)
+    done = 0
+    for name in names:
+        try:
+            done += run_isolated(name, args.preset, args.device, out_dir, limits[name], log)
+        except Exception as err:  # noqa: BLE001 - the runner's own trouble is logged; the next experiment runs
+            log(f"FAILED {name}: the runner failed ({type(err).__name__}: {err})")
+    log(f"finished: {done} of {len(names)} experiments complete, results in {out_dir}")
+    return 0 if done == len(names) else 1
+
+
+def run_isolated(name: str, preset: str, device: str, out_dir: Path, limit: float | None, log: Log) -> bool:
+    """Run one experiment in a child process under `limit` seconds; True if it finished normally."""
+    cmd = [sys.executable, "-m", "core", "run", name, "--preset", preset, "--device", device, "--out-dir", str(out_dir)]
+    if limit is not None:
+        cmd += ["--time-limit", f"{max(limit - SOFT_MARGIN_S, 0.5 * limit):.1f}"]
+    log(f"start {name}: preset {preset}, device {device}" + (f", time limit {limit:,.0f} s" if limit else ""))
+    t0 = time.time()
+    proc = subprocess.Popen(cmd, cwd=ROOT)
+    killed = None
+    try:
+        rc = proc.wait(timeout=limit)
+    except subprocess.TimeoutExpired:
+        proc.terminate()  # the child writes its rows and a status row on SIGTERM
+        try:
+            rc = proc.wait(timeout=GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = proc.wait()
+            killed = f"killed: still running {GRACE_S} s after its time limit of {limit:,.0f} s"
+    seconds = time.time() - t0
+    path = _written(out_dir, name, t0)
+    rows, counts, last = summary(path) if path is not None else (0, {}, {})
+    if rc != 0 and last.get("status") != status.STOPPED:  # it could not say why itself
+        path = add_stop_row(
+            path or out_dir / f"{name}-{device}-failed.csv", killed or _exit_note(rc), {"device": device}
+        )
+        rows, counts, last = summary(path)
+    outcome = {0: "done", 124: "TIME LIMIT", 143: "TIME LIMIT"}.get(rc, "FAILED")
+    counted = ", ".join(f"{k} {v}" for k, v in counts.items())
+    log(f"{outcome} {name}: exit {rc} after {seconds:,.0f} s, {rows} rows ({counted}) in {path}"
+        + (f"; {last.get('note', '')}" if rc != 0 else ""))  # fmt: skip
+    return rc == 0
+
+
+def _written(out_dir: Path, name: str, since: float) -> Path | None:
+    """The CSV this run of `name` wrote (the newest of its files changed since it started), if any."""
+    found = [p for p in out_dir.glob(f"{name}-*.csv") if p.stat().st_mtime >= since - 1]
+    return max(found, key=lambda p: p.stat().st_mtime) if found else None
+
+
+def _exit_note(rc: int) -> str:
+    if rc < 0:
+        sig = signal.Signals(-rc).name
+        return f"killed by {sig} before it could write a status row" + (
+            " (out of host memory?)" if sig == "SIGKILL" else ""
+        )
+    return f"exited with status {rc} before it could write a status row (bad input? see the session log)"

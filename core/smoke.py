@@ -1,0 +1,162 @@
+"""`python -m core smoke` and `python -m core env`: the environment, then a short test of the risky paths.
+
+Run first in a rare GPU session (scripts/gpu_reference.sh), in its own process, before the experiments: every SDPA
+backend in bf16 at two lengths and the naive path (through the attention experiment's own guarded point), the fused
+recurrent kernels (through the serial experiment's timing), the peak-memory counter against a known allocation,
+one out-of-memory error on purpose (the guard must make it a row, and the device must go on working), the FLOP/s
+ceiling and the dependent-step latency. One row per check, written as it is measured, with whether it passed; a
+device that stops computing ends the test there. Lengths 256 and 2048 on an accelerator, 32 and 64 on the CPU
+(where it only tests the script). Under a minute on a GPU.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from core import bench, guard, status
+from core.device import (
+    configure_precision,
+    cudnn_version,
+    device_label,
+    environment,
+    free_memory_bytes,
+    git_commit,
+    measuring,
+    resolve_device,
+    tf32_mode,
+    total_memory_bytes,
+)
+from core.memory_formulas import format_bytes
+from core.models import attention, registry
+from core.outputs import RowWriter
+from core.results import slug
+
+KNOWN_BYTES = 64 * 2**20  # the allocation the peak counter must see
+
+
+def describe_environment(device_str: str = "auto") -> str:
+    """Python, torch, CUDA, cuDNN, numpy, pandas, the device and its free memory, TF32 as measurements run it."""
+    import numpy
+
+    device = resolve_device(device_str)
+    configure_precision()
+    free = free_memory_bytes(device)
+    lines = [
+        f"python {platform.python_version()} ({sys.executable})",
+        f"torch {torch.__version__}, CUDA {torch.version.cuda or '-'}, cuDNN {torch.backends.cudnn.version() or '-'}",
+        f"numpy {numpy.__version__}, pandas {pd.__version__}, git commit {git_commit() or '-'}",
+        f"device {device_label(device)}: {format_bytes(total_memory_bytes(device))}, {format_bytes(free)} free",
+        f"TF32 in measurements: {tf32_mode(device)}; cuDNN for this device: {cudnn_version(device) or '-'}",
+    ]
+    if device.type == "cuda":
+        p = torch.cuda.get_device_properties(device)
+        lines.append(f"compute capability {p.major}.{p.minor}, {p.multi_processor_count} SMs")
+    return "\n".join(lines)
+
+
+def _attention_rows(device: torch.device, lengths) -> Iterator[dict]:
+    from core.experiments import attention_cost as ac
+
+    fused = attention.find(attention.IMPLS, uses_backends=True)
+    explicit = attention.find(attention.IMPLS, computes="softmax", memory_exponent=2)
+    cfg = ac.EXPERIMENT.config("quick", {"device": device.type, "dtype": "bfloat16", "warmup": 1, "repeats": 2,
+                                         "max_point_s": 0.5, "time_limit_s": 30, "seq_lens": lengths})  # fmt: skip
+    for n in lengths:
+        for impl, backend in [(explicit, attention.NO_BACKEND)] + [(fused, b) for b in attention.BACKENDS]:
+            t0 = time.perf_counter()
+            row = ac.measure_point(impl, backend, cfg, n, device)
+            yield {"check": "attention bf16", "detail": attention.get(impl).label(row["backend"], backend),
+                   "seq_len": n, "status": row["status"], "ms": row.get("time_ms", math.nan),
+                   "value": row.get("peak_bytes", math.nan), "note": row.get("note", ""),
+                   "passed": row["status"] == status.OK or (row["status"] == status.UNSUPPORTED and attention.forced(backend)),
+                   "seconds": time.perf_counter() - t0}  # fmt: skip
+
+
+def _recurrent_rows(device: torch.device, lengths) -> Iterator[dict]:
+    from core.experiments import serial
+
+    names = [n for n in registry.names("serial") if registry.get(n).recurrent and registry.get(n).fused]
+    small = {} if device.type != "cpu" else {"d_model": 32, "batch_size": 2}  # the CPU only tests the script
+    cfg = serial.EXPERIMENT.config("quick", {"device": device.type, "models": names, "warmup": 1, "repeats": 2,
+                                             "max_point_s": 0.5, "seq_lens": lengths, **small})  # fmt: skip
+    for T in lengths:
+        for name, f in serial.measure_length(cfg, T, names, device).items():
+            yield {"check": "fused recurrent fp32", "detail": name, "seq_len": T, "status": f["status"],
+                   "ms": f.get("train_ms", math.nan), "value": f.get("saved_bytes", math.nan),
+                   "note": f.get("note", ""), "passed": f["status"] == status.OK}  # fmt: skip
+
+
+def _memory_rows(device: torch.device) -> Iterator[dict]:
+    def allocate():
+        torch.ones(KNOWN_BYTES // 4, device=device).add_(1)
+
+    peak = bench.cuda_peak_bytes(allocate, device)
+    if peak is None:
+        with bench.LivePeak() as live:
+            allocate()
+        peak = live.peak
+    yield {"check": "peak memory", "detail": f"a {format_bytes(KNOWN_BYTES)} tensor", "status": status.OK,
+           "value": peak, "passed": abs(peak - KNOWN_BYTES) <= 0.02 * KNOWN_BYTES}  # fmt: skip
+    # more than the device has (on the CPU more than an address space holds): the guard must make it a row
+    too_much = total_memory_bytes(device) + 2**30 if device.type == "cuda" else 2**50
+    fields = guard.guarded(lambda: {"value": torch.empty(too_much, dtype=torch.uint8, device=device).numel()},
+                           0, device, budget=2**62)  # fmt: skip
+    after = guard.device_ok(device) and torch.empty(2**28, dtype=torch.uint8, device=device).fill_(1).numel() > 0
+    yield {"check": "out of memory on purpose", "detail": f"{format_bytes(too_much)}, then 256 MiB",
+           "status": fields["status"], "note": fields.get("note", ""),
+           "passed": fields["status"] == status.OOM and after}  # fmt: skip
+
+
+def _device_rows(device: torch.device) -> Iterator[dict]:
+    n = 4096 if device.type == "cuda" else 512
+    for dtype in ("float32", "bfloat16"):
+        flops = bench.peak_flops(str(device), dtype, n=n, repeats=3)
+        yield {"check": "matmul ceiling", "detail": f"{dtype} {n}×{n}, TF32 {tf32_mode(device)}", "status": status.OK,
+               "value": flops, "passed": math.isfinite(flops) and flops > 0}  # fmt: skip
+    latency = bench.step_latency_s(str(device))
+    yield {"check": "dependent-step latency", "detail": "fused LSTM, width 8", "status": status.OK,
+           "value": latency, "passed": math.isfinite(latency) and latency > 0}  # fmt: skip
+
+
+def run_smoke(device_str: str = "auto", out_dir: Path | None = None) -> int:
+    """Every check in turn, each row written as it comes; exit status 0 if all passed, 1 otherwise."""
+    device = resolve_device(device_str)
+    print(describe_environment(device_str), flush=True)
+    lengths = (256, 2048) if device.type != "cpu" else (32, 64)
+    env = environment(device)
+    path = out_dir / f"smoke-{device.type}-{slug(device_label(device).split('·')[1])}.csv" if out_dir else None
+    writer = RowWriter(path) if path else None
+    rows: list[dict] = []
+    checks = (lambda: _attention_rows(device, lengths), lambda: _recurrent_rows(device, lengths),
+              lambda: _memory_rows(device), lambda: _device_rows(device))  # fmt: skip
+    with measuring():
+        for check in checks:
+            try:
+                for row in check():
+                    rows.append({**env, **row})
+                    print(f"{'pass' if row['passed'] else 'FAIL'}  {row['check']}: {row['detail']} "
+                          f"{row.get('seq_len', '')} {row['status']} {row.get('note', '')}"[:160], flush=True)  # fmt: skip
+                    if writer is not None:
+                        writer.add([rows[-1]])
+            except RuntimeError as err:  # a check that broke: a row, then the device is asked whether it still works
+                rows.append({**env, "check": "error", "status": status.UNSUPPORTED, "passed": False,
+                             "note": f"{type(err).__name__}: {' '.join(str(err).split())[:200]}"})  # fmt: skip
+                print(f"FAIL  {rows[-1]['note']}", flush=True)
+            if not guard.device_ok(device):
+                rows.append({**env, "check": "device", "status": status.STOPPED, "passed": False,
+                             "note": "the device stopped computing: the remaining checks were not run"})  # fmt: skip
+                break
+    df = pd.DataFrame(rows)
+    failed = int((~df["passed"].astype(bool)).sum())
+    print(f"smoke: {len(df) - failed} of {len(df)} checks passed", flush=True)
+    if writer is not None:
+        print(f"wrote {writer.write(df)}", file=sys.stderr)
+    return 0 if failed == 0 else 1
