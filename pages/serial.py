@@ -76,22 +76,21 @@ with shown:
     else:
         ui.status_ui(tr, s_both)
         lengths = sorted(int(n) for n in set(ok["seq_len"]))
-        T = st.selectbox(tr("serial.scaling.length"), lengths, index=len(lengths) - 1, key=f"{SCALING}:length")
-        left, right = st.columns([3, 2])
-        with left:
-            ui.chart_ui(scaling_charts.speedup_chart(s_both, tr, T))
-        with right:
-            ui.caption_source_ui(tr, s_primary)
-            ui.takeaways_ui(tr, scaling_findings.takeaways(s_primary, tr))
-            story = findings.comparison(gpu_rows) if len(gpu_rows) else None
-            if story is None:
-                st.caption(tr("serial.scaling.no_gpu"))
-            else:
-                ratio, lo, hi = findings.spread_text(story)
-                device = str(story["att_row"]["device"])
-                key = f"serial.scaling.gpu_story_{story['verdict']}"
-                st.caption(tr(key, device=device, T=story["T"], ratio=ratio, lo=lo, hi=hi))
-        st.caption(tr("serial.scaling.fit_header"))
-        st.dataframe(scaling_charts.fits_table(s_both, tr), hide_index=True)
+        own = scaling_findings.measured(s_primary)["seq_len"]  # open on the longest length the takeaways speak of
+        start = lengths.index(int(own.max())) if len(own) else len(lengths) - 1
+        T = st.selectbox(tr("serial.scaling.length"), lengths, index=start, key=f"{SCALING}:length")
+        ui.chart_ui(scaling_charts.speedup_chart(s_both, tr, T))
+        st.caption(tr("serial.scaling.chart.legend"))
+        ui.caption_source_ui(tr, s_primary)
+        ui.takeaways_ui(tr, scaling_findings.takeaways(s_primary, tr))
+        story = findings.comparison(gpu_rows) if len(gpu_rows) else None
+        if story is None:
+            st.caption(tr("serial.scaling.no_gpu"))
+        else:
+            ratio, lo, hi = findings.spread_text(story)
+            key = f"serial.scaling.gpu_story_{story['verdict']}"
+            st.caption(tr(key, device=str(story["att_row"]["device"]), T=story["T"], ratio=ratio, lo=lo, hi=hi))
+        st.caption(tr("serial.scaling.fit_header", T=T))
+        st.dataframe(scaling_charts.fits_table(s_both[s_both["seq_len"] == T], tr), hide_index=True)
     ui.method_ui(tr, "serial.scaling")
     ui.table_ui(tr, s_both, "scaling")

@@ -17,7 +17,7 @@ def speedup_chart(df: pd.DataFrame, tr, seq_len: int | None = None) -> alt.Chart
     if len(d):
         seq_len = int(d["seq_len"].max()) if seq_len is None else seq_len
         d = d[d["seq_len"] == seq_len]
-    by = ["run"] if "run" in d.columns else []
+    by = ["run"] if "run" in d.columns and d["run"].nunique() > 1 else []  # a shape per run only when there are two
     fitted = findings.curves(d)
     top = float(max(fitted["threads"].max() if len(fitted) else 1, d["threads"].max() if len(d) else 1, 2))
     ideal = pd.DataFrame({"threads": [1.0, top], "speedup": [1.0, top]})
@@ -54,7 +54,7 @@ def speedup_chart(df: pd.DataFrame, tr, seq_len: int | None = None) -> alt.Chart
         )
     )
     title = tr("serial.scaling.chart.title", T=seq_len if seq_len is not None else "–")
-    return titled(line + curve + bars + points, title, tr("serial.scaling.chart.sub", device=device_subtitle(d)))
+    return titled(line + curve + bars + points, title, device_subtitle(d))
 
 
 def fits_table(df: pd.DataFrame, tr) -> pd.DataFrame:
