@@ -4,9 +4,10 @@ Run first in a rare GPU session (scripts/gpu_reference.sh), in its own process, 
 backend in bf16 at two lengths and the naive path (through the attention experiment's own guarded point), the fused
 recurrent kernels (through the serial experiment's timing), the peak-memory counter against a known allocation,
 one out-of-memory error on purpose (the guard must make it a row, and the device must go on working), the FLOP/s
-ceiling and the dependent-step latency. One row per check, written as it is measured, with whether it passed; a
-device that stops computing ends the test there. Lengths 256 and 2048 on an accelerator, 32 and 64 on the CPU
-(where it only tests the script). Under a minute on a GPU.
+ceiling and the dependent-step latency. One row per check, written as it is measured, with whether it passed; an
+attention row shows the guard's predicted peak (`predicted`, inputs included) beside the measured one (`value`, above
+the `inputs`), so the formulas are checked on CUDA too. A device that stops computing ends the test there. Lengths 256 and 2048 on an accelerator, 32
+and 64 on the CPU (where it only tests the script). Under a minute on a GPU.
 """
 
 from __future__ import annotations
@@ -75,7 +76,9 @@ def _attention_rows(device: torch.device, lengths) -> Iterator[dict]:
             row = ac.measure_point(impl, backend, cfg, n, device)
             yield {"check": "attention bf16", "detail": attention.get(impl).label(row["backend"], backend),
                    "seq_len": n, "status": row["status"], "ms": row.get("time_ms", math.nan),
-                   "value": row.get("peak_bytes", math.nan), "note": row.get("note", ""),
+                   "value": row.get("peak_bytes", math.nan), "predicted": row.get("predicted_bytes", math.nan),
+                   "inputs": 4 * cfg.batch_size * cfg.n_heads * n * cfg.head_dim * 2,  # q, k, v, grad in bf16
+                   "note": row.get("note", ""),
                    "passed": row["status"] == status.OK or (row["status"] == status.UNSUPPORTED and attention.forced(backend)),
                    "seconds": time.perf_counter() - t0}  # fmt: skip
 

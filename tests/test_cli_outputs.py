@@ -50,6 +50,8 @@ def test_a_parent_that_cannot_be_created_is_refused_first(tmp_path, capsys, no_m
     _bad(capsys, [*TINY, "--out-dir", str(tmp_path / "afile")], "--out-dir")
     _bad(capsys, ["reference", "--only", "kv_cache", "--out-dir", str(tmp_path / "afile")], "--out-dir")
     _bad(capsys, ["checkpoints", "--out-dir", str(tmp_path / "afile" / "x")], "--out-dir")
+    _bad(capsys, ["smoke", "--device", "cpu", "--out-dir", str(tmp_path / "afile")], "--out-dir")
+    _bad(capsys, ["reference", "--only", "kv_cache", "--out-dir", str(tmp_path), "--log", str(tmp_path)], "--log")
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
