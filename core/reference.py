@@ -80,7 +80,12 @@ def cli(args) -> int:
         try:
             done += run_isolated(name, args.preset, args.device, out_dir, limits[name], log)
         except Exception as err:  # noqa: BLE001 - the runner's own trouble is logged; the next experiment runs
-            log(f"FAILED {name}: the runner failed ({type(err).__name__}: {err})")
+            note = f"the runner failed ({type(err).__name__}: {' '.join(str(err).split())[:200]})"
+            try:
+                where = add_stop_row(out_dir / f"{name}-{args.device}-failed.csv", note, {"device": args.device})
+            except OSError:
+                where = "no file (nothing could be written)"
+            log(f"FAILED {name}: {note}; status row in {where}")
     log(f"finished: {done} of {len(names)} experiments complete, results in {out_dir}")
     return 0 if done == len(names) else 1
 

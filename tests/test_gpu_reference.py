@@ -113,3 +113,36 @@ def test_a_status_row_does_not_break_the_takeaways(name):
     df = exp.run(exp.config("tiny", {"device": "cpu"}))
     stop = {**df.iloc[-1][["device", "device_type"]].to_dict(), "status": status.STOPPED, "note": "time limit"}
     exp.takeaways(pd.concat([df, pd.DataFrame([stop])], ignore_index=True), translator("en"))
+
+
+def test_the_gpu_path_imports_no_ui_packages():
+    """The GPU box has torch, numpy and pandas only: the runner, the smoke test and every experiment load without
+    streamlit or altair."""
+    code = (
+        "import sys, core.cli, core.reference, core.smoke, core.outputs, core.experiments; "
+        "assert not [m for m in sys.modules if m.split('.')[0] in ('streamlit', 'altair')]"
+    )
+    r = _run(sys.executable, "-c", code, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+def test_trouble_in_the_runner_itself_is_a_logged_status_and_the_next_experiment_runs(tmp_path, monkeypatch, capsys):
+    from core import reference
+    from core.cli import main
+
+    real = reference.run_isolated
+
+    def broken_for_kv_cache(name, *args):
+        if name == "kv_cache":
+            raise OSError(24, "Too many open files")
+        return real(name, *args)
+
+    monkeypatch.setattr(reference, "run_isolated", broken_for_kv_cache)
+    out = tmp_path / "out"
+    code = main(["reference", "--only", "kv_cache", "gradient_reach", "--device", "cpu", "--preset", "tiny",
+                 "--out-dir", str(out)])  # fmt: skip
+    assert code == 1
+    assert list(pd.read_csv(out / "kv_cache-cpu-failed.csv").status) == [status.STOPPED]
+    assert len(_csv(out, "gradient_reach")) == 64
+    log = _log(out)
+    assert "FAILED kv_cache: the runner failed (OSError" in log[0] and "done gradient_reach" in log[2]
