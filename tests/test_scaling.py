@@ -86,8 +86,11 @@ def test_a_superlinear_speed_up_is_clamped_and_flagged():
     assert f["serial_fraction"] == 0.0 and f["fit_flag"] == findings.CLAMPED
 
 
-PAIR_WORDS = {"above": ("The Transformer (SDPA) gained more", "Transformer（SDPA）从"), "overlap": ("cannot tell", "分辨不出"),
-              "below": ("Here the LSTM (fused) gained more", "这里LSTM")}  # fmt: skip
+PAIR_WORDS = {
+    "above": ("The Transformer (SDPA) gained more", "Transformer（SDPA）从"),
+    "overlap": ("cannot tell", "分辨不出"),
+    "below": ("Here the LSTM (fused) gained more", "这里LSTM"),
+}
 
 
 @pytest.mark.parametrize(

@@ -169,7 +169,8 @@ def _speedups(name: str, counts: list[int], used: dict, times: dict) -> dict:
 
 def run(cfg: ScalingConfig, on_progress=None) -> pd.DataFrame:
     """One row per (sequence length, model, thread count), shortest lengths first; Amdahl's fit of each model at each
-    length, with its extrapolation to a GPU's width, in every one of its rows."""
+    length, with its extrapolation to a GPU's width, in every one of its rows. `threads` is the count in force while
+    a row was timed (empty where nothing ran), `threads_requested` the count asked for."""
     device = resolve_device(cfg.device)
     env = environment(device)
     counts = thread_counts(cfg.max_threads)
@@ -196,9 +197,9 @@ def run(cfg: ScalingConfig, on_progress=None) -> pd.DataFrame:
         if runnable:
             fields.update(measure_length(cfg, T, runnable, counts, device, after_round))
         for name in cfg.models:
-            group = [{**env, "model": name, "seq_len": T, "threads": p, "threads_requested": p, "d_model": cfg.d_model,
-                      "n_layers": cfg.n_layers, "batch_size": cfg.batch_size, "seed": cfg.seed, "note": "",
-                      **fields[(name, p)]} for p in counts]  # fmt: skip
+            group = [{**env, "model": name, "seq_len": T, "threads": None, "threads_requested": p,
+                      "d_model": cfg.d_model, "n_layers": cfg.n_layers, "batch_size": cfg.batch_size, "seed": cfg.seed,
+                      "note": "", **fields[(name, p)]} for p in counts]  # fmt: skip
             measured = pd.DataFrame([g for g in group if g["status"] == status.OK])
             fit = fit_group(measured) if len(measured) else {}
             for row in group:

@@ -198,7 +198,7 @@ def takeaways(df: pd.DataFrame, tr=None) -> list[str]:
                 lo=_x(r["speedup_q25"]), hi=_x(r["speedup_q75"])) for m, r in at.iterrows()]  # fmt: skip
     out = [tr("serial.scaling.take.speedups", T=T, p=p, items=sep.join(items))]
     c = comparison(ok)
-    if c is not None:
+    if c is not None and {verdict(c["att_row"]), verdict(c["rec_row"])} != {"slower"}:  # both slower: the flag speaks
         a, r = c["att_row"], c["rec_row"]
         out.append(tr(f"serial.scaling.take.pair_{c['order']}", T=T, p=p, att=name(c["att"], tr),
                       rec=name(c["rec"], tr), a=_x(a["speedup"]), a_lo=_x(a["speedup_q25"]),
@@ -213,7 +213,8 @@ def takeaways(df: pd.DataFrame, tr=None) -> list[str]:
         ]
         out.append(tr("serial.scaling.take.fits", T=T, items=sep.join(parts)))
         gpu = [tr("serial.scaling.take.gpu_item", model=name(m, tr), gpu=f"{r['gpu_speedup_extrapolated']:.3g}",
-                  lo=f"{r['gpu_speedup_lo']:.3g}", hi=f"{r['gpu_speedup_hi']:.3g}") for m, r in fitted.iterrows()]  # fmt: skip
+                  lo=f"{r['gpu_speedup_lo']:.3g}", hi=f"{r['gpu_speedup_hi']:.3g}")
+               for m, r in fitted.iterrows()]  # fmt: skip
         out.append(tr("serial.scaling.take.gpu", items=sep.join(gpu)))
         if int(fitted["fit_points"].max()) < 2:
             out.append(tr("serial.scaling.take.weak", p=p))
