@@ -128,24 +128,17 @@ def _why(err: BaseException, time_limit: float | None) -> str:
     return f"failed with {type(err).__name__}: {text}"
 
 
-def out_path_for(name: str, device_str: str, out_dir: Path) -> Path:
-    """A reference-style file name under `out_dir`: <experiment>-<device type>-<device name>.csv."""
-    from core.device import device_label, resolve_device
-    from core.results import reference_path
-
-    dev = resolve_device(device_str)
-    return out_dir / reference_path(name, device_label(dev), dev.type).name
-
-
 def run_one(name: str, preset: str, device: str | None, seed: int | None, sets: dict, out: str | Path | None,
-            quiet: bool = False, time_limit: float | None = None) -> pd.DataFrame:  # fmt: skip
-    """Validate, run with its rows written as they come, then print the table and the takeaways. An error, the time
-    limit, Ctrl-C or SIGTERM still writes the rows measured and a status row, then propagates."""
+            quiet: bool = False, time_limit: float | None = None, out_dir: Path | None = None) -> pd.DataFrame:  # fmt: skip
+    """Validate, run with its rows written as they come (to `out`, or into `out_dir` named like the reference files:
+    <experiment>-<device type>-<device name>.csv), then print the table and the takeaways. An error, the time limit,
+    Ctrl-C or SIGTERM still writes the rows measured and a status row, then propagates."""
     from core import cancel
-    from core.device import configure_threads, environment, measuring, resolve_device
+    from core.device import configure_threads, device_label, environment, measuring, resolve_device
     from core.experiments import get
     from core.i18n import translator
     from core.outputs import RowWriter
+    from core.results import reference_path
 
     exp = get(name)
     overrides = dict(sets)
@@ -155,7 +148,10 @@ def run_one(name: str, preset: str, device: str | None, seed: int | None, sets: 
         overrides["seed"] = seed
     cfg = exp.config(preset, overrides)  # bad input: ValueError, before anything runs
     configure_threads()
-    env = environment(resolve_device(getattr(cfg, "device", "auto")))
+    dev = resolve_device(getattr(cfg, "device", "auto"))
+    env = environment(dev)
+    if out_dir is not None:
+        out = out_dir / reference_path(name, device_label(dev), dev.type).name
     writer = RowWriter(out, on_message=lambda m: print(f"warning: {m}", file=sys.stderr)) if out else None
     inject, t0 = _injected(name), time.perf_counter()
     deadline = None if time_limit is None else time.monotonic() + time_limit
@@ -191,8 +187,12 @@ def run_one(name: str, preset: str, device: str | None, seed: int | None, sets: 
         raise RunFailed(why) from err
     if not quiet:
         print(f"\r{name}: {len(df)} rows in {time.perf_counter() - t0:.1f} s" + " " * 40, file=sys.stderr)
+    unwritten = None
     if writer is not None:  # the CSV first: nothing printed after it can lose the rows
-        print(f"wrote {writer.write(df)}", file=sys.stderr)
+        try:
+            print(f"wrote {writer.write(df)}", file=sys.stderr)
+        except OSError as err:  # nowhere could be written: the table below is all that is left of the rows
+            unwritten = str(err)
     print(table(df))
     if exp.takeaways is not None:
         try:
@@ -200,6 +200,9 @@ def run_one(name: str, preset: str, device: str | None, seed: int | None, sets: 
                 print("•", line)
         except Exception as err:  # noqa: BLE001 - the rows are safe; a finding that cannot be computed is a message
             print(f"warning: takeaways failed ({type(err).__name__}: {err})", file=sys.stderr)
+    if unwritten is not None:
+        print(f"error: {unwritten}", file=sys.stderr)
+        raise RunFailed(unwritten)
     return df
 
 
@@ -210,10 +213,10 @@ def cmd_run(args) -> int:
         raise ValueError("--out, --out-dir: give one of them")
     limit = positive_seconds("--time-limit", args.time_limit)
     out = check_out_file("--out", args.out) if args.out else None
-    if args.out_dir:
-        out = out_path_for(args.experiment, args.device or "auto", check_out_dir("--out-dir", args.out_dir))
+    out_dir = check_out_dir("--out-dir", args.out_dir) if args.out_dir else None
     with _sigterm_raises():
-        run_one(args.experiment, args.preset, args.device, args.seed, _parse_sets(args.set), out, time_limit=limit)
+        run_one(args.experiment, args.preset, args.device, args.seed, _parse_sets(args.set), out, time_limit=limit,
+                out_dir=out_dir)  # fmt: skip
     return 0
 
 

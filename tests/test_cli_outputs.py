@@ -158,3 +158,14 @@ def test_an_orphan_temp_file_is_removed_by_the_next_write(tmp_path):
     results.save_csv(pd.DataFrame({"x": [1]}), path)
     assert not dead.exists() and not old.exists() and live.exists() and other.exists()
     assert sorted(p.name for p in tmp_path.glob("a.csv*")) == sorted(["a.csv", live.name])
+
+
+def test_when_nothing_can_be_written_the_rows_are_printed_and_the_exit_says_so(tmp_path, capsys, monkeypatch):
+    def refuse(df, path):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(results, "save_csv", refuse)
+    assert main([*TINY, "--out", str(tmp_path / "g.csv")]) == 1
+    captured = capsys.readouterr()
+    assert "grad_norm" in captured.out and "• " in captured.out  # the table and the takeaways: all that is left
+    assert "the rows were only printed" in captured.err.splitlines()[-1]
