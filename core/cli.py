@@ -248,7 +248,8 @@ def cmd_smoke(args) -> int:
     from core.smoke import run_smoke
 
     out_dir = check_out_dir("--out-dir", args.out_dir) if args.out_dir else None
-    return run_smoke(args.device, out_dir)
+    with _sigterm_raises():
+        return run_smoke(args.device, out_dir)
 
 
 def cmd_env(args) -> int:

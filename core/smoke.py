@@ -129,6 +129,21 @@ def _device_rows(device: torch.device) -> Iterator[dict]:
            "value": latency, "passed": math.isfinite(latency) and latency > 0}  # fmt: skip
 
 
+def _run_check(check, rows: list[dict], env: dict, writer: RowWriter | None) -> None:
+    """One check's rows, each printed and written as it comes; a check that raises is a failed row, not the end."""
+    try:
+        for row in check():
+            rows.append({**env, **row})
+            print(f"{'pass' if row['passed'] else 'FAIL'}  {row['check']}: {row['detail']} "
+                  f"{row.get('seq_len', '')} {row['status']} {row.get('note', '')}"[:160], flush=True)  # fmt: skip
+            if writer is not None:
+                writer.add([rows[-1]])
+    except Exception as err:  # noqa: BLE001 - the next check runs (if the device still works)
+        rows.append({**env, "check": "error", "status": status.UNSUPPORTED, "passed": False,
+                     "note": f"{type(err).__name__}: {' '.join(str(err).split())[:200]}"})  # fmt: skip
+        print(f"FAIL  {rows[-1]['note']}", flush=True)
+
+
 def run_smoke(device_str: str = "auto", out_dir: Path | None = None) -> int:
     """Every check in turn, each row written as it comes; exit status 0 if all passed, 1 otherwise."""
     device = resolve_device(device_str)
@@ -140,23 +155,20 @@ def run_smoke(device_str: str = "auto", out_dir: Path | None = None) -> int:
     rows: list[dict] = []
     checks = (lambda: _attention_rows(device, lengths), lambda: _recurrent_rows(device, lengths),
               lambda: _memory_rows(device), lambda: _device_rows(device))  # fmt: skip
-    with measuring():
-        for check in checks:
-            try:
-                for row in check():
-                    rows.append({**env, **row})
-                    print(f"{'pass' if row['passed'] else 'FAIL'}  {row['check']}: {row['detail']} "
-                          f"{row.get('seq_len', '')} {row['status']} {row.get('note', '')}"[:160], flush=True)  # fmt: skip
-                    if writer is not None:
-                        writer.add([rows[-1]])
-            except RuntimeError as err:  # a check that broke: a row, then the device is asked whether it still works
-                rows.append({**env, "check": "error", "status": status.UNSUPPORTED, "passed": False,
-                             "note": f"{type(err).__name__}: {' '.join(str(err).split())[:200]}"})  # fmt: skip
-                print(f"FAIL  {rows[-1]['note']}", flush=True)
-            if not guard.device_ok(device):
-                rows.append({**env, "check": "device", "status": status.STOPPED, "passed": False,
-                             "note": "the device stopped computing: the remaining checks were not run"})  # fmt: skip
-                break
+    try:
+        with measuring():
+            for check in checks:
+                _run_check(check, rows, env, writer)
+                if not guard.device_ok(device):
+                    rows.append({**env, "check": "device", "status": status.STOPPED, "passed": False,
+                                 "note": "the device stopped computing: the remaining checks were not run"})  # fmt: skip
+                    break
+    except BaseException as err:  # a time limit (SIGTERM), Ctrl-C: the rows so far are written, with why
+        rows.append({**env, "check": "interrupted", "status": status.STOPPED, "passed": False,
+                     "note": f"{type(err).__name__}: the remaining checks were not run"})  # fmt: skip
+        if writer is not None:
+            writer.write(pd.DataFrame(rows))
+        raise
     df = pd.DataFrame(rows)
     failed = int((~df["passed"].astype(bool)).sum())
     print(f"smoke: {len(df) - failed} of {len(df)} checks passed", flush=True)

@@ -146,3 +146,43 @@ def test_trouble_in_the_runner_itself_is_a_logged_status_and_the_next_experiment
     assert len(_csv(out, "gradient_reach")) == 64
     log = _log(out)
     assert "FAILED kv_cache: the runner failed (OSError" in log[0] and "done gradient_reach" in log[2]
+
+
+def _quick_checks(monkeypatch):
+    from core import smoke
+
+    def fake(name):
+        return lambda *a: iter([{"check": name, "detail": "-", "status": status.OK, "passed": True}])
+
+    for check in ("_attention_rows", "_recurrent_rows", "_device_rows"):
+        monkeypatch.setattr(smoke, check, fake(check))
+    return smoke
+
+
+def test_a_smoke_check_that_breaks_is_a_failed_row_and_the_next_checks_run(tmp_path, monkeypatch, capsys):
+    from core.cli import main
+
+    smoke = _quick_checks(monkeypatch)
+
+    def broken(device):
+        raise KeyError("no such counter")
+        yield
+
+    monkeypatch.setattr(smoke, "_memory_rows", broken)
+    assert main(["smoke", "--device", "cpu", "--out-dir", str(tmp_path)]) == 1
+    (path,) = tmp_path.glob("smoke-cpu-*.csv")
+    df = pd.read_csv(path)
+    assert list(df.check) == ["_attention_rows", "_recurrent_rows", "error", "_device_rows"]
+    assert "KeyError" in df.note.iloc[2] and not df.passed.iloc[2]
+
+
+def test_a_device_that_stops_computing_ends_the_smoke_test(tmp_path, monkeypatch, capsys):
+    from core import guard
+    from core.cli import main
+
+    _quick_checks(monkeypatch)
+    monkeypatch.setattr(guard, "device_ok", lambda device: False)
+    assert main(["smoke", "--device", "cpu", "--out-dir", str(tmp_path)]) == 1
+    (path,) = tmp_path.glob("smoke-cpu-*.csv")
+    df = pd.read_csv(path)
+    assert list(df.check) == ["_attention_rows", "device"] and df.status.iloc[-1] == status.STOPPED
