@@ -245,9 +245,10 @@ def cmd_reference(args) -> int:
 
 def cmd_smoke(args) -> int:
     from core.outputs import check_out_dir
-    from core.smoke import run_smoke
 
     out_dir = check_out_dir("--out-dir", args.out_dir) if args.out_dir else None
+    from core.smoke import run_smoke  # after the check: a bad folder costs no torch import
+
     with _sigterm_raises():
         return run_smoke(args.device, out_dir)
 
