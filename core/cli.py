@@ -228,7 +228,8 @@ def _sigterm_raises():
         return
 
     def terminate(signum, frame):
-        raise Terminated
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one (the runner's, after the group's) must not
+        raise Terminated  # interrupt the writing of the rows
 
     before = signal.signal(signal.SIGTERM, terminate)
     try:
@@ -240,7 +241,8 @@ def _sigterm_raises():
 def cmd_reference(args) -> int:
     from core.reference import cli
 
-    return cli(args)
+    with _sigterm_raises():  # stopped from outside: the running experiment's rows are kept and logged first
+        return cli(args)
 
 
 def cmd_smoke(args) -> int:

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from core import status
-from core.cli import positive_seconds
+from core.cli import Terminated, positive_seconds
 from core.outputs import add_stop_row, check_out_dir, summary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,6 +79,9 @@ def cli(args) -> int:
     for name in names:
         try:
             done += run_isolated(name, args.preset, args.device, out_dir, limits[name], log)
+        except Terminated:
+            log(f"stopped from outside during {name}: the experiments after it were not started")
+            raise
         except Exception as err:  # noqa: BLE001 - the runner's own trouble is logged; the next experiment runs
             note = f"the runner failed ({type(err).__name__}: {' '.join(str(err).split())[:200]})"
             try:
@@ -98,17 +101,19 @@ def run_isolated(name: str, preset: str, device: str, out_dir: Path, limit: floa
     log(f"start {name}: preset {preset}, device {device}" + (f", time limit {limit:,.0f} s" if limit else ""))
     t0 = time.time()
     proc = subprocess.Popen(cmd, cwd=ROOT)
-    killed = None
+    killed, outer = None, None
     try:
         rc = proc.wait(timeout=limit)
-    except subprocess.TimeoutExpired:
+    except (subprocess.TimeoutExpired, Terminated) as stop:  # its limit, or this runner was told to stop
+        outer = stop if isinstance(stop, Terminated) else None
         proc.terminate()  # the child writes its rows and a status row on SIGTERM
         try:
             rc = proc.wait(timeout=GRACE_S)
         except subprocess.TimeoutExpired:
             proc.kill()
             rc = proc.wait()
-            killed = f"killed: still running {GRACE_S} s after its time limit of {limit:,.0f} s"
+            killed = f"killed: still running {GRACE_S} s after " + ("the runner was stopped" if outer else
+                                                                    f"its time limit of {limit:,.0f} s")  # fmt: skip
     seconds = time.time() - t0
     path = _written(out_dir, name, t0)
     rows, counts, last = summary(path) if path is not None else (0, {}, {})
@@ -121,6 +126,8 @@ def run_isolated(name: str, preset: str, device: str, out_dir: Path, limit: floa
     counted = ", ".join(f"{k} {v}" for k, v in counts.items())
     log(f"{outcome} {name}: exit {rc} after {seconds:,.0f} s, {rows} rows ({counted}) in {path}"
         + (f"; {last.get('note', '')}" if rc != 0 else ""))  # fmt: skip
+    if outer is not None:
+        raise outer  # the experiments after this one are not started
     return rc == 0
 
 

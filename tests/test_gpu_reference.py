@@ -186,3 +186,17 @@ def test_a_device_that_stops_computing_ends_the_smoke_test(tmp_path, monkeypatch
     (path,) = tmp_path.glob("smoke-cpu-*.csv")
     df = pd.read_csv(path)
     assert list(df.check) == ["_attention_rows", "device"] and df.status.iloc[-1] == status.STOPPED
+
+
+def test_stopped_from_outside_the_runner_keeps_the_rows_and_says_so(tmp_path):
+    """The script's own backstop (`timeout` around a whole part) signals the runner and its child together: the
+    running experiment still writes its rows and a status row, and the log says what was not started."""
+    out = tmp_path / "out"
+    r = _run("timeout", "7", sys.executable, "-m", "core", "reference", "--only", "gradient_reach", "kv_cache",
+             "--device", "cpu", "--preset", "tiny", "--out-dir", str(out),
+             env={"LAB_INJECT": "gradient_reach=hang"})  # fmt: skip
+    assert r.returncode == 124
+    df = _csv(out, "gradient_reach")
+    assert (df.status.iloc[:-1] == status.OK).all() and df.status.iloc[-1] == status.STOPPED
+    assert "stopped from outside during gradient_reach" in _log(out)[-1]
+    assert not list(out.glob("kv_cache-*.csv")) and not list(out.glob("*.tmp"))
