@@ -199,10 +199,38 @@ def test_no_chart_shows_until_the_learner_answers(app_url, browser, key, lang):
     page.wait_for_selector("[data-testid='stSidebar'] [data-testid='stSelectbox']", timeout=30000)
     _settle(page)
     assert not page.query_selector_all(CHART), "a chart is visible before any answer"
-    page.locator("[data-testid='stRadio'] label").first.click()  # the page's first question, its first option
+    page.locator("[data-testid='stRadio'] [role='radiogroup'] label").first.click()  # first question, first option
     page.wait_for_selector(CHART, timeout=60000)
     _settle(page)
     verdict = page.locator("[data-testid='stMarkdown']").filter(has_text=re.compile("Measured here|本机测得")).first
     assert re.search(r"\d", verdict.inner_text())  # the verdict quotes a number
     assert not page.query_selector_all("[data-testid='stException']")
+    page.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_csv_from_another_machine_is_added_in_the_sidebar(app_url, browser, lang, tmp_path):
+    """The uploader takes a relabelled reference CSV (one message naming its device) and refuses junk (one
+    message), and the page keeps working."""
+    import pandas as pd
+
+    from core.results import REFERENCE_DIR
+
+    good = tmp_path / "serial-gpu.csv"
+    df = pd.read_csv(next(REFERENCE_DIR.glob("serial-*.csv")))
+    df["device"], df["device_type"] = "cuda · Browser Test GPU", "cuda"
+    df.to_csv(good, index=False)
+    junk = tmp_path / "serial-junk.csv"
+    junk.write_bytes(b"name,age\nada,-1\n")
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{app_url}/serial?lang={lang}&{SHOWN}")
+    _settle(page)
+    page.locator("[data-testid='stSidebar'] [data-testid='stExpander'] summary").first.click()
+    page.locator("[data-testid='stSidebar'] input[type='file']").set_input_files([str(good), str(junk)])
+    page.wait_for_selector("text=/Browser Test GPU/", timeout=60000)
+    _settle(page)
+    sidebar = page.inner_text("[data-testid='stSidebar']")
+    assert "Browser Test GPU" in sidebar and "serial-junk.csv" in sidebar
+    assert len(page.query_selector_all("[data-testid='stSidebar'] [data-testid='stAlert']")) == 2
+    assert page.query_selector_all(CHART) and not page.query_selector_all("[data-testid='stException']")
     page.close()

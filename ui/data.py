@@ -24,13 +24,16 @@ def reference_ui_data(name: str) -> tuple[pd.DataFrame, list[str]]:
 
 
 def shown_data(tr, name: str, live: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(everything to chart: reference + live, the one run the takeaways speak of: live, else CPU reference)."""
+    """(everything to chart: reference + rows uploaded from other machines + live, and the one run the takeaways
+    speak of: live, else the reference of this kind of device)."""
     import pandas as pd
+
+    from ui.upload import uploaded
 
     ref, problems = reference_ui_data(name)
     for p in problems:
         file_problem_ui(tr, p)
-    frames = [f for f in (ref, live) if f is not None and len(f)]
+    frames = [f for f in (ref, uploaded(name), live) if f is not None and len(f)]
     if not frames:
         return pd.DataFrame(), pd.DataFrame()
     both = pd.concat(frames, ignore_index=True)

@@ -5,6 +5,8 @@ fixed parts: title and claim, the 'predict first' box and the method expander.
 
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
 from core.i18n import LANGS, catalogue, normalize_lang, translator
@@ -32,18 +34,22 @@ def current_lang() -> str:
 
 
 LITERAL_LIMIT = 200  # characters of a user-supplied text shown back; the rest is cut
+_AUTOLINK = re.compile(r"(?i)(https?|ftp|mailto|xmpp|www|@)([:.]|(?<=@))")
 
 
 def literal(text, limit: int = LITERAL_LIMIT) -> str:
     """`text` (which may hold what a link or a learner typed) as Markdown that renders exactly those characters.
 
     Every ASCII punctuation mark is backslash-escaped (CommonMark allows it for each one), so no link, image,
-    emphasis, heading or HTML can form, and "http:" or "www." cannot become an auto-link (the escape breaks
-    GitHub-flavoured Markdown's literal-URL rule). Long text is cut to `limit` characters.
+    emphasis, heading or HTML can form; "http://", "www." and "@" get a zero-width space so that no auto-link can
+    form either. Long text is cut to `limit` characters.
     """
     text = " ".join(str(text).split())  # a newline could start a Markdown block of its own
     if len(text) > limit:
         text = text[: limit - 1] + "…"
+    # The renderer's literal-URL rule (GitHub-flavoured Markdown) still links "http://…", "www.…" and "a@b.c" through
+    # backslash escapes (seen in the browser), so a zero-width space breaks each of those patterns first.
+    text = _AUTOLINK.sub(lambda m: m.group(1) + "\u200b" + m.group(2), text)
     return "".join("\\" + ch if ch.isascii() and not ch.isalnum() and not ch.isspace() else ch for ch in text)
 
 
@@ -148,6 +154,10 @@ def page_ui(page: str):
     st.title(tr(f"{page}.title"))
     st.markdown(tr(f"{page}.claim"))
     device_card_ui(tr)
+    if page != "home":  # the home page stays torch-free; its scoreboard reads this machine's runs
+        from ui.upload import upload_ui
+
+        upload_ui(tr)
     return tr
 
 
