@@ -8,12 +8,13 @@ from core.charts import serial as charts
 from core.experiments import scaling, serial
 from core.findings import scaling as scaling_findings
 from core.findings import serial as findings
+from core.findings import verdicts
 from core.fit import exponent_text
 from ui import common as ui
 
 PAGE = "serial"
 tr = ui.page_ui(PAGE)
-ui.predict_ui(tr, PAGE, 3)
+prediction = ui.predict_ui(tr, PAGE, 3)
 reveal = st.container()  # filled below, once the live run (if any) has added its rows
 
 live = ui.live_run_ui(
@@ -22,45 +23,49 @@ live = ui.live_run_ui(
 
 with reveal:
     both, primary = ui.shown_data(tr, PAGE, live)
+    lines = findings.takeaways(primary, tr) if len(primary) else []
+    ui.verdict_ui(tr, prediction, verdicts.serial(primary) if len(primary) else None, lines)
+    gpu_rows = both[both["device_type"] == "cuda"] if len(both) else both  # GPU rows shipped or uploaded
     if not len(both):
         st.info(tr("ui.no_data"))
-        st.stop()
-    ui.status_ui(tr, both)
-    left, right = st.columns(2)
-    with left:
-        ui.chart_ui(charts.time_chart(both, tr))
-        ui.chart_ui(charts.steps_chart(both, tr))
-        ui.chart_ui(charts.memory_chart(both, tr))
-    with right:
-        ui.chart_ui(charts.tokens_chart(both, tr))
-        ui.chart_ui(charts.utilization_chart(both, tr))
-        st.caption(tr("serial.slopes_header"))
-        slopes = findings.scaling_exponents(both)
-        slopes["time_slope"] = [exponent_text(b, se) for b, se in zip(slopes["time_slope"], slopes["time_slope_se"])]
-        slopes["memory_slope"] = slopes["memory_slope"].map(exponent_text)
-        slopes = slopes.drop(columns=["points", "time_slope_se"])
-        st.dataframe(
-            slopes.rename(columns={c: tr(f"serial.slopes.{c}") for c in ("time_slope", "memory_slope")}),
-            hide_index=True,
-        )
+    elif prediction.revealed:  # the slopes table and the model's section, like the charts, wait for an answer
+        ui.status_ui(tr, both)
+        left, right = st.columns(2)
+        with left:
+            ui.chart_ui(charts.time_chart(both, tr))
+            ui.chart_ui(charts.steps_chart(both, tr))
+            ui.chart_ui(charts.memory_chart(both, tr))
+        with right:
+            ui.chart_ui(charts.tokens_chart(both, tr))
+            ui.chart_ui(charts.utilization_chart(both, tr))
+            st.caption(tr("serial.slopes_header"))
+            slopes = findings.scaling_exponents(both)
+            slopes["time_slope"] = [
+                exponent_text(b, se) for b, se in zip(slopes["time_slope"], slopes["time_slope_se"])
+            ]
+            slopes["memory_slope"] = slopes["memory_slope"].map(exponent_text)
+            slopes = slopes.drop(columns=["points", "time_slope_se"])
+            st.dataframe(
+                slopes.rename(columns={c: tr(f"serial.slopes.{c}") for c in ("time_slope", "memory_slope")}),
+                hide_index=True,
+            )
 
-    st.subheader(tr("serial.model_header"))
-    st.markdown(tr("serial.model_intro"))
-    gpu_rows = both[both["device_type"] == "cuda"]
-    measured = pd.concat([primary, gpu_rows]).drop_duplicates() if len(gpu_rows) else primary
-    measured = measured[measured["model"].isin(findings.chapter_models(measured["model"]))]
-    ui.chart_ui(charts.roofline_chart(findings.roofline_frame(primary, tr), measured, tr))
+        st.subheader(tr("serial.model_header"))
+        st.markdown(tr("serial.model_intro"))
+        measured = pd.concat([primary, gpu_rows]).drop_duplicates() if len(gpu_rows) else primary
+        measured = measured[measured["model"].isin(findings.chapter_models(measured["model"]))]
+        ui.chart_ui(charts.roofline_chart(findings.roofline_frame(primary, tr), measured, tr))
 
-    ui.caption_source_ui(tr, primary)
-    ui.takeaways_ui(tr, findings.takeaways(primary, tr))
+        ui.caption_source_ui(tr, primary)
+        ui.takeaways_ui(tr, lines)
+        ui.table_ui(tr, both, PAGE)
     ui.method_ui(tr, PAGE)
-    ui.table_ui(tr, both, PAGE)
 
 # ---- more cores: who gets faster? The same step at 1, 2, 4, … threads ------------------------------------------
 SCALING = f"{PAGE}:scaling"  # the section's second form and live run: a 'page:name' key (see ui/form.py)
 st.subheader(tr("serial.scaling.header"))
 st.markdown(tr("serial.scaling.intro"))
-ui.predict_ui(tr, "serial.scaling", 3)
+scaling_prediction = ui.predict_ui(tr, "serial.scaling", 3)
 shown = st.container()  # filled below, once the section's live run (if any) has added its rows
 st.markdown("**" + tr("serial.scaling.live_header") + "**")
 scaling_cfg = ui.config_form_ui(
@@ -70,10 +75,12 @@ scaling_live = ui.run_ui(tr, scaling.EXPERIMENT, scaling_cfg, SCALING)
 
 with shown:
     s_both, s_primary = ui.shown_data(tr, "scaling", scaling_live)
+    s_lines = scaling_findings.takeaways(s_primary, tr) if len(s_primary) else []
+    ui.verdict_ui(tr, scaling_prediction, verdicts.scaling(s_primary), s_lines)
     ok = scaling_findings.measured(s_both)
     if not len(ok):
         st.info(tr("ui.no_data"))
-    else:
+    elif scaling_prediction.revealed:
         ui.status_ui(tr, s_both)
         lengths = sorted(int(n) for n in set(ok["seq_len"]))
         own = scaling_findings.measured(s_primary)["seq_len"]  # open on the longest length the takeaways speak of
@@ -82,7 +89,7 @@ with shown:
         ui.chart_ui(scaling_charts.speedup_chart(s_both, tr, T))
         st.caption(tr("serial.scaling.chart.legend"))
         ui.caption_source_ui(tr, s_primary)
-        ui.takeaways_ui(tr, scaling_findings.takeaways(s_primary, tr))
+        ui.takeaways_ui(tr, s_lines)
         story = findings.comparison(gpu_rows) if len(gpu_rows) else None
         if story is None:
             st.caption(tr("serial.scaling.no_gpu"))

@@ -52,6 +52,13 @@ def test_long_range_depth_and_attention_on_the_shipped_reference():
     assert ac.option == 1 and ac.values["ratio"] == "4.00"  # exact saved bytes: the n × n table
 
 
+def test_scaling_on_the_shipped_reference_is_computed_from_the_paired_speedups():
+    v = verdicts.scaling(_ref("scaling"))
+    assert v is not None and v.option in (0, 1, 2) and v.values["p"] >= 2
+    ref = _ref("scaling")
+    assert verdicts.scaling(ref[ref["threads"] == 1]) is None  # one thread: nothing to compare
+
+
 def test_attention_between_two_options_is_no_clear_answer():
     rows = [{"impl": "naive", "requested_backend": "-", "backend": "-", "point": "sweep", "status": "ok",
              "seq_len": n, "saved_bytes": n**1.5, "peak_bytes": n**1.5, "time_ms": 1.0} for n in (256, 512, 1024, 2048)]  # fmt: skip
@@ -61,7 +68,7 @@ def test_attention_between_two_options_is_no_clear_answer():
 
 @pytest.mark.parametrize("name", list(verdicts.QUESTIONS))
 def test_a_run_stopped_early_gives_a_verdict_or_none_never_a_crash(name):
-    ref = _ref(name)
+    ref = _ref({"serial.scaling": "scaling"}.get(name, name))  # a question's page key → its experiment
     for cut in (0, 1, 3, len(ref) // 3):
         v = verdicts.QUESTIONS[name](ref.iloc[:cut])
         assert v is None or v.option in (None, 0, 1, 2)

@@ -16,9 +16,11 @@ import math
 import pandas as pd
 
 from core import status
+from core.findings import answers as answers_findings
 from core.findings import attention_cost as attention_findings
 from core.findings import depth as depth_findings
 from core.findings import long_range as long_range_findings
+from core.findings import scaling as scaling_findings
 from core.findings import serial as serial_findings
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
@@ -29,6 +31,10 @@ from core.rules import SOLVED
 DEPTH_SAME_BELOW, DEPTH_FEW_UP_TO, DEPTH_THOUSANDS_FROM = 3.0, 100.0, 1000.0
 DEPTH_LAYERS = 8  # the question's stack
 SERIAL_TOKENS = 1000  # the serial question's sequence length
+ANSWERS_TOKENS = 4096  # the answers question's sequence length
+# The answers question: "no faster" below this speed-up over its own loop, "a few times" up to the next, "tens of
+# times or more" from there
+ANSWERS_FEW_FROM, ANSWERS_TENS_FROM = 2.0, 10.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,4 +141,20 @@ def attention_cost(df: pd.DataFrame) -> Verdict | None:
     return Verdict(option, f"verdict.attention_cost.{how}", {"ratio": f"{ratio:.2f}", "slope": naive["mem_text"]})
 
 
-QUESTIONS = {"serial": serial, "long_range": long_range, "depth": depth, "attention_cost": attention_cost}
+def scaling(df: pd.DataFrame) -> Verdict | None:
+    """'Give the step twice the threads: whose step speeds up most?': the chapter's pair at the longest length and
+    the most threads both reached, by their paired speed-up quartiles (0 the Transformer, 1 the LSTM, 2 alike)."""
+    c = scaling_findings.comparison(df) if len(df) else None
+    if c is None:
+        return None
+    option = {"above": 0, "below": 1, "overlap": 2}[c["order"]]
+    a, r = c["att_row"], c["rec_row"]
+
+    def x(row) -> str:
+        return f"{row['speedup']:.2f}× ({row['speedup_q25']:.2f}–{row['speedup_q75']:.2f})"
+
+    return Verdict(option, "verdict.scaling.measured", {"T": c["T"], "p": c["p"], "att": x(a), "rec": x(r)})
+
+
+QUESTIONS = {"serial": serial, "serial.scaling": scaling, "long_range": long_range, "depth": depth,
+             "attention_cost": attention_cost}  # fmt: skip
