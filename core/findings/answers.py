@@ -1,0 +1,239 @@
+"""What page 5 and the home page conclude from its rows — training speed (each parallel form against its own
+sequential loop and the chapter's models), decoding (a fixed state against a growing cache) and gradient reach
+(Table 1's path lengths) — one computation per finding, torch-free, every mixer's facts read from its record.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from core import fit, status
+from core.memory_formulas import format_bytes
+from core.models import mixers
+from core.models.mixers import CONVOLUTION, LOOP
+from core.models.registry import ATTENTION, RECURRENT, family_of
+from core.rules import REACH_FACTOR
+
+FENG_N = 512  # Feng et al. 2024 (T4 GPU, vs the sequential versions): the published speed-ups at this length
+FENG = {"min_gru": 175.0, "min_lstm": 235.0}
+
+
+def _ok(df: pd.DataFrame | None) -> pd.DataFrame:
+    if df is None or not len(df) or "status" not in df:
+        return pd.DataFrame()
+    return df[df["status"] == status.OK]
+
+
+def row_of(m: str, table1: str) -> bool:
+    """Whether `m` is a mixer of that Table 1 row (False for a name from another version of the lab)."""
+    return m in mixers.MIXERS and mixers.get(m).table1 == table1
+
+
+def name(tr, m: str) -> str:
+    return tr(f"answers.mixer.{m}")
+
+
+def times_text(x: float) -> str:
+    return f"{x:.2g}" if x < 10 else f"{x:,.0f}"
+
+
+# ---- training speed --------------------------------------------------------------------------------------------
+
+
+def speedups(df: pd.DataFrame | None) -> pd.DataFrame:
+    """Every parallel form's paired speed-up over its own loop: mixer, form, seq_len, speedup, q25, q75."""
+    ok = _ok(df)
+    if not len(ok) or "speedup_vs_loop" not in ok:
+        return pd.DataFrame(columns=["mixer", "form", "seq_len", "speedup", "q25", "q75"])
+    ok = ok[ok["speedup_vs_loop"].notna()]
+    out = ok[["mixer", "form", "seq_len", "speedup_vs_loop", "speedup_q25", "speedup_q75"]]
+    return out.rename(columns={"speedup_vs_loop": "speedup", "speedup_q25": "q25", "speedup_q75": "q75"})
+
+
+def headline(df: pd.DataFrame | None) -> dict | None:
+    """The page's headline: the first scan mixer of the new Table 1 row (minGRU) at the longest length where both
+    of its forms ran — its speed-up over its own loop with the paired spread, the speed-up at its shortest length,
+    the rows of both forms, and the dependent steps of each."""
+    s = speedups(df)
+    if not len(s):
+        return None
+    scans = [m for m in dict.fromkeys(s["mixer"]) if row_of(m, "scan")]
+    if not scans:
+        return None
+    m = scans[0]
+    mine = s[s["mixer"] == m].sort_values("seq_len")
+    top, low = mine.iloc[-1], mine.iloc[0]
+    ok = _ok(df)
+    at = ok[(ok["mixer"] == m) & (ok["seq_len"] == top["seq_len"])].set_index("form")
+    return {"mixer": m, "form": top["form"], "n": int(top["seq_len"]), "speedup": float(top["speedup"]),
+            "q25": float(top["q25"]), "q75": float(top["q75"]), "n0": int(low["seq_len"]),
+            "speedup0": float(low["speedup"]), "loop": at.loc[LOOP], "fast": at.loc[top["form"]]}  # fmt: skip
+
+
+def _how(tr, x: float, lo: float, hi: float) -> str:
+    """'2.1× faster' or 'took 1.4× the time' as the catalogue says it, with the paired spread."""
+    if x >= 1:
+        return tr("answers.how.faster", x=times_text(x), lo=times_text(lo), hi=times_text(hi))
+    return tr("answers.how.slower", x=times_text(1 / x), lo=times_text(1 / hi), hi=times_text(1 / lo))
+
+
+def headline_text(h: dict, tr) -> str:
+    """The headline as the page and the home page both say it."""
+    return tr("answers.take.headline", mixer=name(tr, h["mixer"]), n=h["n"], how=_how(tr, h["speedup"], h["q25"],
+              h["q75"]), n0=h["n0"], x0=times_text(h["speedup0"]))  # fmt: skip
+
+
+def _fit(g: pd.DataFrame, y: str) -> str:
+    slope, se = fit.tail_fit(g["seq_len"], g[y])
+    return fit.exponent_text(slope, se)
+
+
+def speed_takeaways(df: pd.DataFrame, tr) -> list[str]:
+    """Sentences computed from answers_speed rows (any prefix of a run)."""
+    ok = _ok(df)
+    h = headline(df)
+    out = []
+    if h is not None:
+        out.append(headline_text(h, tr))
+        loop, fast = h["loop"], h["fast"]
+        out.append(tr("answers.take.why", n=h["n"], steps=int(loop["seq_steps"]), depth=int(fast["seq_steps"]),
+                      loop_us=f"{1e3 * loop['train_ms'] / h['n']:.3g}", scan_us=f"{1e3 * fast['train_ms'] / h['n']:.3g}",
+                      device=str(loop["device"])))  # fmt: skip
+        s = speedups(df)
+        at = s[(s["seq_len"] == h["n"]) & (s["mixer"] != h["mixer"])]
+        if len(at):
+            items = [tr("answers.item", mixer=name(tr, r.mixer), form=tr(f"answers.form.{r.form}"),
+                        x=times_text(r.speedup)) for r in at.itertuples()]  # fmt: skip
+            out.append(tr("answers.take.others", n=h["n"], items="; ".join(items)))
+    if len(ok) and "vs_lstm" in ok:
+        n = int(ok["seq_len"].max())
+        at = ok[ok["seq_len"] == n].set_index(["mixer", "form"])
+        known = [k for k in at.index if k[0] in mixers.MIXERS]
+        base = {fam: [k for k in known if mixers.get(k[0]).kind and family_of(mixers.get(k[0]).kind) == fam]
+                for fam in (RECURRENT, ATTENTION)}  # fmt: skip
+        new = at.loc[[k for k in known if mixers.get(k[0]).kind is None]]
+        if base[RECURRENT] and base[ATTENTION] and len(new):
+            best = new["train_ms"].idxmin()
+            out.append(tr("answers.take.baselines", n=n, lstm=f"{at.loc[base[RECURRENT][0], 'train_ms']:.3g}",
+                          tf=f"{at.loc[base[ATTENTION][0], 'train_ms']:.3g}", best=name(tr, best[0]),
+                          form=tr(f"answers.form.{best[1]}"), best_ms=f"{new.loc[best, 'train_ms']:.3g}"))  # fmt: skip
+    windows = ok[[row_of(m, "restricted") for m in ok["mixer"]]] if len(ok) else ok
+    att = ok[[row_of(m, "self_attention") for m in ok["mixer"]]] if len(ok) else ok
+    if len(windows) and windows["seq_len"].nunique() >= 2 and att["seq_len"].nunique() >= 2:
+        out.append(tr("answers.take.window", r=int(windows["window"].iloc[0]), b=_fit(windows, "train_ms"),
+                      tb=_fit(att, "train_ms"), n=int(windows["seq_len"].max())))  # fmt: skip
+    if h is not None and "saved_bytes" in h["loop"]:
+        out.append(tr("answers.take.memory", n=h["n"], mixer=name(tr, h["mixer"]),
+                      scan=format_bytes(h["fast"]["saved_bytes"]), loop=format_bytes(h["loop"]["saved_bytes"])))  # fmt: skip
+    errors = ok[ok["max_error"].notna()] if len(ok) and "max_error" in ok else pd.DataFrame()
+    if len(errors):
+        worst = errors.loc[errors["max_error"].idxmax()]
+        out.append(tr("answers.take.precision", err=f"{worst['max_error']:.1g}", mixer=name(tr, worst["mixer"]),
+                      form=tr(f"answers.form.{worst['form']}"), n=int(worst["seq_len"])))  # fmt: skip
+    return out
+
+
+# ---- decoding --------------------------------------------------------------------------------------------------
+
+
+def decode_fits(df: pd.DataFrame | None) -> pd.DataFrame:
+    """Per mixer: the exponent of its kept bytes and of its per-token time against the context (log-log fit over
+    every length, with its standard error), and both at the longest context."""
+    ok = _ok(df)
+    rows = []
+    for m, g in ok.groupby("mixer", sort=False) if len(ok) else ():
+        if m not in mixers.MIXERS:
+            continue
+        g = g.sort_values("context_len")
+        x = g["context_len"].astype(float)
+        mem = fit.tail_fit(x, g["state_bytes"], points=len(g))
+        ms = fit.tail_fit(x, g["ms_per_token"], points=len(g))
+        last = g.iloc[-1]
+        rows.append({"mixer": m, "family": mixers.get(m).family, "mem_slope": mem[0], "mem_se": mem[1],
+                     "time_slope": ms[0], "time_se": ms[1], "n": int(last["context_len"]),
+                     "bytes": float(last["state_bytes"]), "ms": float(last["ms_per_token"]),
+                     "predicted": float(last.get("predicted_bytes", math.nan)), "points": len(g)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def flat(row) -> bool:
+    """A state that does not grow: fitted exponent below 0.1."""
+    return math.isfinite(row["mem_slope"]) and row["mem_slope"] < 0.1
+
+
+def decode_takeaways(df: pd.DataFrame, tr) -> list[str]:
+    fits = decode_fits(df)
+    fits = fits[fits["points"] >= 2] if len(fits) else fits
+    if not len(fits):
+        return []
+    out = []
+    cache = fits[[row_of(m, "self_attention") for m in fits["mixer"]]]
+    fixed = fits[[flat(r) for _, r in fits.iterrows()]]
+    if len(fixed):
+        biggest = fixed.loc[fixed["bytes"].idxmax()]
+        out.append(tr("answers.take.flat", k=len(fixed), names=", ".join(name(tr, m) for m in fixed["mixer"]),
+                      n=int(fixed["n"].max()), slope=fit.exponent_text(fixed["mem_slope"].abs().max(), 0.0),
+                      big=name(tr, biggest["mixer"]), bytes=format_bytes(biggest["bytes"])))  # fmt: skip
+    if len(cache):
+        c = cache.iloc[0]
+        exact = c["bytes"] == c["predicted"]
+        out.append(tr("answers.take.cache", slope=fit.exponent_text(c["mem_slope"], c["mem_se"]), n=int(c["n"]),
+                      bytes=format_bytes(c["bytes"]), formula=tr("answers.take.exact" if exact else "answers.take.off")))  # fmt: skip
+        if len(fixed):
+            ratio = c["bytes"] / fixed["bytes"].max()
+            quick = fixed.loc[fixed["ms"].idxmin()]
+            out.append(tr("answers.take.decode_time", n=int(c["n"]), ms=f"{c['ms']:.3g}",
+                          t_slope=fit.exponent_text(c["time_slope"], c["time_se"]), fast=name(tr, quick["mixer"]),
+                          fast_ms=f"{quick['ms']:.3g}", ratio=times_text(ratio)))  # fmt: skip
+    return out
+
+
+# ---- gradient reach --------------------------------------------------------------------------------------------
+
+
+def reach_profiles(df: pd.DataFrame | None) -> pd.DataFrame:
+    """Per model: its Table 1 row, where its gradient ends exactly (the first distance after which every norm is
+    0: a receptive field) and its decay reach (the first distance it is REACH_FACTOR× below distance 1)."""
+    ok = _ok(df)
+    rows = []
+    for m, g in ok.groupby("model", sort=False) if len(ok) else ():
+        g = g.sort_values("distance")
+        nonzero = g[g["grad_norm"] > 0]["distance"]
+        T = int(g["distance"].max()) + 1
+        end = int(nonzero.max()) + 1 if len(nonzero) else 0
+        back = g[g["distance"] >= 1]["grad_norm"]
+        if m in mixers.MIXERS:
+            table1 = mixers.get(m).table1
+        else:  # the chapter's layers, as the long-range page measures them
+            table1 = "recurrent" if family_of(m) == RECURRENT else "self_attention"
+        rows.append({"model": m, "table1": table1, "T": T, "end": end if end < T else math.nan,
+                     "reach": float(g["reach"].iloc[0]), "lo": float(back.min()), "hi": float(back.max()),
+                     "d_model": int(g["d_model"].iloc[0])})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def reach_takeaways(df: pd.DataFrame, tr) -> list[str]:
+    prof = reach_profiles(df)
+    if not len(prof):
+        return []
+    out = []
+    decays = prof[prof["reach"].notna() & prof["end"].isna()]
+    if len(decays):
+        out.append(tr("answers.take.decay", names=", ".join(name(tr, m) for m in decays["model"]),
+                      lo=int(decays["reach"].min()), hi=int(decays["reach"].max())))  # fmt: skip
+    for _, r in prof[prof["end"].notna() & prof["model"].isin(list(mixers.MIXERS))].iterrows():
+        spec = mixers.MixerSpec(r["d_model"])
+        if mixers.get(r["model"]).family == CONVOLUTION:
+            out.append(tr("answers.take.field", end=int(r["end"]), k=spec.kernel, levels=spec.levels,
+                          field=spec.kernel**spec.levels))  # fmt: skip
+        else:
+            layers = mixers.get(r["model"]).reach_depth
+            out.append(tr("answers.take.window_reach", end=int(r["end"]) - 1, layers=layers, r=spec.window,
+                          per=spec.window - 1))  # fmt: skip
+    level = prof[prof["reach"].isna() & prof["end"].isna() & (prof["lo"] > 0)]
+    if len(level):
+        out.append(tr("answers.take.kept", names=", ".join(name(tr, m) for m in level["model"]),
+                      T=int(level["T"].max()) - 1, factor=f"{REACH_FACTOR:,.0f}"))  # fmt: skip
+    return out

@@ -1,0 +1,230 @@
+"""Page 5's token mixers — the field's answers to attention's price — one record each, as zoology's mixers/ are.
+
+A record (`Mixer`) holds everything that differs between mixers: how to build its layer in each of its forms,
+its family, the dependent steps a form takes for n tokens, what it keeps per sequence while decoding, which row of
+Vaswani et al.'s Table 1 it belongs to, its source and its colour. Experiments, findings, charts and the page ask
+the record, never a mixer's name. The chapter's own models (the fused LSTM and GRU, the SDPA Transformer block)
+have records too, built by core.models.registry, so every experiment of the page treats all of them alike.
+
+Torch-free until a layer is built: the home page and the findings read the records without it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from core.models.registry import ATTENTION, RECURRENT, LayerSpec, n_heads_for
+
+if TYPE_CHECKING:
+    from torch import nn
+
+CONVOLUTION = "convolution"  # neither a state nor attention: a fixed receptive field
+LOOP, SCAN, CHUNKED, FUSED = "loop", "scan", "chunked", "fused"
+FORMS = (LOOP, SCAN, CHUNKED, FUSED)
+# Vaswani et al. 2017, Table 1, maximum path length per row (and the page's new row: a linear recurrence as a scan)
+PATHS = {"self_attention": "O(1)", "recurrent": "O(n)", "convolutional": "O(log_k n)", "restricted": "O(n/r)",
+         "scan": "O(n)"}  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class MixerSpec:
+    """What a mixer is built from: width and the size parameters some mixers have."""
+
+    d_model: int
+    window: int = 32  # sliding window: tokens each query sees (itself included)
+    kernel: int = 2  # dilated convolution: kernel size k (dilations k^i: doubling for k = 2)
+    levels: int = 6  # dilated convolution: layers, so the receptive field is k^levels tokens
+    chunk: int = 64  # linear attention, chunked form: tokens per chunk
+    d_state: int = 16  # selective SSM: state numbers per channel (Mamba's N)
+
+    @property
+    def heads(self) -> int:
+        return n_heads_for(self.d_model)
+
+
+@dataclasses.dataclass(frozen=True)
+class Mixer:
+    name: str
+    family: str  # RECURRENT, ATTENTION or CONVOLUTION
+    forms: tuple[str, ...]  # the forms it offers; the first is the reference the others are tested against
+    make: Callable[[MixerSpec, str], nn.Module]  # one layer in one form, (B, T, d) → (B, T, d), with step()
+    steps: Callable[[int, str, MixerSpec], int]  # dependent steps on the critical path of one forward pass
+    state_floats: Callable[[int, MixerSpec], int]  # numbers kept per sequence between tokens, after n tokens
+    saved_floats: Callable[[str, MixerSpec], int]  # a generous count of floats per token kept for backward
+    table1: str  # its row of Table 1: self_attention, recurrent, convolutional, restricted, or scan (the new row)
+    source: str  # the paper the layer follows
+    color: str
+    kind: str | None = None  # the core.models.registry kind it is (the chapter's own models)
+    reach_depth: int = 1  # layers stacked when its gradient reach is measured (restricted attention: steps of r)
+    reference: str | None = None  # the form its others are checked against in float64 (default: its first form)
+    reference_max_len: int = 1 << 20  # the longest sequence that check runs at (a dense reference costs n²)
+
+    @property
+    def path(self) -> str:
+        """Table 1's maximum path length for its row."""
+        return PATHS[self.table1]
+
+    @property
+    def reference_form(self) -> str | None:
+        return self.reference or (self.forms[0] if len(self.forms) > 1 else None)
+
+    def layer(self, spec: MixerSpec, form: str | None = None) -> nn.Module:
+        form = form or self.forms[-1]
+        if form not in self.forms and form != self.reference:  # a reference form is built for checks only
+            raise ValueError(f"forms: {self.name} has no {form!r} form (it has {', '.join(self.forms)})")
+        return self.make(spec, form)
+
+    def build(self, vocab_size: int, spec: MixerSpec, form: str | None = None) -> nn.Module:
+        """A one-layer language model: embedding → this mixer → head (the registry's own model for a kind)."""
+        from core.models import registry
+
+        if self.kind is not None:
+            return registry.get(self.kind).build(vocab_size, spec.d_model, 1)
+        from core.models.layers import LanguageModel
+
+        return LanguageModel(vocab_size, spec.d_model, 1, lambda: self.layer(spec, form))
+
+    def reach_layer(self, d_model: int) -> nn.Module:
+        """What its gradient reach is measured on: `reach_depth` layers of its first form, default sizes. The first
+        form, the sequential one where there is one: the log-space scan's backward has a float32 floor (its decay
+        gradients are 1 − Σ weights), ~1e-6 of the largest, where the true gradient keeps falling."""
+        from torch import nn
+
+        spec = MixerSpec(d_model)
+        return nn.Sequential(*(self.layer(spec, self.forms[0]) for _ in range(self.reach_depth)))
+
+
+MIXERS: dict[str, Mixer] = {}
+
+
+def register(mixer: Mixer) -> Mixer:
+    if mixer.family not in (RECURRENT, ATTENTION, CONVOLUTION):
+        raise ValueError(f"family: {mixer.family!r} is not one of {RECURRENT}, {ATTENTION}, {CONVOLUTION}")
+    MIXERS[mixer.name] = mixer
+    return mixer
+
+
+def get(name: str) -> Mixer:
+    if name not in MIXERS:
+        raise ValueError(f"mixers: {name!r} is not one of {', '.join(MIXERS)}")
+    return MIXERS[name]
+
+
+def names(experiment: str | None = None) -> tuple[str, ...]:
+    """Every mixer, in registration order; for gradient_reach only the new ones (the registry has the others)."""
+    if experiment == "gradient_reach":
+        return tuple(n for n, m in MIXERS.items() if m.kind is None)
+    return tuple(MIXERS)
+
+
+def colors(mixers) -> tuple[list[str], list[str]]:
+    """(domain, range) of a chart's colour scale over `mixers`."""
+    domain = list(dict.fromkeys(mixers))
+    return domain, [MIXERS[m].color if m in MIXERS else "#7f7f7f" for m in domain]
+
+
+def scan_depth(n: int) -> int:
+    """Dependent steps of a parallel scan over n elements: an up-sweep and a down-sweep of ⌈log₂ n⌉ levels each
+    (Blelloch 1990), the depth torch's cumsum and logcumsumexp would have on hardware with n lanes."""
+    return 2 * max(1, math.ceil(math.log2(max(n, 2))))
+
+
+# ---- the records ----------------------------------------------------------------------------------------------
+
+
+def _recurrence_steps(n: int, form: str, s: MixerSpec) -> int:
+    return n if form == LOOP else scan_depth(n)
+
+
+def _saved(loop: int, parallel: int) -> Callable[[str, MixerSpec], int]:
+    return lambda form, s: (loop if form == LOOP else parallel) * s.d_model
+
+
+def _min_gru(s: MixerSpec, form: str):
+    from core.models.mixers.gated import MinGRU
+
+    return MinGRU(s.d_model, form)
+
+
+def _min_lstm(s: MixerSpec, form: str):
+    from core.models.mixers.gated import MinLSTM
+
+    return MinLSTM(s.d_model, form)
+
+
+def _rwkv(s: MixerSpec, form: str):
+    from core.models.mixers.rwkv import RWKVTimeMix
+
+    return RWKVTimeMix(s.d_model, form)
+
+
+def _ssm(s: MixerSpec, form: str):
+    from core.models.mixers.ssm import SelectiveSSM
+
+    return SelectiveSSM(s.d_model, form, s.d_state)
+
+
+def _linear(s: MixerSpec, form: str):
+    from core.models.mixers.linear import LinearAttention
+
+    return LinearAttention(s.d_model, s.heads, form, s.chunk)
+
+
+def _window(s: MixerSpec, form: str):
+    from core.models.mixers.local import SlidingWindow
+
+    return SlidingWindow(s.d_model, s.heads, form, s.window)
+
+
+def _conv(s: MixerSpec, form: str):
+    from core.models.mixers.local import DilatedConv
+
+    return DilatedConv(s.d_model, form, s.kernel, s.levels)
+
+
+def _kind(name: str) -> Callable[[MixerSpec, str], nn.Module]:
+    """A registry kind's layer, wrapped so it can also decode (state or KV cache)."""
+
+    def make(s: MixerSpec, form: str):
+        from core.models import registry
+        from core.models.mixers.baselines import CachedBlock, FusedRecurrent
+
+        layer = registry.get(name).layer(LayerSpec(s.d_model))
+        return FusedRecurrent(layer) if registry.get(name).recurrent else CachedBlock(layer)
+
+    return make
+
+
+FENG = "Feng et al. 2024, Were RNNs All We Needed?"
+register(Mixer("min_gru", RECURRENT, (LOOP, SCAN), _min_gru, _recurrence_steps, lambda n, s: s.d_model,
+               _saved(10, 14), "scan", FENG, "#e6550d"))  # fmt: skip
+register(Mixer("min_lstm", RECURRENT, (LOOP, SCAN), _min_lstm, _recurrence_steps, lambda n, s: s.d_model,
+               _saved(12, 18), "scan", FENG, "#fd8d3c"))  # fmt: skip
+register(Mixer("rwkv", RECURRENT, (LOOP, SCAN), _rwkv, _recurrence_steps, lambda n, s: 4 * s.d_model,
+               _saved(30, 40), "scan", "Peng et al. 2023, RWKV (RWKV-4 time-mix)", "#8c564b"))  # fmt: skip
+register(Mixer("selective_ssm", RECURRENT, (LOOP, SCAN), _ssm, _recurrence_steps,
+               lambda n, s: s.d_model * s.d_state, lambda form, s: (8 if form == LOOP else 24) * s.d_model * s.d_state,
+               "scan", "Gu & Dao 2023, Mamba (S6, minimal reimplementation)", "#9467bd"))  # fmt: skip
+register(Mixer("linear_attention", ATTENTION, (LOOP, CHUNKED), _linear,
+               lambda n, form, s: n if form == LOOP else math.ceil(n / s.chunk),
+               lambda n, s: s.d_model * (s.d_model // s.heads) + s.d_model,
+               lambda form, s: (3 * s.d_model // s.heads + 12 if form == LOOP else 2 * s.chunk + 16) * s.d_model,
+               "scan", "Katharopoulos et al. 2020, Transformers are RNNs", "#17becf"))  # fmt: skip
+register(Mixer("sliding_window", ATTENTION, (CHUNKED,), _window, lambda n, form, s: 1,
+               lambda n, s: 2 * min(n, s.window) * s.d_model, lambda form, s: 16 * s.d_model + 4 * s.window * s.heads,
+               "restricted", "Vaswani et al. 2017, restricted self-attention (Table 1)", "#2ca02c",
+               reach_depth=4, reference="banded", reference_max_len=2048))  # fmt: skip
+register(Mixer("dilated_conv", CONVOLUTION, (FUSED,), _conv, lambda n, form, s: s.levels,
+               lambda n, s: (s.kernel**s.levels - 1) * s.d_model, lambda form, s: 3 * s.levels * s.d_model,
+               "convolutional", "Kalchbrenner et al. 2016 (ByteNet); van den Oord et al. 2016 (WaveNet)",
+               "#7f7f7f"))  # fmt: skip
+register(Mixer("lstm", RECURRENT, (FUSED,), _kind("lstm"), lambda n, form, s: n, lambda n, s: 2 * s.d_model,
+               _saved(12, 12), "recurrent", "Hochreiter & Schmidhuber 1997 (nn.LSTM)", "#d62728", kind="lstm"))  # fmt: skip
+register(Mixer("gru", RECURRENT, (FUSED,), _kind("gru"), lambda n, form, s: n, lambda n, s: s.d_model,
+               _saved(12, 12), "recurrent", "Cho et al. 2014 (nn.GRU)", "#e377c2", kind="gru"))  # fmt: skip
+register(Mixer("transformer", ATTENTION, (FUSED,), _kind("transformer"), lambda n, form, s: 1,
+               lambda n, s: 2 * n * s.d_model, _saved(40, 40), "self_attention",
+               "Vaswani et al. 2017 (Pre-LN block, SDPA)", "#1f77b4", kind="transformer"))  # fmt: skip

@@ -1,0 +1,75 @@
+"""The chapter's own models as mixers, for decoding: the fused nn.LSTM / nn.GRU layer and the Pre-LN Transformer
+block of core.models.registry, each reading one token at a time — the recurrent ones through their state, the
+block through a KV cache that grows by one key and one value per token (Shazeer 2019's cache of every past token).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from core.models.mixers.base import FUSED, MixerLayer, heads_view, merge_heads
+
+
+class FusedRecurrent(MixerLayer):
+    """A registry layer holding `.rnn` (nn.LSTM or nn.GRU): training runs the fused kernel; decoding feeds it one
+    token at a time with its state (h, or h and c)."""
+
+    def __init__(self, layer: torch.nn.Module):
+        super().__init__(FUSED)
+        self.layer = layer
+
+    def forward_fused(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(x)
+
+    def init_state(self, batch: int, like: torch.Tensor) -> tuple:
+        rnn = self.layer.rnn
+        zeros = like.new_zeros(rnn.num_layers, batch, rnn.hidden_size)
+        return (zeros, zeros.clone()) if isinstance(rnn, torch.nn.LSTM) else (zeros,)
+
+    def _call(self, x: torch.Tensor, state: tuple):
+        out, new = self.layer.rnn(x, state if len(state) == 2 else state[0])
+        return out, (new if isinstance(new, tuple) else (new,))
+
+    def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
+        out, state = self._call(x_t[:, None], state)
+        return out[:, 0], state
+
+    def prefill(self, x: torch.Tensor, state: tuple) -> tuple:
+        return self._call(x, state)[1]  # the fused kernel reads the whole chunk, starting from `state`
+
+
+class CachedBlock(MixerLayer):
+    """A Pre-LN Transformer block (core.models.layers.Block) decoding with a KV cache: x + attn(ln1 x), then
+    x + mlp(ln2 x); the cache holds the keys and values of every token read (2 · tokens · d_model numbers)."""
+
+    def __init__(self, block: torch.nn.Module):
+        super().__init__(FUSED)
+        self.block = block
+
+    def forward_fused(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(x)
+
+    def _kv(self, x: torch.Tensor):
+        attn = self.block.attn
+        q, k, v = attn.qkv(self.block.ln1(x)).chunk(3, dim=-1)
+        return (heads_view(z, attn.n_heads) for z in (q, k, v))  # (B, H, T, hs)
+
+    def init_state(self, batch: int, like: torch.Tensor) -> tuple:
+        d = self.block.attn.qkv.in_features
+        empty = like.new_zeros(batch, self.block.attn.n_heads, 0, d // self.block.attn.n_heads)
+        return empty, empty.clone()
+
+    def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
+        x = x_t[:, None]  # (B, 1, d)
+        q, k, v = self._kv(x)
+        keys, values = torch.cat([state[0], k], dim=2), torch.cat([state[1], v], dim=2)  # (B, H, past+1, hs)
+        y = F.scaled_dot_product_attention(q, keys, values)  # the newest query may see every cached key
+        x = x + self.block.attn.proj(merge_heads(y))
+        x = x + self.block.mlp(self.block.ln2(x))
+        return x[:, 0], (keys, values)
+
+    def prefill(self, x: torch.Tensor, state: tuple) -> tuple:
+        """Reading a context only needs its keys and values: one parallel projection, no attention."""
+        _, k, v = self._kv(x)
+        return torch.cat([state[0], k], dim=2), torch.cat([state[1], v], dim=2)

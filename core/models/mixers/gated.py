@@ -1,0 +1,85 @@
+"""minGRU and minLSTM (Feng et al. 2024, "Were RNNs All We Needed?"): a GRU and an LSTM whose gates read only the
+input, so the state update is linear in the state, h_t = a_t ⊙ h_{t−1} + b_t, and n dependent steps become a scan.
+
+Both forms compute the same function (tests/test_mixers.py): `loop` walks the n steps one after another (the gates
+of all steps are computed at once first: they never read h), `scan` is the log-space scan (core.models.mixers.base).
+The candidate state goes through g (x + 0.5 for x ≥ 0, σ(x) below), so h stays positive, as the paper does.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from core.models.mixers.base import LOOP, MixerLayer, g, log_g, log_scan
+
+
+class MinGRU(MixerLayer):
+    """minGRU: z_t = σ(W_z x_t), h̃_t = g(W_h x_t), h_t = (1 − z_t) ⊙ h_{t−1} + z_t ⊙ h̃_t (Feng et al. 2024, §3.1)."""
+
+    def __init__(self, d_model: int, form: str = LOOP):
+        super().__init__(form)
+        self.to_gates = nn.Linear(d_model, 2 * d_model)  # z and h̃ together: 2·d² weights, a third of a GRU's
+
+    def forward_loop(self, x: torch.Tensor) -> torch.Tensor:
+        k, v = self.to_gates(x).chunk(2, dim=-1)  # (B, T, d) each
+        z, h_tilde = torch.sigmoid(k), g(v)
+        h = x.new_zeros(x.shape[0], x.shape[2])
+        outs = []
+        # unbind, not z[:, t]: the backward of one index op writes a zero tensor as large as z (O(n) per step)
+        for z_t, h_t in zip(z.unbind(1), h_tilde.unbind(1)):  # n dependent steps
+            h = (1 - z_t) * h + z_t * h_t
+            outs.append(h)
+        return torch.stack(outs, dim=1)
+
+    def forward_scan(self, x: torch.Tensor) -> torch.Tensor:
+        k, v = self.to_gates(x).chunk(2, dim=-1)
+        # log(1 − σ(k)) = −softplus(k), log σ(k) = −softplus(−k): exact and finite for any k
+        return log_scan(-F.softplus(k), -F.softplus(-k) + log_g(v)).exp()
+
+    def init_state(self, batch: int, like: torch.Tensor) -> tuple:
+        return (like.new_zeros(batch, self.to_gates.in_features),)
+
+    def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
+        k, v = self.to_gates(x_t).chunk(2, dim=-1)
+        z = torch.sigmoid(k)
+        h = (1 - z) * state[0] + z * g(v)
+        return h, (h,)
+
+
+class MinLSTM(MixerLayer):
+    """minLSTM: f_t, i_t = σ(W_f x_t), σ(W_i x_t), h̃_t = g(W_h x_t), normalised f′ = f/(f+i), i′ = i/(f+i),
+    h_t = f′_t ⊙ h_{t−1} + i′_t ⊙ h̃_t (Feng et al. 2024, §3.2; the log-space normalisation of BorealisAI/minRNNs)."""
+
+    def __init__(self, d_model: int, form: str = LOOP):
+        super().__init__(form)
+        self.to_gates = nn.Linear(d_model, 3 * d_model)  # f, i and h̃
+
+    def _gates(self, x: torch.Tensor):
+        kf, ki, v = self.to_gates(x).chunk(3, dim=-1)
+        f, i = torch.sigmoid(kf), torch.sigmoid(ki)
+        return f / (f + i), i / (f + i), g(v)
+
+    def forward_loop(self, x: torch.Tensor) -> torch.Tensor:
+        f, i, h_tilde = self._gates(x)
+        h = x.new_zeros(x.shape[0], x.shape[2])
+        outs = []
+        for f_t, i_t, h_t in zip(f.unbind(1), i.unbind(1), h_tilde.unbind(1)):  # n dependent steps
+            h = f_t * h + i_t * h_t
+            outs.append(h)
+        return torch.stack(outs, dim=1)
+
+    def forward_scan(self, x: torch.Tensor) -> torch.Tensor:
+        kf, ki, v = self.to_gates(x).chunk(3, dim=-1)
+        diff = F.softplus(-kf) - F.softplus(-ki)  # log(i/f)
+        log_f, log_i = -F.softplus(diff), -F.softplus(-diff)  # log f′, log i′
+        return log_scan(log_f, log_i + log_g(v)).exp()
+
+    def init_state(self, batch: int, like: torch.Tensor) -> tuple:
+        return (like.new_zeros(batch, self.to_gates.in_features),)
+
+    def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
+        f, i, h_tilde = self._gates(x_t)
+        h = f * state[0] + i * h_tilde
+        return h, (h,)

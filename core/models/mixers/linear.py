@@ -1,0 +1,86 @@
+"""Causal linear attention (Katharopoulos et al. 2020, "Transformers are RNNs"): softmax(qkᵀ) replaced by
+φ(q)·φ(k)ᵀ with φ = elu + 1, so the sum over the past is a running state.
+
+    S_t = S_{t−1} + φ(k_t) v_tᵀ,   z_t = z_{t−1} + φ(k_t),   y_t = φ(q_t)ᵀ S_t / (φ(q_t)ᵀ z_t + ε)
+
+`loop` is that recurrence, one token at a time; `chunked` is the chunkwise-parallel form of
+flash-linear-attention's naive reference (fla/ops/linear_attn/naive.py): inside a chunk of C tokens the masked
+products tril(QKᵀ)V, across chunks the state S carried from one chunk to the next (n/C dependent steps).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from core.models.mixers.base import LOOP, MixerLayer, heads_view, merge_heads
+
+EPS = 1e-6
+
+
+class LinearAttention(MixerLayer):
+    """Multi-head causal linear attention; the state is S (heads × hs × hs) and z (heads × hs) per sequence."""
+
+    def __init__(self, d_model: int, n_heads: int, form: str = LOOP, chunk: int = 64):
+        super().__init__(form)
+        self.n_heads, self.chunk = n_heads, chunk
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.proj = nn.Linear(d_model, d_model)
+
+    def _features(self, x: torch.Tensor):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        q, k, v = (heads_view(z, self.n_heads) for z in (q, k, v))  # (B, H, T, hs)
+        return F.elu(q) + 1, F.elu(k) + 1, v
+
+    def forward_loop(self, x: torch.Tensor) -> torch.Tensor:
+        fq, fk, v = self._features(x)
+        B, H, _, hs = fq.shape
+        S = x.new_zeros(B, H, hs, hs)
+        z = x.new_zeros(B, H, hs)
+        ys = []
+        for q_t, k_t, v_t in zip(fq.unbind(2), fk.unbind(2), v.unbind(2)):  # n dependent steps
+            S = S + k_t[..., :, None] * v_t[..., None, :]
+            z = z + k_t
+            ys.append((q_t[..., None, :] @ S).squeeze(-2) / ((q_t * z).sum(-1, keepdim=True) + EPS))
+        return self.proj(merge_heads(torch.stack(ys, dim=2)))
+
+    def forward_chunked(self, x: torch.Tensor) -> torch.Tensor:
+        fq, fk, v = self._features(x)
+        B, H, T, hs = fq.shape
+        C = self.chunk
+        pad = -T % C  # zero features at the end: they add nothing to any state, and are cut off after
+        fq, fk, v = (F.pad(z, (0, 0, 0, pad)) for z in (fq, fk, v))
+        n = (T + pad) // C
+        fq, fk, v = (z.view(B, H, n, C, hs) for z in (fq, fk, v))  # (B, H, chunks, C, hs)
+        mask = torch.ones(C, C, dtype=torch.bool, device=x.device).tril()
+        scores = (fq @ fk.transpose(-1, -2)).masked_fill(~mask, 0.0)  # (B, H, chunks, C, C): inside each chunk
+        num, den = scores @ v, scores.sum(-1, keepdim=True)
+        S = x.new_zeros(B, H, hs, hs)
+        z = x.new_zeros(B, H, hs)
+        nums, dens = [], []
+        for i in range(n):  # n/C dependent steps: the state after the chunks before chunk i
+            q_i, k_i = fq[:, :, i], fk[:, :, i]
+            nums.append(num[:, :, i] + q_i @ S)
+            dens.append(den[:, :, i] + q_i @ z[..., None])
+            S = S + k_i.transpose(-1, -2) @ v[:, :, i]
+            z = z + k_i.sum(-2)
+        num = torch.stack(nums, dim=2).view(B, H, n * C, hs)
+        den = torch.stack(dens, dim=2).view(B, H, n * C, 1)
+        return self.proj(merge_heads((num / (den + EPS))[:, :, :T]))
+
+    def init_state(self, batch: int, like: torch.Tensor) -> tuple:
+        hs = self.qkv.in_features // self.n_heads
+        return like.new_zeros(batch, self.n_heads, hs, hs), like.new_zeros(batch, self.n_heads, hs)
+
+    def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
+        fq, fk, v = (z[:, :, 0] for z in self._features(x_t[:, None]))  # (B, H, hs)
+        S = state[0] + fk[..., :, None] * v[..., None, :]
+        z = state[1] + fk
+        y = (fq[..., None, :] @ S).squeeze(-2) / ((fq * z).sum(-1, keepdim=True) + EPS)
+        return self.proj(y.reshape(y.shape[0], -1)), (S, z)
+
+    def prefill(self, x: torch.Tensor, state: tuple) -> tuple:
+        """Exact and parallel: the state is a sum over the tokens read."""
+        _, fk, v = self._features(x)
+        return state[0] + fk.transpose(-1, -2) @ v, state[1] + fk.sum(2)

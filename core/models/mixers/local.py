@@ -1,0 +1,113 @@
+"""The two rows of Vaswani et al.'s Table 1 the other pages do not measure: restricted self-attention (each token
+attends to the r tokens up to itself) and a dilated causal convolution (ByteNet, WaveNet: dilations growing per
+layer, so a stack of L layers of kernel k sees exactly k^L tokens).
+
+Sliding window, `chunked`: queries in blocks of r; a block attends to its own keys and the previous block's, masked
+to the window, so the work is about 2·r·n·d — not n², as a banded mask handed to SDPA over the whole sequence still
+computes (`banded`, kept only as the tests' reference definition).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from core.models.mixers.base import CHUNKED, FUSED, MixerLayer, heads_view, merge_heads
+
+
+class SlidingWindow(MixerLayer):
+    """Causal multi-head softmax attention over the last `window` tokens (the token itself included)."""
+
+    def __init__(self, d_model: int, n_heads: int, form: str = CHUNKED, window: int = 32):
+        super().__init__(form)
+        self.n_heads, self.window = n_heads, window
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.proj = nn.Linear(d_model, d_model)
+
+    def _qkv(self, x: torch.Tensor):
+        return (heads_view(z, self.n_heads) for z in self.qkv(x).chunk(3, dim=-1))  # (B, H, T, hs) each
+
+    def forward_banded(self, x: torch.Tensor) -> torch.Tensor:
+        """The definition, as one banded mask over the whole n × n score matrix."""
+        q, k, v = self._qkv(x)
+        t = torch.arange(x.shape[1], device=x.device)
+        band = (t[None, :] <= t[:, None]) & (t[None, :] > t[:, None] - self.window)  # key s allowed for query t
+        return self.proj(merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=band)))
+
+    def forward_chunked(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self._qkv(x)
+        B, H, T, hs = q.shape
+        r = self.window
+        pad = -T % r
+        q, k, v = (F.pad(z, (0, 0, 0, pad)) for z in (q, k, v))
+        n = (T + pad) // r
+        q = q.reshape(B, H * n, r, hs)  # block b of head h at index h·n + b
+        k, v = (z.view(B, H, n, r, hs) for z in (k, v))
+        k2, v2 = (torch.cat([F.pad(z, (0, 0, 0, 0, 1, 0))[:, :, :-1], z], dim=3) for z in (k, v))  # prev + own block
+        i = torch.arange(r, device=x.device)[:, None]
+        j = torch.arange(2 * r, device=x.device)[None, :]
+        inside = (j > i) & (j <= i + r)  # key j of [previous block, own block] is within query i's window
+        mask = inside.expand(n, r, 2 * r).clone()
+        mask[0, :, :r] = False  # the first block has no previous block
+        mask = mask.repeat(H, 1, 1)  # (H·n, r, 2r)
+        y = F.scaled_dot_product_attention(q, k2.reshape(B, H * n, 2 * r, hs), v2.reshape(B, H * n, 2 * r, hs),
+                                           attn_mask=mask)  # fmt: skip
+        return self.proj(merge_heads(y.view(B, H, n * r, hs)[:, :, :T]))
+
+    def init_state(self, batch: int, like: torch.Tensor) -> tuple:
+        hs = self.qkv.in_features // self.n_heads
+        empty = like.new_zeros(batch, self.n_heads, 0, hs)
+        return empty, empty.clone()
+
+    def _append(self, state: tuple, k, v) -> tuple:
+        """The cache with new keys and values, cut to the last `window` tokens (a copy: no wider storage kept)."""
+        return tuple(torch.cat([s, z], dim=2)[:, :, -self.window :].clone() for s, z in zip(state, (k, v)))
+
+    def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
+        q, k, v = self._qkv(x_t[:, None])
+        state = self._append(state, k, v)
+        y = F.scaled_dot_product_attention(q, state[0], state[1])  # the one query sees every cached key
+        return self.proj(merge_heads(y))[:, 0], state
+
+    def prefill(self, x: torch.Tensor, state: tuple) -> tuple:
+        _, k, v = self._qkv(x[:, -self.window :])  # only the last r tokens' keys and values are kept
+        return self._append(state, k, v)
+
+
+class DilatedConv(MixerLayer):
+    """`levels` causal convolutions of kernel k, dilation k^i at level i (doubling for k = 2), GELU between:
+    the receptive field is exactly k^levels tokens. The state is each level's last (k−1)·k^i inputs."""
+
+    def __init__(self, d_model: int, form: str = FUSED, kernel: int = 2, levels: int = 6):
+        super().__init__(form)
+        self.kernel = kernel
+        self.convs = nn.ModuleList(nn.Conv1d(d_model, d_model, kernel, dilation=kernel**i) for i in range(levels))
+
+    def _reach(self, i: int) -> int:
+        return (self.kernel - 1) * self.kernel**i  # inputs level i needs from before the current token
+
+    def forward_fused(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.transpose(1, 2)  # (B, d, T): channels first, as Conv1d wants
+        for i, conv in enumerate(self.convs):  # one level after another: `levels` dependent steps
+            h = F.gelu(conv(F.pad(h, (self._reach(i), 0))))
+        return h.transpose(1, 2)
+
+    def init_state(self, batch: int, like: torch.Tensor) -> tuple:
+        d = self.convs[0].in_channels
+        return tuple(like.new_zeros(batch, d, self._reach(i)) for i in range(len(self.convs)))
+
+    def _run(self, x: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
+        h, kept = x.transpose(1, 2), []
+        for i, conv in enumerate(self.convs):
+            buf = torch.cat([state[i], h], dim=2)  # the inputs this level still needed, then the new ones
+            kept.append(buf[:, :, buf.shape[2] - self._reach(i) :].clone())
+            h = F.gelu(conv(buf))
+        return h.transpose(1, 2), tuple(kept)
+
+    def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
+        y, state = self._run(x_t[:, None], state)
+        return y[:, 0], state
+
+    def prefill(self, x: torch.Tensor, state: tuple) -> tuple:
+        return self._run(x, state)[1]

@@ -1,0 +1,70 @@
+"""A minimal selective state-space layer in the manner of Mamba's S6 (Gu & Dao 2023, Algorithm 2), in plain PyTorch:
+a minimal reimplementation for measuring, not the fused CUDA kernel of the mamba_ssm package.
+
+Per channel c a state of N numbers: with input-dependent step Δ_t = softplus(W_Δ x_t + b_Δ) (per channel) and
+B_t, C_t = W_B x_t, W_C x_t (N each), and a fixed diagonal negative A = −exp(A_log) (channels × N),
+
+    h_t = exp(Δ_t A) ⊙ h_{t−1} + (Δ_t ⊙ x_t) B_t,    y_t = C_t · h_t + D ⊙ x_t,    output W_o y_t
+
+(zero-order hold for A, the Euler step Δ·B for the input, as mamba-minimal and the official selective_scan_ref do).
+`loop` walks the n steps; `scan` is a linear-space tree scan over all (channel, state) pairs at once, as the
+pure-PyTorch Mamba ports do (mamba.py's pscan): the input term has either sign, and a log-space scan would need two
+scans of its positive and negative parts over channels × N numbers per token.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from core.models.mixers.base import LOOP, MixerLayer, tree_scan
+
+
+class SelectiveSSM(MixerLayer):
+    """S6-style selective SSM, state d_model × d_state per sequence."""
+
+    def __init__(self, d_model: int, form: str = LOOP, d_state: int = 16):
+        super().__init__(form)
+        d, N = d_model, d_state
+        self.d_state = N
+        self.to_dt = nn.Linear(d, d)
+        self.to_bc = nn.Linear(d, 2 * N, bias=False)
+        # S4D-real init A = −(1, 2, …, N) per channel; Δ between 0.001 and 0.1 (Mamba's dt init, inverse softplus)
+        self.A_log = nn.Parameter(torch.log(torch.arange(1, N + 1, dtype=torch.float32)).repeat(d, 1))
+        self.D = nn.Parameter(torch.ones(d))
+        dt = torch.exp(torch.rand(d) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))
+        with torch.no_grad():
+            self.to_dt.bias.copy_(dt + torch.log(-torch.expm1(-dt)))
+        self.output = nn.Linear(d, d)
+
+    def _inputs(self, x: torch.Tensor):
+        """Δ (…, d), B and C (…, N), A (d, N)."""
+        B, C = self.to_bc(x).chunk(2, dim=-1)
+        return F.softplus(self.to_dt(x)), B, C, -torch.exp(self.A_log)
+
+    def forward_loop(self, x: torch.Tensor) -> torch.Tensor:
+        dt, B, C, A = self._inputs(x)
+        h = x.new_zeros(x.shape[0], x.shape[2], self.d_state)  # (batch, d, N)
+        ys = []
+        for dt_t, B_t, C_t, x_t in zip(dt.unbind(1), B.unbind(1), C.unbind(1), x.unbind(1)):  # n dependent steps
+            h = torch.exp(dt_t[..., None] * A) * h + (dt_t * x_t)[..., None] * B_t[:, None, :]
+            ys.append((h * C_t[:, None, :]).sum(-1))
+        return self.output(torch.stack(ys, dim=1) + self.D * x)
+
+    def forward_scan(self, x: torch.Tensor) -> torch.Tensor:
+        dt, B, C, A = self._inputs(x)
+        a = torch.exp(dt[..., None] * A)  # (batch, T, d, N): the decay, in (0, 1]
+        b = (dt * x)[..., None] * B[:, :, None, :]
+        h = tree_scan(a, b)
+        return self.output((h * C[:, :, None, :]).sum(-1) + self.D * x)
+
+    def init_state(self, batch: int, like: torch.Tensor) -> tuple:
+        return (like.new_zeros(batch, self.D.shape[0], self.d_state),)
+
+    def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
+        dt, B, C, A = self._inputs(x_t)
+        h = torch.exp(dt[..., None] * A) * state[0] + (dt * x_t)[..., None] * B[:, None, :]
+        return self.output((h * C[:, None, :]).sum(-1) + self.D * x_t), (h,)

@@ -1,0 +1,134 @@
+"""Page 5's mixers: every form computes the same function as the sequential reference (forward and gradients, in
+float64), every form is causal, decoding one token at a time reproduces the forward pass, and what a mixer keeps
+between tokens is exactly what its record says."""
+
+import math
+
+import pytest
+import torch
+
+from core.models import mixers
+from core.models.mixers import MixerSpec
+from core.models.mixers.base import log_scan, state_bytes, tree_scan
+
+SPEC = MixerSpec(16, window=4, kernel=2, levels=3, chunk=4, d_state=4)  # small sizes: several chunks and windows
+FORMS = [(m, f) for m in mixers.names() for f in mixers.get(m).forms]
+
+
+def _layer(name: str, form: str, dtype=torch.float64):
+    torch.manual_seed(1)
+    return mixers.get(name).layer(SPEC, form).to(dtype)
+
+
+def _x(T: int = 13, dtype=torch.float64) -> torch.Tensor:
+    return torch.randn(2, T, SPEC.d_model, generator=torch.Generator().manual_seed(2), dtype=dtype)
+
+
+def _reference(name: str) -> str:
+    return mixers.get(name).reference_form or mixers.get(name).forms[0]
+
+
+@pytest.mark.parametrize("name, form", FORMS)
+def test_every_form_matches_the_reference_forward_and_gradients(name, form):
+    ref, layer = _layer(name, _reference(name)), _layer(name, form)
+    x = _x().requires_grad_(True)
+    y_ref = ref(x)
+    w = torch.randn_like(y_ref)
+    (g_ref,) = torch.autograd.grad((y_ref * w).sum(), x)
+    x2 = x.detach().clone().requires_grad_(True)
+    y = layer(x2)
+    (g,) = torch.autograd.grad((y * w).sum(), x2)
+    torch.testing.assert_close(y, y_ref, rtol=1e-9, atol=1e-10)
+    torch.testing.assert_close(g, g_ref, rtol=1e-9, atol=1e-10)
+    for (pn, p), (_, q) in zip(ref.named_parameters(), layer.named_parameters()):
+        (gp,) = torch.autograd.grad((ref(x.detach()) * w).sum(), p)
+        (gq,) = torch.autograd.grad((layer(x.detach()) * w).sum(), q)
+        torch.testing.assert_close(gq, gp, rtol=1e-8, atol=1e-10, msg=f"{name} {form}: gradient of {pn}")
+
+
+@pytest.mark.parametrize("name, form", FORMS)
+def test_every_form_is_causal(name, form):
+    layer = _layer(name, form)
+    x = _x(T=11)
+    later = x.clone()
+    later[:, 6:] = torch.randn_like(later[:, 6:])
+    with torch.no_grad():
+        torch.testing.assert_close(layer(later)[:, :6], layer(x)[:, :6], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", mixers.names())
+def test_decoding_token_by_token_reproduces_the_forward_pass(name):
+    layer = _layer(name, mixers.get(name).forms[-1])
+    x = _x(T=10)
+    with torch.no_grad():
+        want = layer(x)
+        state, got = layer.init_state(2, x), []
+        for x_t in x.unbind(1):
+            y_t, state = layer.step(x_t, state)
+            got.append(y_t)
+        torch.testing.assert_close(torch.stack(got, 1), want, rtol=1e-9, atol=1e-10)
+        stepped = layer.init_state(2, x)
+        for x_t in x[:, :7].unbind(1):
+            _, stepped = layer.step(x_t, stepped)
+        read = layer.prefill(x[:, 3:7], layer.prefill(x[:, :3], layer.init_state(2, x)))  # two chunks
+        for a, b in zip(read, stepped):
+            torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", mixers.names())
+def test_the_state_kept_is_what_the_record_says(name):
+    mixer = mixers.get(name)
+    layer = mixer.layer(SPEC).eval()
+    x = torch.randn(1, 40, SPEC.d_model)
+    with torch.no_grad():
+        for n in (1, 9, 40):
+            state = layer.prefill(x[:, :n], layer.init_state(1, x))
+            assert state_bytes(state) == 4 * mixer.state_floats(n, SPEC), (name, n)
+
+
+def test_recurrent_states_stay_fixed_and_attentions_cache_grows():
+    grows = {m for m in mixers.names() if mixers.get(m).state_floats(100, SPEC) > mixers.get(m).state_floats(50, SPEC)}
+    assert {mixers.get(m).table1 for m in grows} == {"self_attention"}
+    window = next(m for m in mixers.names() if mixers.get(m).table1 == "restricted")
+    assert mixers.get(window).state_floats(10**6, SPEC) == 2 * SPEC.window * SPEC.d_model
+
+
+def test_the_scans_agree_with_a_loop_and_stay_finite_in_float32_at_32k_tokens():
+    g = torch.Generator().manual_seed(0)
+    a = torch.rand(2, 37, 3, 4, generator=g, dtype=torch.float64)
+    b = torch.randn(2, 37, 3, 4, generator=g, dtype=torch.float64)
+    h, want = torch.zeros(2, 3, 4, dtype=torch.float64), []
+    for a_t, b_t in zip(a.unbind(1), b.unbind(1)):
+        h = a_t * h + b_t
+        want.append(h)
+    want = torch.stack(want, 1)
+    torch.testing.assert_close(tree_scan(a, b), want)  # odd length: padded and cut
+    torch.testing.assert_close(log_scan(a.log(), b.abs().log()).exp(), tree_scan(a, b.abs()))
+    for name in mixers.names():
+        mixer = mixers.get(name)
+        if mixer.table1 != "scan":
+            continue
+        torch.manual_seed(0)
+        layer = mixer.layer(MixerSpec(8, d_state=2))  # its parallel form, float32
+        with torch.no_grad():
+            y = layer(torch.randn(1, 32768, 8))
+        assert torch.isfinite(y).all(), name
+
+
+def test_dependent_steps_are_counted_per_form():
+    for name, form in FORMS:
+        steps = mixers.get(name).steps
+        if form == mixers.LOOP:
+            assert steps(4096, form, SPEC) == 4096
+        if form == mixers.SCAN:
+            assert steps(4096, form, SPEC) == 2 * 12 and steps(1024, form, SPEC) == 2 * 10  # ~2·log₂ n
+    linear = next(m for m in mixers.names() if mixers.CHUNKED in mixers.get(m).forms and mixers.LOOP in
+                  mixers.get(m).forms)  # fmt: skip
+    assert mixers.get(linear).steps(4096, mixers.CHUNKED, SPEC) == math.ceil(4096 / SPEC.chunk)
+
+
+def test_a_form_a_mixer_lacks_and_an_unknown_mixer_are_named():
+    with pytest.raises(ValueError, match="forms"):
+        mixers.get(mixers.names()[0]).layer(SPEC, "no_such_form")
+    with pytest.raises(ValueError, match="mixers"):
+        mixers.get("no_such_mixer")
