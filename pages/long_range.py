@@ -146,7 +146,8 @@ live = ui.live_run_ui(
 with reveal:
     both, primary = ui.shown_data(tr, PAGE, live)
     lines = long_range.takeaways(primary, tr) if len(primary) else []
-    ui.verdict_ui(tr, prediction, verdicts.long_range(primary), lines)
+    why = gradient_reach.takeaways(reach, tr)[-1:]  # the path-length reason, measured in section 2
+    ui.verdict_ui(tr, prediction, verdicts.long_range(primary), why or lines)
     if not len(both):
         st.info(tr("ui.no_data"))
     elif prediction.revealed:  # the results, and the notes that quote them, wait for the learner's answer

@@ -24,7 +24,9 @@ live = ui.live_run_ui(
 with reveal:
     both, primary = ui.shown_data(tr, PAGE, live)
     lines = findings.takeaways(primary, tr) if len(primary) else []
-    ui.verdict_ui(tr, prediction, verdicts.serial(primary) if len(primary) else None, lines)
+    pair = findings.comparison(primary) if len(primary) else None
+    why = findings.explanation(pair, tr) if pair is not None else []  # the roofline's reason, from the takeaways
+    ui.verdict_ui(tr, prediction, verdicts.serial(primary) if len(primary) else None, why or lines)
     gpu_rows = both[both["device_type"] == "cuda"] if len(both) else both  # GPU rows shipped or uploaded
     if not len(both):
         st.info(tr("ui.no_data"))
