@@ -11,7 +11,8 @@ import math
 
 import pandas as pd
 
-from core import status
+from core import fit, status
+from core.findings import answers as answers_findings
 from core.findings import attention_cost as attention_findings
 from core.findings import depth as depth_findings
 from core.findings import long_range as long_range_findings
@@ -26,7 +27,11 @@ TABLE1 = (
     ("recurrent", "O(n·d²)", "O(n)", "O(n)"),
     ("convolutional", "O(k·n·d²)", "O(1)", "O(log_k n)"),
     ("restricted", "O(r·n·d)", "O(1)", "O(n/r)"),
+    ("scan", "O(n·d)", "O(log n)", "O(n)"),  # not in the paper: the page-5 answer, a linear recurrence as a scan
 )
+ANSWERS_PAGE = "answers"  # the page whose rows fill the last three rows (their cells link to it)
+# the experiments whose rows the home page reads (a live run of this session, else the shipped reference)
+EXPERIMENTS = ("serial", "gradient_reach", "long_range", "depth", "attention_cost", "answers_speed", "answers_reach")
 
 
 def _ok(df: pd.DataFrame | None) -> pd.DataFrame:
@@ -130,7 +135,44 @@ def measured_cells(frames: dict, tr) -> dict:
     return {
         "self_attention": (att_cost, steps[ATTENTION], att_path),
         "recurrent": (rec_cost, steps[RECURRENT], rec_path),
+        **answers_cells(frames, tr),
     }
+
+
+def answers_cells(frames: dict, tr) -> dict:
+    """Table 1's convolutional, restricted-attention and scan rows from page 5's rows: the time exponent and the
+    dependent steps of the row's mixer at its longest length, and where its gradient ends (or how fast it falls);
+    each cell a link to the page."""
+    speed, reach = _ok(frames.get("answers_speed")), answers_findings.reach_profiles(frames.get("answers_reach"))
+    none = tr("home.t1.none")
+    out = {}
+    for row in ("convolutional", "restricted", "scan"):
+        cost = steps = path = none
+        rows = speed[[answers_findings.row_of(m, row) for m in speed["mixer"]]] if len(speed) else speed
+        if len(rows):
+            m = rows["mixer"].iloc[0]
+            g = rows[(rows["mixer"] == m) & (rows["form"] == rows[rows["mixer"] == m]["form"].iloc[-1])]
+            slope, se = fit.tail_fit(g["seq_len"], g["train_ms"])
+            what = f"{tr(f'model.{m}')} ({tr('answers.form.' + g['form'].iloc[0])})"
+            cost = _link(tr("home.t1.cost", b=fit.exponent_text(slope, se), what=what))
+            at = g[g["seq_len"] == g["seq_len"].max()].iloc[0]
+            steps = _link(tr("home.t1.steps", steps=int(at["seq_steps"]), T=int(at["seq_len"])))
+        hit = reach[[answers_findings.row_of(m, row) for m in reach["model"]]] if len(reach) else reach
+        if len(hit):
+            r = hit.iloc[0]
+            if math.isfinite(r["end"]):
+                path = _link(tr("home.t1.ends", end=int(r["end"]) - 1))
+            elif math.isfinite(r["reach"]):
+                path = _link(tr("home.t1.reach", reach=int(r["reach"])))
+            else:
+                path = _link(tr("home.t1.no_reach", T=int(r["T"]) - 1))
+        out[row] = (cost, steps, path)
+    return out
+
+
+def _link(text: str) -> str:
+    """A measured cell as a Markdown link to the page that measured it (st.table renders Markdown)."""
+    return f"[{text}]({ANSWERS_PAGE})"
 
 
 def table1(frames: dict, tr) -> pd.DataFrame:
@@ -182,6 +224,9 @@ def findings(frames: dict, tr) -> dict:
         key = "home.find.depth" if math.isfinite(d["res_g"]) else "home.find.depth_plain"
         out["depth"] = tr(key, L=d["d1"], g1=depth_findings.number(d["g1"]), top=depth_findings.number(d["top"]),
                           res=depth_findings.number(d["res_g"]))  # fmt: skip
+    head = answers_findings.headline(frames.get("answers_speed"))
+    if head is not None:
+        out["answers"] = answers_findings.headline_text(head, tr)
     naive, fused = attention_findings.materialised_and_fused(frames.get("attention_cost"))
     if naive and fused:
         out["attention_cost"] = tr(

@@ -8,7 +8,7 @@ from ui import common as ui
 tr = ui.page_ui("home")
 st.markdown(tr("home.story"))
 
-frames = {name: ui.latest_rows(name) for name in ("serial", "gradient_reach", "long_range", "depth", "attention_cost")}
+frames = {name: ui.latest_rows(name) for name in scoreboard.EXPERIMENTS}
 findings = scoreboard.findings(frames, tr)
 cols = st.columns(2)
 for i, (key, page) in enumerate(ui.PAGES):

@@ -20,6 +20,7 @@ PAGES = [
     ("long_range", "pages/long_range.py"),
     ("depth", "pages/depth.py"),
     ("attention_cost", "pages/attention_cost.py"),
+    ("answers", "pages/answers.py"),
 ]
 
 

@@ -1,6 +1,17 @@
 """The registry of experiments: a plain dict from name to `Experiment` (STYLE.md: no import-by-string)."""
 
-from core.experiments import attention_cost, depth, gradient_reach, kv_cache, long_range, scaling, serial
+from core.experiments import (
+    answers_decode,
+    answers_reach,
+    answers_speed,
+    attention_cost,
+    depth,
+    gradient_reach,
+    kv_cache,
+    long_range,
+    scaling,
+    serial,
+)
 
 EXPERIMENTS = {
     "serial": serial.EXPERIMENT,
@@ -10,6 +21,9 @@ EXPERIMENTS = {
     "depth": depth.EXPERIMENT,
     "attention_cost": attention_cost.EXPERIMENT,
     "kv_cache": kv_cache.EXPERIMENT,
+    "answers_speed": answers_speed.EXPERIMENT,
+    "answers_decode": answers_decode.EXPERIMENT,
+    "answers_reach": answers_reach.EXPERIMENT,
 }
 
 

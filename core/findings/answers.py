@@ -14,7 +14,6 @@ from core.memory_formulas import format_bytes
 from core.models import mixers
 from core.models.mixers import CONVOLUTION, LOOP
 from core.models.registry import ATTENTION, RECURRENT, family_of
-from core.rules import REACH_FACTOR
 
 FENG_N = 512  # Feng et al. 2024 (T4 GPU, vs the sequential versions): the published speed-ups at this length
 FENG = {"min_gru": 175.0, "min_lstm": 235.0}
@@ -32,7 +31,7 @@ def row_of(m: str, table1: str) -> bool:
 
 
 def name(tr, m: str) -> str:
-    return tr(f"answers.mixer.{m}")
+    return tr(f"model.{m}")
 
 
 def times_text(x: float) -> str:
@@ -81,8 +80,11 @@ def _how(tr, x: float, lo: float, hi: float) -> str:
 
 def headline_text(h: dict, tr) -> str:
     """The headline as the page and the home page both say it."""
-    return tr("answers.take.headline", mixer=name(tr, h["mixer"]), n=h["n"], how=_how(tr, h["speedup"], h["q25"],
-              h["q75"]), n0=h["n0"], x0=times_text(h["speedup0"]))  # fmt: skip
+    text = tr("answers.take.headline", mixer=name(tr, h["mixer"]), n=h["n"],
+              how=_how(tr, h["speedup"], h["q25"], h["q75"]))  # fmt: skip
+    if h["n0"] != h["n"]:
+        text += " " + tr("answers.take.headline_at", n0=h["n0"], x0=times_text(h["speedup0"]))
+    return text
 
 
 def _fit(g: pd.DataFrame, y: str) -> str:
@@ -98,7 +100,8 @@ def speed_takeaways(df: pd.DataFrame, tr) -> list[str]:
     if h is not None:
         out.append(headline_text(h, tr))
         loop, fast = h["loop"], h["fast"]
-        out.append(tr("answers.take.why", n=h["n"], steps=int(loop["seq_steps"]), depth=int(fast["seq_steps"]),
+        why = "answers.take.why_faster" if h["speedup"] > 1 else "answers.take.why"
+        out.append(tr(why, n=h["n"], steps=int(loop["seq_steps"]), depth=int(fast["seq_steps"]),
                       loop_us=f"{1e3 * loop['train_ms'] / h['n']:.3g}", scan_us=f"{1e3 * fast['train_ms'] / h['n']:.3g}",
                       device=str(loop["device"])))  # fmt: skip
         s = speedups(df)
@@ -194,8 +197,8 @@ def decode_takeaways(df: pd.DataFrame, tr) -> list[str]:
 
 
 def reach_profiles(df: pd.DataFrame | None) -> pd.DataFrame:
-    """Per model: its Table 1 row, where its gradient ends exactly (the first distance after which every norm is
-    0: a receptive field) and its decay reach (the first distance it is REACH_FACTOR× below distance 1)."""
+    """Per model: its Table 1 row, where its gradient ends exactly (for a window or a convolution: the first
+    distance after which every norm is 0, its receptive field) and its decay reach (the first distance it is core.rules.REACH_FACTOR× below distance 1)."""
     ok = _ok(df)
     rows = []
     for m, g in ok.groupby("model", sort=False) if len(ok) else ():
@@ -208,7 +211,10 @@ def reach_profiles(df: pd.DataFrame | None) -> pd.DataFrame:
             table1 = mixers.get(m).table1
         else:  # the chapter's layers, as the long-range page measures them
             table1 = "recurrent" if family_of(m) == RECURRENT else "self_attention"
-        rows.append({"model": m, "table1": table1, "T": T, "end": end if end < T else math.nan,
+        # an end only where the layer has one (a window, a receptive field): a recurrence's far gradients can
+        # underflow to exactly 0 in float32 too, without its path ending there
+        ends = table1 in ("restricted", "convolutional") and end < T
+        rows.append({"model": m, "table1": table1, "T": T, "end": end if ends else math.nan,
                      "reach": float(g["reach"].iloc[0]), "lo": float(back.min()), "hi": float(back.max()),
                      "d_model": int(g["d_model"].iloc[0])})  # fmt: skip
     return pd.DataFrame(rows)
@@ -226,7 +232,7 @@ def reach_takeaways(df: pd.DataFrame, tr) -> list[str]:
     for _, r in prof[prof["end"].notna() & prof["model"].isin(list(mixers.MIXERS))].iterrows():
         spec = mixers.MixerSpec(r["d_model"])
         if mixers.get(r["model"]).family == CONVOLUTION:
-            out.append(tr("answers.take.field", end=int(r["end"]), k=spec.kernel, levels=spec.levels,
+            out.append(tr("answers.take.field", end=int(r["end"]) - 1, k=spec.kernel, levels=spec.levels,
                           field=spec.kernel**spec.levels))  # fmt: skip
         else:
             layers = mixers.get(r["model"]).reach_depth
@@ -235,5 +241,5 @@ def reach_takeaways(df: pd.DataFrame, tr) -> list[str]:
     level = prof[prof["reach"].isna() & prof["end"].isna() & (prof["lo"] > 0)]
     if len(level):
         out.append(tr("answers.take.kept", names=", ".join(name(tr, m) for m in level["model"]),
-                      T=int(level["T"].max()) - 1, factor=f"{REACH_FACTOR:,.0f}"))  # fmt: skip
+                      T=int(level["T"].max()) - 1))  # fmt: skip
     return out

@@ -156,5 +156,32 @@ def scaling(df: pd.DataFrame) -> Verdict | None:
     return Verdict(option, "verdict.scaling.measured", {"T": c["T"], "p": c["p"], "att": x(a), "rec": x(r)})
 
 
+def _answers_option(x: float) -> int:
+    return 0 if x < ANSWERS_FEW_FROM else 1 if x < ANSWERS_TENS_FROM else 2
+
+
+def answers(df: pd.DataFrame) -> Verdict | None:
+    """'A recurrence whose gate reads only the input: how many times faster can it train at 4K tokens (than its
+    own step loop)?': the minGRU scan's paired speed-up at the length measured nearest to 4,096 (0 no faster, 1 a
+    few times, 2 tens of times or more; None when the paired spread straddles a boundary); off a GPU, a line on
+    what Feng et al. measured on one."""
+    h = answers_findings.headline(df) if len(df) else None
+    if h is None:
+        return None
+    s = answers_findings.speedups(df)
+    s = s[(s["mixer"] == h["mixer"]) & (s["form"] == h["form"])]
+    n = min(set(s["seq_len"]), key=lambda v: (abs(math.log(v / ANSWERS_TOKENS)), -v))
+    h = answers_findings.headline(df[df["seq_len"] <= n])
+    lo, hi = _answers_option(h["q25"]), _answers_option(h["q75"])
+    x = h["speedup"]
+    shown, lo_x, hi_x = (x, h["q25"], h["q75"]) if x >= 1 else (1 / x, 1 / h["q75"], 1 / h["q25"])
+    values = {"n": h["n"], "x": answers_findings.times_text(shown), "lo": answers_findings.times_text(lo_x),
+              "hi": answers_findings.times_text(hi_x), "device": str(h["loop"]["device"])}  # fmt: skip
+    option = lo if lo == hi else None
+    gpu = str(h["loop"].get("device_type", "cpu")) == "cuda"
+    key = "answers.verdict.faster" if x >= 1 else "answers.verdict.slower"
+    return Verdict(option, key, values, None if gpu or option == 2 else "answers.verdict.other_gpu")
+
+
 QUESTIONS = {"serial": serial, "serial.scaling": scaling, "long_range": long_range, "depth": depth,
-             "attention_cost": attention_cost}  # fmt: skip
+             "attention_cost": attention_cost, "answers_speed": answers}  # fmt: skip

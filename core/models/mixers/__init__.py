@@ -61,6 +61,7 @@ class Mixer:
     reach_depth: int = 1  # layers stacked when its gradient reach is measured (restricted attention: steps of r)
     reference: str | None = None  # the form its others are checked against in float64 (default: its first form)
     reference_max_len: int = 1 << 20  # the longest sequence that check runs at (a dense reference costs n²)
+    traditional: str | None = None  # the mixer it simplifies (minGRU: the GRU), as Feng et al. compare them
 
     @property
     def path(self) -> str:
@@ -200,9 +201,9 @@ def _kind(name: str) -> Callable[[MixerSpec, str], nn.Module]:
 
 FENG = "Feng et al. 2024, Were RNNs All We Needed?"
 register(Mixer("min_gru", RECURRENT, (LOOP, SCAN), _min_gru, _recurrence_steps, lambda n, s: s.d_model,
-               _saved(10, 14), "scan", FENG, "#e6550d"))  # fmt: skip
+               _saved(10, 14), "scan", FENG, "#e6550d", traditional="gru"))  # fmt: skip
 register(Mixer("min_lstm", RECURRENT, (LOOP, SCAN), _min_lstm, _recurrence_steps, lambda n, s: s.d_model,
-               _saved(12, 18), "scan", FENG, "#fd8d3c"))  # fmt: skip
+               _saved(12, 18), "scan", FENG, "#fd8d3c", traditional="lstm"))  # fmt: skip
 register(Mixer("rwkv", RECURRENT, (LOOP, SCAN), _rwkv, _recurrence_steps, lambda n, s: 4 * s.d_model,
                _saved(30, 40), "scan", "Peng et al. 2023, RWKV (RWKV-4 time-mix)", "#8c564b"))  # fmt: skip
 register(Mixer("selective_ssm", RECURRENT, (LOOP, SCAN), _ssm, _recurrence_steps,

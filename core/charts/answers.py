@@ -1,0 +1,184 @@
+"""Charts of page 5: training time, speed-up over the loop (with Feng et al.'s GPU points), dependent steps, bytes
+saved for backward, decoding memory (with the KV-cache formula) and time per token, and gradient reach."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from core.charts.common import device_subtitle, log_x, log_y, titled
+from core.findings.answers import FENG, FENG_N
+from core.memory_formulas import kv_cache_bytes
+from core.models import mixers
+from core.models.registry import n_heads_for
+
+DASHES = [[6, 4], [1, 0], [2, 2], [1, 0]]  # loop dashed, scan solid, chunked dotted, a library kernel solid
+
+
+def _ok(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["status"] == "ok"] if "status" in df and len(df) else df
+
+
+def _tips(d: pd.DataFrame, fields: list[str]) -> list[str]:
+    """The tooltip fields the rows have (a frame without a `run` column comes from the CLI, not a page)."""
+    return [f for f in fields if f in d]
+
+
+def _detail(d: pd.DataFrame) -> dict:
+    """One line per run (live beside reference) where the rows say which run they are."""
+    return {"detail": "run:N"} if "run" in d else {}
+
+
+def _named(df: pd.DataFrame, tr, col: str = "mixer") -> pd.DataFrame:
+    """The rows with a translated name per mixer (and per form), colours from the mixers' records."""
+    known = df[df[col].isin(list(mixers.MIXERS))] if len(df) else df
+    out = known.assign(name=[tr(f"model.{m}") for m in known[col]])
+    if "form" in out:
+        out = out.assign(form_name=[tr(f"answers.form.{f}") for f in out["form"]])
+    return out
+
+
+def _color(df: pd.DataFrame, tr, col: str = "mixer") -> alt.Color:
+    names = list(dict.fromkeys(df[col]))
+    domain, colours = mixers.colors(names)
+    return alt.Color("name:N", title=tr("answers.axis.mixer"),
+                     scale=alt.Scale(domain=[tr(f"model.{m}") for m in domain], range=colours))  # fmt: skip
+
+
+def _lines(d: pd.DataFrame, tr, x, y, dash: str, tooltip) -> alt.Chart:
+    """Lines coloured by mixer and dashed by form; a second run (live beside reference) gets its own point shape."""
+    extra = {}
+    if "run" in d and d["run"].nunique() > 1:
+        extra["shape"] = alt.Shape("run:N", title=None, legend=alt.Legend(orient="right", labelLimit=240))
+    return (
+        alt.Chart(d)
+        .mark_line(point=True)
+        .encode(
+            x=x,
+            y=y,
+            color=_color(d, tr),
+            strokeDash=alt.StrokeDash(
+                f"{dash}:N",
+                title=tr("answers.axis.form"),
+                legend=alt.Legend(orient="right", labelLimit=240),
+                scale=alt.Scale(domain=[tr(f"answers.form.{f}") for f in mixers.FORMS], range=DASHES),
+            ),
+            **_detail(d),
+            tooltip=_tips(d, tooltip),
+            **extra,
+        )
+    )
+
+
+def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
+    d = _named(_ok(df), tr)
+    c = _lines(d, tr, log_x("seq_len", tr("answers.axis.seq_len")), log_y("train_ms", tr("answers.axis.train_ms")),
+               "form_name", ["name", "form_name", "seq_len", "train_ms", "train_iqr_ms", "run"])  # fmt: skip
+    return titled(c, tr("answers.chart.time"), device_subtitle(d))
+
+
+def speedup_chart(df: pd.DataFrame, tr) -> alt.Chart:
+    """Each parallel form's speed-up over its own loop (solid, with the paired quartiles) and, for minGRU/minLSTM,
+    over the traditional GRU/LSTM (dashed), with Feng et al.'s T4 points at n = 512 for that second ratio."""
+    ok = _named(_ok(df), tr)
+    own = ok[ok["speedup_vs_loop"].notna()] if len(ok) and "speedup_vs_loop" in ok else ok.iloc[:0]
+    own = own.assign(speedup=own["speedup_vs_loop"], against=tr("answers.against.loop"))
+    trad = ok[ok["vs_traditional"].notna()] if len(ok) and "vs_traditional" in ok else ok.iloc[:0]
+    trad = trad.assign(speedup=trad["vs_traditional"], against=tr("answers.against.traditional"))
+    d = pd.concat([own, trad], ignore_index=True)
+    x, y = log_x("seq_len", tr("answers.axis.seq_len")), log_y("speedup", tr("answers.axis.speedup"))
+    lines = (
+        alt.Chart(d)
+        .mark_line(point=True)
+        .encode(x=x, y=y, color=_color(d, tr) if len(d) else alt.value("#888"),
+                strokeDash=alt.StrokeDash("against:N", title=tr("answers.axis.against"),
+                                          legend=alt.Legend(orient="right", labelLimit=240)),
+                **_detail(d),
+                tooltip=_tips(d, ["name", "form_name", "against", "seq_len", "speedup", "speedup_q25", "speedup_q75", "run"]))
+    )  # fmt: skip
+    bars = alt.Chart(own).mark_rule().encode(x=x, y="speedup_q25:Q", y2="speedup_q75:Q", color=_color(own, tr))
+    one = alt.Chart(pd.DataFrame({"speedup": [1.0]})).mark_rule(strokeDash=[2, 2], color="#555").encode(y="speedup:Q")
+    feng = pd.DataFrame({"seq_len": FENG_N, "speedup": list(FENG.values()),
+                         "name": [tr(f"model.{m}") for m in FENG], "source": tr("answers.against.feng")})  # fmt: skip
+    points = (
+        alt.Chart(feng)
+        .mark_point(shape="diamond", size=110, filled=True, color="#333")
+        .encode(x=x, y=y, tooltip=["source", "name", "seq_len", "speedup"])
+    )
+    labels = points.mark_text(align="left", dx=8, fontSize=11, color="#333").encode(text="name:N")
+    return titled(lines + bars + one + points + labels, tr("answers.chart.speedup"), tr("answers.chart.speedup_sub"))
+
+
+def steps_chart(df: pd.DataFrame, tr) -> alt.Chart:
+    d = _named(_ok(df), tr).drop_duplicates(["mixer", "form", "seq_len"])
+    c = _lines(d, tr, log_x("seq_len", tr("answers.axis.seq_len")), log_y("seq_steps", tr("answers.axis.steps")),
+               "form_name", ["name", "form_name", "seq_len", "seq_steps"])  # fmt: skip
+    return titled(c, tr("answers.chart.steps"), tr("answers.chart.steps_sub"))
+
+
+def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
+    d = _named(_ok(df), tr)
+    d = d.assign(saved_mib=d["saved_bytes"] / 2**20) if len(d) else d.assign(saved_mib=[])
+    c = _lines(d, tr, log_x("seq_len", tr("answers.axis.seq_len")), log_y("saved_mib", tr("answers.axis.saved_mib")),
+               "form_name", ["name", "form_name", "seq_len", "saved_mib", "run"])  # fmt: skip
+    return titled(c, tr("answers.chart.memory"), tr("answers.chart.memory_sub"))
+
+
+def decode_memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
+    """Bytes kept per sequence vs the context, with the KV-cache formula for one layer of this width dashed."""
+    d = _named(_ok(df), tr)
+    x, y = log_x("context_len", tr("answers.axis.context")), log_y("state_bytes", tr("answers.axis.state_bytes"))
+    base = (
+        alt.Chart(d)
+        .mark_line(point=True)
+        .encode(x=x, y=y, color=_color(d, tr) if len(d) else alt.value("#888"), **_detail(d), tooltip=_tips(d, ["name", "context_len", "state_bytes", "predicted_bytes", "run"]))
+    )  # fmt: skip
+    if not len(d):
+        return titled(base, tr("answers.chart.decode_memory"))
+    width = int(d["d_model"].iloc[0])
+    heads = n_heads_for(width)
+    ns = sorted(set(d["context_len"]))
+    formula = pd.DataFrame({"context_len": ns, "state_bytes": [kv_cache_bytes(1, heads, width // heads, n, 1, 4)
+                                                              for n in ns], "what": tr("answers.formula")})  # fmt: skip
+    line = (
+        alt.Chart(formula)
+        .mark_line(strokeDash=[6, 4], color="#1f77b4", opacity=0.6)
+        .encode(x=x, y=y, tooltip=["what", "context_len", "state_bytes"])
+    )
+    text = (
+        line.mark_text(align="right", dy=-8, color="#1f77b4")
+        .encode(text="what:N")
+        .transform_filter(alt.datum.context_len == ns[-1])
+    )
+    return titled(base + line + text, tr("answers.chart.decode_memory"), device_subtitle(d))
+
+
+def decode_time_chart(df: pd.DataFrame, tr) -> alt.Chart:
+    d = _named(_ok(df), tr)
+    c = (
+        alt.Chart(d)
+        .mark_line(point=True)
+        .encode(x=log_x("context_len", tr("answers.axis.context")),
+                y=log_y("ms_per_token", tr("answers.axis.ms_per_token")),
+                color=_color(d, tr) if len(d) else alt.value("#888"), **_detail(d),
+                tooltip=_tips(d, ["name", "context_len", "ms_per_token", "ms_iqr", "run"]))
+    )  # fmt: skip
+    return titled(c, tr("answers.chart.decode_time"), device_subtitle(d))
+
+
+def reach_chart(df: pd.DataFrame, tr) -> alt.Chart:
+    """‖∂y_T/∂x_(T−k)‖ per layer on a log axis; exact zeros (beyond a receptive field) cannot be drawn: lines end."""
+    ok = _ok(df)
+    d = ok[ok["grad_norm"] > 0] if len(ok) else ok
+    d = d.assign(name=[tr(f"model.{m}") for m in d["model"]])
+    domain, colours = mixers.colors(list(dict.fromkeys(d["model"])))
+    color = alt.Color("name:N", title=tr("answers.axis.mixer"),
+                      scale=alt.Scale(domain=[tr(f"model.{m}") for m in domain], range=colours))  # fmt: skip
+    c = (
+        alt.Chart(d)
+        .mark_line()
+        .encode(x=alt.X("distance:Q", title=tr("answers.axis.distance")),
+                y=log_y("grad_norm", tr("answers.axis.grad_norm")), color=color,
+                **_detail(d), tooltip=_tips(d, ["name", "distance", "grad_norm", "run"]))
+    )  # fmt: skip
+    return titled(c, tr("answers.chart.reach"), tr("answers.chart.reach_sub"))

@@ -1,0 +1,292 @@
+"""Page 5, training speed: recurrence made parallel, timed on the serial page's axes.
+
+Each mixer of core.models.mixers in each of its forms — the sequential loop, the parallel scan, the chunked form,
+a library kernel — trains one step (forward, loss, backward, SGD update) of a one-layer language model, beside the
+fused nn.LSTM / nn.GRU and the SDPA Transformer block of the serial experiment: same widths, same harness, all
+forms of one length timed interleaved (round-robin), so the scan-vs-loop ratio is paired repeat by repeat. Per
+point: step time (median, IQR), tokens/s, dependent steps on the critical path (counted by the mixer's record),
+bytes saved for backward, and, for every form but the reference one, its float32 output's largest deviation from
+the float64 reference form (the log-space scan trades digits for depth). Feng et al. 2024 measured their scans
+175× (minGRU) and 235× (minLSTM) faster than the sequential versions at n = 512 on a T4 GPU.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from core import bench, guard, status
+from core.config import Experiment, Progress, spec
+from core.device import DEVICES, environment, resolve_device
+from core.findings.answers import speed_takeaways
+from core.models import mixers, registry
+from core.models.layers import n_params
+from core.models.mixers import FORMS, LOOP, MixerSpec
+from core.models.registry import ATTENTION, RECURRENT
+from core.results import tidy
+
+COLUMNS = ("mixer", "form", "family", "seq_len", "batch_size", "d_model", "params", "train_ms", "train_iqr_ms",
+           "noisy", "tokens_per_s", "seq_steps", "saved_bytes", "predicted_bytes", "speedup_vs_loop", "speedup_q25",
+           "speedup_q75", "vs_lstm", "vs_transformer", "vs_traditional", "max_error", "window", "chunk", "kernel", "levels", "d_state",
+           "status", "note", "seed")  # fmt: skip
+PAIRED = ("speedup_vs_loop", "speedup_q25", "speedup_q75", "vs_lstm", "vs_transformer")
+
+
+@dataclasses.dataclass(frozen=True)
+class AnswersSpeedConfig:
+    mixers: tuple[str, ...] = spec(mixers.names(), choices=lambda: mixers.names("answers_speed"),
+                                   help="which mixers to time (the chapter's LSTM, GRU and Transformer included)")  # fmt: skip
+    forms: tuple[str, ...] = spec(FORMS, choices=FORMS, help="loop: n steps; scan; chunked; fused: a library kernel")
+    seq_lens: tuple[int, ...] = spec((256, 1024, 4096), lo=2, hi=16384, help="sequence lengths to sweep")
+    d_model: int = spec(128, lo=8, hi=1024, help="width of every mixer")
+    batch_size: int = spec(8, lo=1, hi=256, help="sequences per training step")
+    window: int = spec(32, lo=1, hi=4096, help="sliding window: tokens each query sees")
+    chunk: int = spec(64, lo=1, hi=4096, help="linear attention, chunked form: tokens per chunk")
+    kernel: int = spec(2, lo=2, hi=8, help="dilated convolution: kernel size (dilations kernel^i)")
+    levels: int = spec(6, lo=1, hi=16, help="dilated convolution: layers (receptive field kernel^levels)")
+    d_state: int = spec(16, lo=1, hi=64, help="selective SSM: state numbers per channel")
+    vocab_size: int = spec(64, lo=2, hi=65536, help="small, so the output layer does not dominate")
+    device: str = spec("auto", choices=DEVICES, help="auto = CUDA, then MPS, then CPU")
+    seed: int = spec(0, lo=0, hi=2**31 - 1)
+    warmup: int = spec(1, lo=0, hi=50, help="untimed steps first")
+    repeats: int = spec(5, lo=1, hi=200, help="timed steps; the median and IQR are reported")
+    max_point_s: float = spec(3.0, lo=0.05, hi=600.0, help="stop repeating a length after this much timed work")
+    max_step_s: float = spec(20.0, lo=0.1, hi=3600.0, help="skip a point whose step would take longer (extrapolated)")
+
+    def check(self):
+        for m in self.mixers:
+            if not set(mixers.get(m).forms) & set(self.forms):
+                raise ValueError(f"forms: {m} has none of {', '.join(self.forms)} (it has "
+                                 f"{', '.join(mixers.get(m).forms)})")  # fmt: skip
+        if self.kernel**self.levels > 2**16:
+            raise ValueError(f"levels: a receptive field of {self.kernel}^{self.levels} tokens is over 65,536")
+
+    @property
+    def mixer_spec(self) -> MixerSpec:
+        return MixerSpec(self.d_model, self.window, self.kernel, self.levels, self.chunk, self.d_state)
+
+
+PRESETS = {
+    "quick": {"seq_lens": (256, 1024), "warmup": 1, "repeats": 3, "max_point_s": 1.0, "max_step_s": 5.0},
+    "tiny": {
+        "seq_lens": (8, 16),
+        "d_model": 16,
+        "batch_size": 2,
+        "window": 4,
+        "chunk": 4,
+        "levels": 3,
+        "warmup": 0,
+        "repeats": 1,
+        "max_point_s": 0.1,
+    },
+    "full": {"seq_lens": (128, 256, 512, 1024, 2048, 4096, 8192), "warmup": 1, "repeats": 5, "max_point_s": 8.0},
+}
+
+
+def points(cfg: AnswersSpeedConfig) -> list[tuple[str, str]]:
+    """(mixer, form) pairs the run measures, in the config's order."""
+    return [(m, f) for m in cfg.mixers for f in mixers.get(m).forms if f in cfg.forms]
+
+
+def predicted_bytes(m: str, form: str, cfg: AnswersSpeedConfig, T: int) -> float:
+    """A generous estimate of a point's peak memory, for the guard (as the serial experiment's)."""
+    B, d, V = cfg.batch_size, cfg.d_model, cfg.vocab_size
+    activations = B * T * (mixers.get(m).saved_floats(form, cfg.mixer_spec) + 4 * V + 2 * d) * 4
+    return 2.0 * activations + 4 * (16 * d * d + 2 * V * d) * 4
+
+
+def _prepare(m: str, form: str, cfg: AnswersSpeedConfig, T: int, device: torch.device):
+    """(model, one training step, the loss alone, its inputs); seeded, so every form starts from the same weights."""
+    torch.manual_seed(cfg.seed)
+    model = mixers.get(m).build(cfg.vocab_size, cfg.mixer_spec, form).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    tokens = torch.randint(cfg.vocab_size, (cfg.batch_size, T), generator=gen).to(device)
+    targets = torch.randint(cfg.vocab_size, (cfg.batch_size, T), generator=gen).to(device)
+
+    def loss_fn():
+        return F.cross_entropy(model(tokens).flatten(0, 1), targets.flatten())
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_fn().backward()
+        opt.step()
+
+    return model, step, loss_fn, (tokens, targets)
+
+
+def _finite(model, loss_fn) -> bool:
+    """One forward and backward: are the loss and every gradient finite in float32?"""
+    model.zero_grad(set_to_none=True)
+    loss = loss_fn()
+    loss.backward()
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    ok = bool(torch.isfinite(loss)) and all(bool(torch.isfinite(g).all()) for g in grads)
+    model.zero_grad(set_to_none=True)
+    return ok
+
+
+def max_error(m: str, form: str, cfg: AnswersSpeedConfig, T: int) -> float:
+    """Largest |float32 form − float64 reference form| over one sequence, relative to the reference's largest
+    value; NaN where there is no other form or the reference would cost too much. On the CPU, any device."""
+    mixer = mixers.get(m)
+    ref_form = mixer.reference_form
+    if ref_form is None or form == ref_form or T > mixer.reference_max_len:
+        return math.nan
+    torch.manual_seed(cfg.seed)
+    layer = mixer.layer(cfg.mixer_spec, form)
+    ref = copy.deepcopy(layer).double()
+    ref.form = ref_form
+    x = torch.randn(1, T, cfg.d_model, generator=torch.Generator().manual_seed(cfg.seed), dtype=torch.float64)
+    with torch.no_grad():
+        want, got = ref(x), layer(x.float()).double()
+    scale = float(want.abs().max())
+    err = float((got - want).abs().max())
+    return err / scale if scale > 0 else err
+
+
+def _oom(err: BaseException) -> bool:
+    return isinstance(err, (RuntimeError, MemoryError)) and guard.is_oom(err)
+
+
+def measure_length(cfg, T: int, pairs: list, device, after_round=None) -> dict:
+    """Every (mixer, form) in `pairs` at one length, timed interleaved; then saved bytes one by one."""
+    prepared, fields = {}, {}
+    for key in pairs:
+        try:
+            p = _prepare(*key, cfg, T, device)
+            if not _finite(p[0], p[2]):
+                fields[key] = {"status": status.DIVERGED, "note": "non-finite loss or gradient in float32"}
+                continue
+            prepared[key] = p
+        except (RuntimeError, MemoryError) as err:
+            if not guard.is_oom(err):
+                raise
+            guard.free(device)
+            fields[key] = {"status": status.OOM, "note": str(err).splitlines()[0][:200]}
+    steps = {key: p[1] for key, p in prepared.items()}
+    # the finiteness check above was one forward and backward of each: it counts as the first warm-up step
+    timings, errors = bench.time_interleaved(steps, warmup=max(0, cfg.warmup - 1), repeats=cfg.repeats, device=device,
+                                             max_seconds=cfg.max_point_s, is_fatal=_oom,
+                                             after_round=after_round)  # fmt: skip
+    for key, err in errors.items():
+        guard.free(device)
+        fields[key] = {"status": status.OOM, "note": str(err).splitlines()[0][:200]}
+    for key, timing in timings.items():
+        model, _, loss_fn, inputs = prepared[key]
+        fields[key] = {
+            "status": status.OK,
+            "params": n_params(model),
+            "train_ms": timing.median_ms,
+            "train_iqr_ms": timing.iqr_ms,
+            "noisy": timing.noisy,
+            "tokens_per_s": cfg.batch_size * T / (timing.median_ms / 1e3),
+            "saved_bytes": bench.saved_activation_bytes(loss_fn, exclude=(*model.parameters(), *inputs)),
+            "max_error": max_error(*key, cfg, T),
+            "times_ms": timing.times_ms,
+        }
+    prepared.clear()
+    guard.free(device)
+    _paired(fields)
+    return fields
+
+
+def _baseline(family: str, keys) -> tuple | None:
+    """The (mixer, form) of the chapter's model of `family` (the LSTM, the Transformer) among `keys`, by record."""
+    kinds = {mixers.get(m).kind: (m, f) for m, f in keys if mixers.get(m).kind is not None}
+    chosen = registry.representative(family, kinds)
+    return kinds.get(chosen) if chosen is not None and registry.get(chosen).representative else None
+
+
+def _ratio(num: tuple, den: tuple) -> tuple[float, float, float]:
+    """(q25, median, q75) of num ÷ den over the rounds both ran in."""
+    pairs = [a / b for a, b in zip(num, den) if b > 0]
+    return tuple(float(x) for x in np.quantile(pairs, [0.25, 0.5, 0.75])) if pairs else (math.nan,) * 3
+
+
+def _paired(fields: dict) -> None:
+    """Per measured form: its own loop's time ÷ its time (the speed-up, with quartiles over paired repeats), and
+    the LSTM's, the Transformer's and (minGRU, minLSTM) the traditional GRU's or LSTM's time ÷ its time (above 1:
+    this form is faster)."""
+    timed = {k: f["times_ms"] for k, f in fields.items() if "times_ms" in f}
+    lstm, transformer = _baseline(RECURRENT, timed), _baseline(ATTENTION, timed)
+    for (m, form), times in timed.items():
+        f = fields[(m, form)]
+        if (m, LOOP) in timed and form != LOOP:
+            f["speedup_q25"], f["speedup_vs_loop"], f["speedup_q75"] = _ratio(timed[(m, LOOP)], times)
+        for col, base in (("vs_lstm", lstm), ("vs_transformer", transformer)):
+            if base is not None:
+                f[col] = _ratio(timed[base], times)[1]
+        twin = mixers.get(m).traditional  # the model it simplifies, timed in the same rounds (Feng et al.'s ratio)
+        fused = [k for k in timed if k[0] == twin]
+        if twin is not None and fused and form != LOOP:
+            f["vs_traditional"] = _ratio(timed[fused[0]], times)[1]
+    for f in fields.values():
+        f.pop("times_ms", None)
+
+
+def _too_slow(history: list, T: int, limit: float) -> str | None:
+    """A note if the step at length T, extrapolated from the longest two measured (at least linearly), exceeds
+    `limit` seconds; None if it may run."""
+    if not history:
+        return None
+    (n0, ms0), (n1, ms1) = (history[-2] if len(history) > 1 else history[-1]), history[-1]
+    slope = max(1.0, math.log(ms1 / ms0) / math.log(n1 / n0)) if n1 > n0 and ms0 > 0 else 1.0
+    seconds = ms1 / 1e3 * (T / n1) ** slope
+    return f"would take about {seconds:,.0f} s per step (n^{slope:.1f} from n = {n1})" if seconds > limit else None
+
+
+def run(cfg: AnswersSpeedConfig, on_progress=None) -> pd.DataFrame:
+    """One row per (length, mixer, form), shortest lengths first; failures and refusals are rows with a status."""
+    device = resolve_device(cfg.device)
+    env = environment(device)
+    pairs, lengths = points(cfg), sorted(cfg.seq_lens)
+    total, rows, history = len(lengths) * len(pairs), [], {key: [] for key in points(cfg)}
+    for T in lengths:
+        fields, runnable = {}, []
+        for key in pairs:
+            predicted = predicted_bytes(*key, cfg, T)
+            slow = _too_slow(history[key], T, cfg.max_step_s)
+            if not guard.fits(predicted, device):
+                fields[key] = guard.guarded(dict, predicted, device)  # the guard's refusal row
+            elif slow:
+                fields[key] = {"status": status.SKIPPED_TIME, "note": slow}
+            else:
+                runnable.append(key)
+
+        def after_round(r, T=T):
+            if on_progress is not None:
+                on_progress(Progress(len(rows), total, f"n={T}: repeat {r} of {cfg.repeats}", ()))
+
+        fields.update(measure_length(cfg, T, runnable, device, after_round))
+        for m, form in pairs:
+            f = fields[(m, form)]
+            if f["status"] == status.OK:
+                history[(m, form)].append((T, f["train_ms"]))
+            mixer = mixers.get(m)
+            row = {**dict.fromkeys(COLUMNS, math.nan), "mixer": m, "form": form, "family": mixer.family, "seq_len": T, "batch_size": cfg.batch_size,
+                   "d_model": cfg.d_model, "seq_steps": mixer.steps(T, form, cfg.mixer_spec),
+                   "predicted_bytes": predicted_bytes(m, form, cfg, T), "window": cfg.window, "chunk": cfg.chunk,
+                   "kernel": cfg.kernel, "levels": cfg.levels, "d_state": cfg.d_state, "seed": cfg.seed, "note": "",
+                   **f, **env}  # fmt: skip
+            rows.append(row)
+            if on_progress is not None:
+                on_progress(Progress(len(rows), total, f"{m} ({form}) n={T}", (row,)))
+    return tidy(rows, COLUMNS)
+
+
+EXPERIMENT = Experiment(
+    "answers_speed",
+    AnswersSpeedConfig,
+    run,
+    PRESETS,
+    "training-step time vs n of minGRU/minLSTM/RWKV/SSM/linear/sliding-window/dilated-conv mixers, loop vs scan, "
+    "beside nn.LSTM, nn.GRU and the SDPA Transformer",
+    speed_takeaways,
+)
