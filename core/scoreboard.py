@@ -18,7 +18,7 @@ from core.findings import depth as depth_findings
 from core.findings import long_range as long_range_findings
 from core.findings import serial as serial_findings
 from core.fit import exponent_text
-from core.models import registry
+from core.models import mixers, registry
 from core.models.registry import ATTENTION, RECURRENT
 
 # Vaswani et al. 2017, Table 1: per layer, n = sequence length, d = width, k = kernel size, r = neighbourhood.
@@ -149,11 +149,12 @@ def answers_cells(frames: dict, tr) -> dict:
     for row in ("convolutional", "restricted", "scan"):
         cost = steps = path = none
         rows = speed[[answers_findings.row_of(m, row) for m in speed["mixer"]]] if len(speed) else speed
-        if len(rows):
+        if len(rows) and len(rows[rows["form"] == mixers.get(rows["mixer"].iloc[0]).forms[-1]]):
             m = rows["mixer"].iloc[0]
-            g = rows[(rows["mixer"] == m) & (rows["form"] == rows[rows["mixer"] == m]["form"].iloc[-1])]
+            form = mixers.get(m).forms[-1]  # its parallel form: the one this row of the table is about
+            g = rows[(rows["mixer"] == m) & (rows["form"] == form)]
             slope, se = fit.tail_fit(g["seq_len"], g["train_ms"])
-            what = f"{tr(f'model.{m}')} ({tr('answers.form.' + g['form'].iloc[0])})"
+            what = tr("answers.named_form", mixer=tr(f"model.{m}"), form=tr(f"answers.form.{form}"))
             cost = _link(tr("home.t1.cost", b=fit.exponent_text(slope, se), what=what))
             at = g[g["seq_len"] == g["seq_len"].max()].iloc[0]
             steps = _link(tr("home.t1.steps", steps=int(at["seq_steps"]), T=int(at["seq_len"])))

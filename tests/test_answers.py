@@ -199,3 +199,14 @@ def test_the_page_runs_live_in_both_languages():
         shown = " ".join(m.value for m in at.markdown)
         assert ("your run" if lang == "en" else "你的运行") in " ".join(c.value for c in at.caption)
         assert "«" not in shown
+
+
+def test_gradient_reach_itself_accepts_the_mixers():
+    from core.experiments import gradient_reach
+
+    cfg = gradient_reach.EXPERIMENT.config("tiny", {"device": "cpu", "models": "min_gru,dilated_conv,lstm"})
+    df = gradient_reach.run(cfg)
+    assert set(df["model"]) == {"min_gru", "dilated_conv", "lstm"} and (df["status"] == status.OK).all()
+    assert gradient_reach.path_length("dilated_conv") == "O(log_k n)" and gradient_reach.path_length("lstm") == "O(n)"
+    with pytest.raises(ValueError, match="^models"):
+        gradient_reach.EXPERIMENT.config("tiny", {"models": "transformer"})  # a page-5 baseline, not a reach layer

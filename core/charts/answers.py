@@ -13,6 +13,12 @@ from core.models import mixers
 from core.models.registry import n_heads_for
 
 DASHES = [[6, 4], [1, 0], [2, 2], [1, 0]]  # loop dashed, scan solid, chunked dotted, a library kernel solid
+REACH_FLOOR = 1e-12  # the reach chart's lowest gridline: a recurrence's decay runs on far below it
+# ten mixers and four forms beside a half-width plot: small entries, so the legends fit the chart's height
+LEGEND = alt.Legend(orient="right", labelLimit=160, labelFontSize=10, titleFontSize=10, symbolSize=40, rowPadding=0)
+DASH_LEGEND = alt.Legend(orient="right", labelLimit=160, labelFontSize=10, titleFontSize=10, symbolType="stroke",
+                         symbolStrokeWidth=2, symbolStrokeColor="#555", symbolSize=300, rowPadding=0)  # fmt: skip
+TALL = 340  # the charts whose legend lists all ten mixers need this height beside it
 
 
 def _ok(df: pd.DataFrame) -> pd.DataFrame:
@@ -41,7 +47,7 @@ def _named(df: pd.DataFrame, tr, col: str = "mixer") -> pd.DataFrame:
 def _color(df: pd.DataFrame, tr, col: str = "mixer") -> alt.Color:
     names = list(dict.fromkeys(df[col]))
     domain, colours = mixers.colors(names)
-    return alt.Color("name:N", title=tr("answers.axis.mixer"),
+    return alt.Color("name:N", title=tr("answers.axis.mixer"), legend=LEGEND,
                      scale=alt.Scale(domain=[tr(f"model.{m}") for m in domain], range=colours))  # fmt: skip
 
 
@@ -49,7 +55,7 @@ def _lines(d: pd.DataFrame, tr, x, y, dash: str, tooltip) -> alt.Chart:
     """Lines coloured by mixer and dashed by form; a second run (live beside reference) gets its own point shape."""
     extra = {}
     if "run" in d and d["run"].nunique() > 1:
-        extra["shape"] = alt.Shape("run:N", title=None, legend=alt.Legend(orient="right", labelLimit=240))
+        extra["shape"] = alt.Shape("run:N", title=None, legend=LEGEND)
     return (
         alt.Chart(d)
         .mark_line(point=True)
@@ -60,7 +66,7 @@ def _lines(d: pd.DataFrame, tr, x, y, dash: str, tooltip) -> alt.Chart:
             strokeDash=alt.StrokeDash(
                 f"{dash}:N",
                 title=tr("answers.axis.form"),
-                legend=alt.Legend(orient="right", labelLimit=240),
+                legend=None,  # the section's intro says it: dashed = loop, dotted = chunked (no room for a second legend)
                 scale=alt.Scale(domain=[tr(f"answers.form.{f}") for f in mixers.FORMS], range=DASHES),
             ),
             **_detail(d),
@@ -74,7 +80,7 @@ def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = _named(_ok(df), tr)
     c = _lines(d, tr, log_x("seq_len", tr("answers.axis.seq_len")), log_y("train_ms", tr("answers.axis.train_ms")),
                "form_name", ["name", "form_name", "seq_len", "train_ms", "train_iqr_ms", "run"])  # fmt: skip
-    return titled(c, tr("answers.chart.time"), device_subtitle(d))
+    return titled(c, tr("answers.chart.time"), device_subtitle(d)).properties(height=TALL)
 
 
 def speedup_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -92,7 +98,7 @@ def speedup_chart(df: pd.DataFrame, tr) -> alt.Chart:
         .mark_line(point=True)
         .encode(x=x, y=y, color=_color(d, tr) if len(d) else alt.value("#888"),
                 strokeDash=alt.StrokeDash("against:N", title=tr("answers.axis.against"),
-                                          legend=alt.Legend(orient="right", labelLimit=240)),
+                                          legend=DASH_LEGEND),
                 **_detail(d),
                 tooltip=_tips(d, ["name", "form_name", "against", "seq_len", "speedup", "speedup_q25", "speedup_q75", "run"]))
     )  # fmt: skip
@@ -105,15 +111,21 @@ def speedup_chart(df: pd.DataFrame, tr) -> alt.Chart:
         .mark_point(shape="diamond", size=110, filled=True, color="#333")
         .encode(x=x, y=y, tooltip=["source", "name", "seq_len", "speedup"])
     )
-    labels = points.mark_text(align="left", dx=8, fontSize=11, color="#333").encode(text="name:N")
-    return titled(lines + bars + one + points + labels, tr("answers.chart.speedup"), tr("answers.chart.speedup_sub"))
+    feng["label"] = [f"{n} {v:.0f}×" for n, v in zip(feng["name"], feng["speedup"])]
+    labels = [
+        alt.Chart(feng.iloc[[i]]).mark_text(align="left", dx=9, dy=dy, fontSize=11, color="#333")
+        .encode(x=x, y=y, text="label:N")
+        for i, dy in enumerate((8, -8))
+    ]  # fmt: skip
+    chart = alt.layer(lines, bars, one, points, *labels)
+    return titled(chart, tr("answers.chart.speedup"), tr("answers.chart.speedup_sub")).properties(height=TALL)
 
 
 def steps_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = _named(_ok(df), tr).drop_duplicates(["mixer", "form", "seq_len"])
     c = _lines(d, tr, log_x("seq_len", tr("answers.axis.seq_len")), log_y("seq_steps", tr("answers.axis.steps")),
                "form_name", ["name", "form_name", "seq_len", "seq_steps"])  # fmt: skip
-    return titled(c, tr("answers.chart.steps"), tr("answers.chart.steps_sub"))
+    return titled(c, tr("answers.chart.steps"), tr("answers.chart.steps_sub")).properties(height=TALL)
 
 
 def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -121,7 +133,7 @@ def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = d.assign(saved_mib=d["saved_bytes"] / 2**20) if len(d) else d.assign(saved_mib=[])
     c = _lines(d, tr, log_x("seq_len", tr("answers.axis.seq_len")), log_y("saved_mib", tr("answers.axis.saved_mib")),
                "form_name", ["name", "form_name", "seq_len", "saved_mib", "run"])  # fmt: skip
-    return titled(c, tr("answers.chart.memory"), tr("answers.chart.memory_sub"))
+    return titled(c, tr("answers.chart.memory"), tr("answers.chart.memory_sub")).properties(height=TALL)
 
 
 def decode_memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -167,18 +179,21 @@ def decode_time_chart(df: pd.DataFrame, tr) -> alt.Chart:
 
 
 def reach_chart(df: pd.DataFrame, tr) -> alt.Chart:
-    """‖∂y_T/∂x_(T−k)‖ per layer on a log axis; exact zeros (beyond a receptive field) cannot be drawn: lines end."""
+    """‖∂y_T/∂x_(T−k)‖ per layer on a log axis down to REACH_FLOOR: a decaying line leaves it at the bottom, and
+    exact zeros (beyond a window or a receptive field) cannot be drawn, so those lines end."""
     ok = _ok(df)
-    d = ok[ok["grad_norm"] > 0] if len(ok) else ok
+    d = ok[ok["grad_norm"] >= REACH_FLOOR] if len(ok) else ok
     d = d.assign(name=[tr(f"model.{m}") for m in d["model"]])
     domain, colours = mixers.colors(list(dict.fromkeys(d["model"])))
-    color = alt.Color("name:N", title=tr("answers.axis.mixer"),
+    color = alt.Color("name:N", title=tr("answers.axis.mixer"), legend=LEGEND,
                       scale=alt.Scale(domain=[tr(f"model.{m}") for m in domain], range=colours))  # fmt: skip
     c = (
         alt.Chart(d)
-        .mark_line()
+        .mark_line(clip=True)
         .encode(x=alt.X("distance:Q", title=tr("answers.axis.distance")),
-                y=log_y("grad_norm", tr("answers.axis.grad_norm")), color=color,
+                y=alt.Y("grad_norm:Q", title=tr("answers.axis.grad_norm"),
+                        scale=alt.Scale(type="log", domain=[REACH_FLOOR, float(d["grad_norm"].max()) if len(d) else 1],
+                                        clamp=True)), color=color,
                 **_detail(d), tooltip=_tips(d, ["name", "distance", "grad_norm", "run"]))
     )  # fmt: skip
     return titled(c, tr("answers.chart.reach"), tr("answers.chart.reach_sub"))

@@ -109,7 +109,7 @@ def speed_takeaways(df: pd.DataFrame, tr) -> list[str]:
         if len(at):
             items = [tr("answers.item", mixer=name(tr, r.mixer), form=tr(f"answers.form.{r.form}"),
                         x=times_text(r.speedup)) for r in at.itertuples()]  # fmt: skip
-            out.append(tr("answers.take.others", n=h["n"], items="; ".join(items)))
+            out.append(tr("answers.take.others", n=h["n"], items=tr("answers.sep_items").join(items)))
     if len(ok) and "vs_lstm" in ok:
         n = int(ok["seq_len"].max())
         at = ok[ok["seq_len"] == n].set_index(["mixer", "form"])
@@ -176,18 +176,18 @@ def decode_takeaways(df: pd.DataFrame, tr) -> list[str]:
     fixed = fits[[flat(r) for _, r in fits.iterrows()]]
     if len(fixed):
         biggest = fixed.loc[fixed["bytes"].idxmax()]
-        out.append(tr("answers.take.flat", k=len(fixed), names=", ".join(name(tr, m) for m in fixed["mixer"]),
-                      n=int(fixed["n"].max()), slope=fit.exponent_text(fixed["mem_slope"].abs().max(), 0.0),
+        out.append(tr("answers.take.flat", k=len(fixed), names=tr("answers.sep").join(name(tr, m) for m in fixed["mixer"]),
+                      n=f"{int(fixed['n'].max()):,}", slope=fit.exponent_text(fixed["mem_slope"].abs().max(), 0.0),
                       big=name(tr, biggest["mixer"]), bytes=format_bytes(biggest["bytes"])))  # fmt: skip
     if len(cache):
         c = cache.iloc[0]
         exact = c["bytes"] == c["predicted"]
-        out.append(tr("answers.take.cache", slope=fit.exponent_text(c["mem_slope"], c["mem_se"]), n=int(c["n"]),
+        out.append(tr("answers.take.cache", slope=fit.exponent_text(c["mem_slope"], c["mem_se"]), n=f"{int(c['n']):,}",
                       bytes=format_bytes(c["bytes"]), formula=tr("answers.take.exact" if exact else "answers.take.off")))  # fmt: skip
         if len(fixed):
             ratio = c["bytes"] / fixed["bytes"].max()
             quick = fixed.loc[fixed["ms"].idxmin()]
-            out.append(tr("answers.take.decode_time", n=int(c["n"]), ms=f"{c['ms']:.3g}",
+            out.append(tr("answers.take.decode_time", n=f"{int(c['n']):,}", ms=f"{c['ms']:.3g}",
                           t_slope=fit.exponent_text(c["time_slope"], c["time_se"]), fast=name(tr, quick["mixer"]),
                           fast_ms=f"{quick['ms']:.3g}", ratio=times_text(ratio)))  # fmt: skip
     return out
@@ -227,7 +227,7 @@ def reach_takeaways(df: pd.DataFrame, tr) -> list[str]:
     out = []
     decays = prof[prof["reach"].notna() & prof["end"].isna()]
     if len(decays):
-        out.append(tr("answers.take.decay", names=", ".join(name(tr, m) for m in decays["model"]),
+        out.append(tr("answers.take.decay", names=tr("answers.sep").join(name(tr, m) for m in decays["model"]),
                       lo=int(decays["reach"].min()), hi=int(decays["reach"].max())))  # fmt: skip
     for _, r in prof[prof["end"].notna() & prof["model"].isin(list(mixers.MIXERS))].iterrows():
         spec = mixers.MixerSpec(r["d_model"])
@@ -240,6 +240,6 @@ def reach_takeaways(df: pd.DataFrame, tr) -> list[str]:
                           per=spec.window - 1))  # fmt: skip
     level = prof[prof["reach"].isna() & prof["end"].isna() & (prof["lo"] > 0)]
     if len(level):
-        out.append(tr("answers.take.kept", names=", ".join(name(tr, m) for m in level["model"]),
+        out.append(tr("answers.take.kept", names=tr("answers.sep").join(name(tr, m) for m in level["model"]),
                       T=int(level["T"].max()) - 1))  # fmt: skip
     return out

@@ -123,8 +123,11 @@ def names(experiment: str | None = None) -> tuple[str, ...]:
 
 def colors(mixers) -> tuple[list[str], list[str]]:
     """(domain, range) of a chart's colour scale over `mixers`."""
+    from core.models import registry
+
     domain = list(dict.fromkeys(mixers))
-    return domain, [MIXERS[m].color if m in MIXERS else "#7f7f7f" for m in domain]
+    kinds = dict(zip(*registry.colors([m for m in domain if m not in MIXERS])))  # the registry's layers' colours
+    return domain, [MIXERS[m].color if m in MIXERS else kinds[m] for m in domain]
 
 
 def scan_depth(n: int) -> int:
