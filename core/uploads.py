@@ -21,6 +21,7 @@ from core import status
 MAX_BYTES = 5 * 2**20  # a full-preset reference is ~3 MiB at most (depth); more is not one of ours
 MAX_ROWS = 100_000
 ENV = ("device", "device_type", "status")
+TEXT = ("device", "device_type", "status", "git_commit", "date", "torch_version", "note", "cudnn_version")
 NON_NEGATIVE_SUFFIXES = ("_ms", "_bytes", "_s", "_flops", "_per_s")
 NON_NEGATIVE = ("seq_len", "threads", "step", "distance", "n_layers", "batch_size", "d_model", "params", "layer")
 SHARES = ("utilization", "accuracy", "chance")  # fractions of a whole: 0..1
@@ -55,6 +56,14 @@ def _schemas() -> dict[str, tuple[str, ...]]:
     return {name: tuple(dict.fromkeys((*cols, *ENV))) for name, cols in known.items()}
 
 
+def required(name: str, schema: tuple[str, ...], reference: pd.DataFrame | None) -> tuple[str, ...]:
+    """What a file of experiment `name` must hold: its columns, less those the shipped reference lacks too (an
+    older lab wrote them; the pages read such files already)."""
+    if reference is None or not len(reference):
+        return schema
+    return tuple(c for c in schema if c in reference.columns or c in ENV)
+
+
 def identify(file_name: str, columns, schemas: dict) -> str | None:
     """The experiment a file holds: named by its file name's prefix (as the CLI writes them), else the only one
     whose columns it has."""
@@ -73,23 +82,26 @@ def check(data: bytes, file_name: str, reference: pd.DataFrame | None = None, ex
         return Rejected("empty")
     if len(data) > MAX_BYTES:
         return Rejected("too_large", f"{len(data) / 2**20:.1f} MiB; at most {MAX_BYTES // 2**20} MiB")
-    try:
-        df = pd.read_csv(io.BytesIO(data), nrows=MAX_ROWS + 1)
+    try:  # text columns stay text: a commit hash such as '1e16545' would otherwise read as a number (inf)
+        df = pd.read_csv(io.BytesIO(data), nrows=MAX_ROWS + 1, dtype=dict.fromkeys(TEXT, str))
     except Exception as err:  # noqa: BLE001 - anything pandas cannot parse as a CSV is simply not one
         return Rejected("unreadable", type(err).__name__)
     if not len(df):
         return Rejected("empty")
     if len(df) > MAX_ROWS:
         return Rejected("too_large", f"more than {MAX_ROWS:,} rows")
+    from core.results import load_reference
+
     schemas = _schemas()
     name = experiment or identify(file_name, df.columns, schemas)
+    if name is None:  # not named after an experiment: the one whose (shipped) columns it holds
+        musts = {n: required(n, cols, load_reference(n)[0]) for n, cols in schemas.items()}
+        name = identify("", df.columns, musts)
     if name is None or name not in schemas:
         return Rejected("unknown_experiment", ", ".join(map(str, list(df.columns)[:6])))
     if reference is None:
-        from core.results import load_reference
-
         reference = load_reference(name)[0]
-    missing = [c for c in schemas[name] if c not in df.columns]
+    missing = [c for c in required(name, schemas[name], reference) if c not in df.columns]
     if missing:
         return Rejected("missing_columns", ", ".join(missing[:8]) + (" …" if len(missing) > 8 else ""))
     for column in schemas[name]:
@@ -101,7 +113,7 @@ def check(data: bytes, file_name: str, reference: pd.DataFrame | None = None, ex
             return Rejected("wrong_type", f"{column} = {str(df[column][bad].iloc[0])[:30]!r}")
         df[column] = numbers
     for column in df.columns:
-        if df[column].dtype.kind not in "fi":
+        if df[column].dtype.kind not in "fi" or column in TEXT:
             continue
         values = df[column].dropna()
         if column in SHARES:

@@ -256,7 +256,7 @@ def test_a_link_sets_only_the_fields_the_form_shows(monkeypatch):
 def test_text_shown_back_is_escaped_and_cut():
     evil = "![x](http://host/p.png) [click](http://host/login) <b>x</b> www.host.com " + "z" * 10_000
     out = literal(evil)
-    assert len(out.replace("\\", "")) <= 200
+    assert len(out.replace("\\", "").replace("\u200b", "")) <= 200
     for fragment in ("![", "](", "<b>", "http:", "www."):
         assert fragment not in out
 
@@ -278,14 +278,16 @@ def test_a_page_holds_its_charts_back_while_another_session_measures():
     """Another session holds the measurement lock for 2 s: this page draws its charts only after it is free."""
     held = threading.Event()
 
-    def other_session():
-        with measuring():
-            held.set()
-            time.sleep(2.0)
-
     t0 = time.perf_counter()
     _open("pages/depth.py", REVEALED)
     alone = time.perf_counter() - t0
+    hold = alone + 3.0  # longer than opening the page takes on this machine, loaded or not
+
+    def other_session():
+        with measuring():
+            held.set()
+            time.sleep(hold)
+
     thread = threading.Thread(target=other_session)
     thread.start()
     held.wait(5)
@@ -294,4 +296,4 @@ def test_a_page_holds_its_charts_back_while_another_session_measures():
     took = time.perf_counter() - t0
     thread.join()
     assert not at.exception and len(at.get("vega_lite_chart")) >= 1
-    assert took >= alone + 1.0, (alone, took)  # it waited for the other session's run to end
+    assert took >= hold - 0.5, (alone, hold, took)  # it waited for the other session's run to end
