@@ -38,6 +38,11 @@ def times_text(x: float) -> str:
     return f"{x:.2g}" if x < 10 else f"{x:,.0f}"
 
 
+def ms_text(ms: float) -> str:
+    """A time in milliseconds as a sentence writes it: 0.0373, 50.9, 7,023."""
+    return f"{ms:,.0f}" if ms >= 1000 else f"{ms:.3g}"
+
+
 # ---- training speed --------------------------------------------------------------------------------------------
 
 
@@ -119,9 +124,9 @@ def speed_takeaways(df: pd.DataFrame, tr) -> list[str]:
         new = at.loc[[k for k in known if mixers.get(k[0]).kind is None]]
         if base[RECURRENT] and base[ATTENTION] and len(new):
             best = new["train_ms"].idxmin()
-            out.append(tr("answers.take.baselines", n=n, lstm=f"{at.loc[base[RECURRENT][0], 'train_ms']:.3g}",
-                          tf=f"{at.loc[base[ATTENTION][0], 'train_ms']:.3g}", best=name(tr, best[0]),
-                          form=tr(f"answers.form.{best[1]}"), best_ms=f"{new.loc[best, 'train_ms']:.3g}"))  # fmt: skip
+            out.append(tr("answers.take.baselines", n=n, lstm=ms_text(at.loc[base[RECURRENT][0], "train_ms"]),
+                          tf=ms_text(at.loc[base[ATTENTION][0], "train_ms"]), best=name(tr, best[0]),
+                          form=tr(f"answers.form.{best[1]}"), best_ms=ms_text(new.loc[best, "train_ms"])))  # fmt: skip
     windows = ok[[row_of(m, "restricted") for m in ok["mixer"]]] if len(ok) else ok
     att = ok[[row_of(m, "self_attention") for m in ok["mixer"]]] if len(ok) else ok
     if len(windows) and windows["seq_len"].nunique() >= 2 and att["seq_len"].nunique() >= 2:
@@ -187,9 +192,9 @@ def decode_takeaways(df: pd.DataFrame, tr) -> list[str]:
         if len(fixed):
             ratio = c["bytes"] / fixed["bytes"].max()
             quick = fixed.loc[fixed["ms"].idxmin()]
-            out.append(tr("answers.take.decode_time", n=f"{int(c['n']):,}", ms=f"{c['ms']:.3g}",
+            out.append(tr("answers.take.decode_time", n=f"{int(c['n']):,}", ms=ms_text(c["ms"]),
                           t_slope=fit.exponent_text(c["time_slope"], c["time_se"]), fast=name(tr, quick["mixer"]),
-                          fast_ms=f"{quick['ms']:.3g}", ratio=times_text(ratio)))  # fmt: skip
+                          fast_ms=ms_text(quick["ms"]), ratio=times_text(ratio)))  # fmt: skip
     return out
 
 
