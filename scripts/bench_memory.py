@@ -29,7 +29,13 @@ def one_run(browser, url: str, key: str, timeout_s: float = 300) -> float:
     t0 = time.perf_counter()
     page.get_by_role("button", name="Run", exact=True).first.click()
     page.wait_for_selector("text=/done —/", timeout=60000)  # the progress bar has moved: the run is on
-    page.wait_for_selector("[data-testid='stProgress']", state="detached", timeout=timeout_s * 1000)
+    try:
+        page.wait_for_selector("[data-testid='stProgress']", state="detached", timeout=timeout_s * 1000)
+    except Exception:  # noqa: BLE001 - say where it stood, then fail: a run that never ends is a finding
+        shot = f"/tmp/bench_memory_{key}.png"
+        page.screenshot(path=shot, full_page=True)
+        bar = page.inner_text("[data-testid='stProgress']") if page.query_selector("[data-testid='stProgress']") else ""
+        raise RuntimeError(f"{key}: the run did not end in {timeout_s:.0f} s (progress: {bar!r}; see {shot})") from None
     took = time.perf_counter() - t0
     page.close()
     return took
