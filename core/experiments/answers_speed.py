@@ -234,12 +234,14 @@ def _paired(fields: dict) -> None:
 
 
 def _too_slow(history: list, T: int, limit: float) -> str | None:
-    """A note if the step at length T, extrapolated from the longest two measured (at least linearly), exceeds
+    """A note if the step at length T, extrapolated from the longest two measured (as n^1 to n^2), exceeds
     `limit` seconds; None if it may run."""
     if not history:
         return None
     (n0, ms0), (n1, ms1) = (history[-2] if len(history) > 1 else history[-1]), history[-1]
-    slope = max(1.0, math.log(ms1 / ms0) / math.log(n1 / n0)) if n1 > n0 and ms0 > 0 else 1.0
+    # between 1 and 2: no form here grows faster than attention's n², and a busy moment at the shorter length must
+    # not extrapolate to n^3 and skip every longer point
+    slope = min(2.0, max(1.0, math.log(ms1 / ms0) / math.log(n1 / n0))) if n1 > n0 and ms0 > 0 else 1.0
     seconds = ms1 / 1e3 * (T / n1) ** slope
     return f"would take about {seconds:,.0f} s per step (n^{slope:.1f} from n = {n1})" if seconds > limit else None
 

@@ -59,11 +59,12 @@ class LinearAttention(MixerLayer):
         S = x.new_zeros(B, H, hs, hs)
         z = x.new_zeros(B, H, hs)
         nums, dens = [], []
-        for i in range(n):  # n/C dependent steps: the state after the chunks before chunk i
-            q_i, k_i = fq[:, :, i], fk[:, :, i]
-            nums.append(num[:, :, i] + q_i @ S)
-            dens.append(den[:, :, i] + q_i @ z[..., None])
-            S = S + k_i.transpose(-1, -2) @ v[:, :, i]
+        # unbind, not fq[:, :, i]: one index op's backward writes a zero tensor as large as the whole sequence
+        chunks = zip(fq.unbind(2), fk.unbind(2), v.unbind(2), num.unbind(2), den.unbind(2))
+        for q_i, k_i, v_i, num_i, den_i in chunks:  # n/C dependent steps: the state after the chunks before
+            nums.append(num_i + q_i @ S)
+            dens.append(den_i + q_i @ z[..., None])
+            S = S + k_i.transpose(-1, -2) @ v_i
             z = z + k_i.sum(-2)
         num = torch.stack(nums, dim=2).view(B, H, n * C, hs)
         den = torch.stack(dens, dim=2).view(B, H, n * C, 1)
