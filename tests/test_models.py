@@ -72,3 +72,20 @@ def test_a_seed_gives_the_same_weights_whatever_the_stack_is_called():
     torch.manual_seed(0)
     model = registry.get("lstm").build(10, 8, 2)
     torch.testing.assert_close(model.embed.weight.detach(), reference)
+
+
+def test_the_step_loop_reads_each_token_without_a_full_size_backward():
+    """x[:, t] in the loop made backward write a zero tensor of the whole sequence per step (O(n²)); the loop reads
+    the tokens through one unbind, so its graph holds no per-step select."""
+    from core.models.layers import LoopLSTM
+
+    x = torch.randn(2, 6, 4, requires_grad=True)
+    seen, todo = set(), [LoopLSTM(4)(x).sum().grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        todo += [n for n, _ in node.next_functions]
+    names = {type(n).__name__ for n in seen}
+    assert "UnbindBackward0" in names and not any(n.startswith("SelectBackward") for n in names)

@@ -39,11 +39,13 @@ class LoopLSTM(nn.Module):
         self.cell = nn.LSTMCell(d_model, d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, d = x.shape  # batch, time, channels
+        B, _, d = x.shape  # batch, time, channels
         h = c = x.new_zeros(B, d)
         outs = []
-        for t in range(T):  # h_t = f(h_{t-1}, x_t): T dependent steps
-            h, c = self.cell(x[:, t], (h, c))
+        # unbind splits the sequence once: indexing x[:, t] inside the loop made backward write a zero tensor the
+        # size of the whole sequence at every step (O(n²) work), inflating the loop's time at long n
+        for x_t in x.unbind(1):  # h_t = f(h_{t-1}, x_t): T dependent steps
+            h, c = self.cell(x_t, (h, c))
             outs.append(h)
         return torch.stack(outs, dim=1)
 
