@@ -99,7 +99,7 @@ def run_isolated(name: str, preset: str, device: str, out_dir: Path, limit: floa
     if limit is not None:
         cmd += ["--time-limit", f"{max(limit - SOFT_MARGIN_S, 0.5 * limit):.1f}"]
     log(f"start {name}: preset {preset}, device {device}" + (f", time limit {limit:,.0f} s" if limit else ""))
-    t0 = time.time()
+    t0 = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=ROOT)
     killed, outer = None, None
     try:
@@ -114,7 +114,7 @@ def run_isolated(name: str, preset: str, device: str, out_dir: Path, limit: floa
             rc = proc.wait()
             killed = f"killed: still running {GRACE_S} s after " + ("the runner was stopped" if outer else
                                                                     f"its time limit of {limit:,.0f} s")  # fmt: skip
-    seconds = time.time() - t0
+    seconds = time.monotonic() - t0
     path = _written(out_dir, name, t0)
     rows, counts, last = summary(path) if path is not None else (0, {}, {})
     if rc != 0 and last.get("status") != status.STOPPED:  # it could not say why itself
