@@ -53,7 +53,7 @@ def _orphans(path: Path) -> list[Path]:
                 pid = int(parts[0])
                 if pid == os.getpid() or _alive(pid):
                     continue
-            elif time.time() - tmp.stat().st_mtime < 60:
+            elif time.time() - tmp.stat().st_mtime < 60:  # wall clock on purpose: file times are wall-clock
                 continue
         except OSError:
             continue

@@ -19,11 +19,11 @@ import math
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 
 from core import bench, guard, status
 from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device
+from core.experiments.serial import training_step
 from core.findings.answers import speed_takeaways
 from core.models import mixers, registry
 from core.models.layers import n_params
@@ -107,20 +107,7 @@ def _prepare(m: str, form: str, cfg: AnswersSpeedConfig, T: int, device: torch.d
     """(model, one training step, the loss alone, its inputs); seeded, so every form starts from the same weights."""
     torch.manual_seed(cfg.seed)
     model = mixers.get(m).build(cfg.vocab_size, cfg.mixer_spec, form).to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    gen = torch.Generator().manual_seed(cfg.seed)
-    tokens = torch.randint(cfg.vocab_size, (cfg.batch_size, T), generator=gen).to(device)
-    targets = torch.randint(cfg.vocab_size, (cfg.batch_size, T), generator=gen).to(device)
-
-    def loss_fn():
-        return F.cross_entropy(model(tokens).flatten(0, 1), targets.flatten())
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss_fn().backward()
-        opt.step()
-
-    return model, step, loss_fn, (tokens, targets)
+    return (model, *training_step(model, cfg.vocab_size, cfg.batch_size, T, cfg.seed, device))  # serial's step
 
 
 def _finite(model, loss_fn) -> bool:

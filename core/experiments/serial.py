@@ -77,10 +77,15 @@ def _prepare(name: str, cfg: SerialConfig, seq_len: int, device: torch.device):
     """(model, one training step, the loss alone, its inputs) for a model at one length; seeded."""
     torch.manual_seed(cfg.seed)
     model = build_model(name, cfg).to(device)
+    return (model, *training_step(model, cfg.vocab_size, cfg.batch_size, seq_len, cfg.seed, device))
+
+
+def training_step(model, vocab_size: int, batch_size: int, seq_len: int, seed: int, device: torch.device):
+    """(one SGD training step, the loss alone, its inputs) on seeded random tokens: the step every speed page times."""
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    g = torch.Generator().manual_seed(cfg.seed)
-    tokens = torch.randint(cfg.vocab_size, (cfg.batch_size, seq_len), generator=g).to(device)
-    targets = torch.randint(cfg.vocab_size, (cfg.batch_size, seq_len), generator=g).to(device)
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(vocab_size, (batch_size, seq_len), generator=g).to(device)
+    targets = torch.randint(vocab_size, (batch_size, seq_len), generator=g).to(device)
 
     def loss_fn():
         return F.cross_entropy(model(tokens).flatten(0, 1), targets.flatten())
@@ -90,7 +95,7 @@ def _prepare(name: str, cfg: SerialConfig, seq_len: int, device: torch.device):
         loss_fn().backward()
         opt.step()
 
-    return model, step, loss_fn, (tokens, targets)
+    return step, loss_fn, (tokens, targets)
 
 
 def _oom(err: BaseException) -> bool:
