@@ -57,34 +57,78 @@ def log_scan(log_a: torch.Tensor, log_b: torch.Tensor, dim: int = 1) -> torch.Te
     return a_star + torch.logcumsumexp(log_b - a_star, dim=dim)
 
 
-def tree_scan(a: torch.Tensor, b: torch.Tensor, dim: int = 1) -> torch.Tensor:
-    """h for h_t = a_t·h_{t−1} + b_t from h_0 = 0, in linear space, as a work-efficient odd/even tree (the
-    recursive form of Blelloch 1990; mamba.py's pscan): pair neighbours, scan the pairs, fill in the evens —
-    ⌈log₂ n⌉ levels down and as many up, O(n) work. Needs 0 ≤ a ≤ 1 only to stay finite: products of decays
-    may underflow to 0 (their true value is that small), nothing can overflow, and b may have any sign."""
-    T = a.shape[dim]
-    if T == 1:
-        return b
-    if T % 2:  # an identity element (a = 1, b = 0) at the end, cut off again
-        pad = [0, 0] * (a.dim() - dim - 1) + [0, 1]
-        return tree_scan(F.pad(a, pad, value=1.0), F.pad(b, pad), dim).narrow(dim, 0, T)
-    half = T // 2
-    a_e, a_o = a.unflatten(dim, (half, 2)).unbind(dim + 1)  # positions 0, 2, 4, … and 1, 3, 5, …
-    b_e, b_o = b.unflatten(dim, (half, 2)).unbind(dim + 1)
-    h_o = tree_scan(a_e * a_o, a_o * b_e + b_o, dim)  # each pair as one step: the states at the odd positions
-    rest = a_e.narrow(dim, 1, half - 1) * h_o.narrow(dim, 0, half - 1) + b_e.narrow(dim, 1, half - 1)
-    h_e = torch.cat([b_e.narrow(dim, 0, 1), rest], dim)  # an even position: one step after the odd before it
-    return torch.stack([h_e, h_o], dim + 1).flatten(dim, dim + 1)
+def _sweep_(a: torch.Tensor, x: torch.Tensor, reverse: bool = False) -> torch.Tensor:
+    """In place along dim 1, whose length is a power of 2: x becomes h for h_t = a_t·h_{t−1} + x_t (or, with
+    `reverse`, h_t = a_t·h_{t+1} + x_t), as the work-efficient up-sweep and down-sweep of Blelloch 1990 (the in-place
+    form of mamba.py's pscan). Level k combines elements 2^k apart, all of them at once: ⌈log₂ n⌉ levels up and as
+    many down, O(n) work. `reverse` runs the mirror image of the same sweeps, so no flipped copies are made."""
+    levels = x.shape[1].bit_length() - 1
+    first, second = (1, 0) if reverse else (0, 1)  # which of a pair is folded into the other
+    for k in range(levels):  # up: each pair's receiving element holds its block of 2^(k+1)
+        s = 1 << k
+        sl = slice(0, None, s) if reverse else slice(s - 1, None, s)
+        ak, xk = a[:, sl].unflatten(1, (-1, 2)), x[:, sl].unflatten(1, (-1, 2))
+        xk[:, :, second].addcmul_(ak[:, :, second], xk[:, :, first])
+        ak[:, :, second].mul_(ak[:, :, first])
+    for k in range(levels - 2, -1, -1):  # down: the other element of each pair from the finished one before it
+        s = 1 << k
+        sl = slice(0, None, s) if reverse else slice(s - 1, None, s)
+        ak, xk = a[:, sl].unflatten(1, (-1, 2)), x[:, sl].unflatten(1, (-1, 2))
+        if reverse:
+            xk[:, :-1, 1].addcmul_(ak[:, :-1, 1], xk[:, 1:, 0])
+        else:
+            xk[:, 1:, 0].addcmul_(ak[:, 1:, 0], xk[:, :-1, 1])
+    return x
+
+
+def _padded(t: torch.Tensor, length: int, fill: float) -> torch.Tensor:
+    """A fresh copy of t along dim 1, extended to `length` with `fill` (the sweep works in place)."""
+    if t.shape[1] == length:
+        return t.clone()
+    out = t.new_empty(t.shape[0], length, *t.shape[2:])
+    out[:, : t.shape[1]] = t
+    out[:, t.shape[1] :] = fill
+    return out
+
+
+class _Scan(torch.autograd.Function):
+    """h for h_t = a_t·h_{t−1} + b_t along dim 1: forward one sweep; backward the adjoint recurrence, which is the
+    same scan run backwards, g_t = ∂L/∂h_t + a_{t+1}·g_{t+1}, so ∂L/∂b_t = g_t and ∂L/∂a_t = g_t·h_{t−1}. Autograd
+    through the sweep's ~4·log₂ n in-place steps would keep a copy per step; this keeps a and h."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        T = a.shape[1]
+        P = 1 << max(0, (T - 1).bit_length())  # padded with a = 1, b = 0: steps that leave h as it is
+        h = _sweep_(_padded(a, P, 1.0), _padded(b, P, 0.0))[:, :T]
+        ctx.save_for_backward(a, h)
+        return h
+
+    @staticmethod
+    def backward(ctx, grad_h):
+        a, h = ctx.saved_tensors
+        T = a.shape[1]
+        P = 1 << max(0, (T - 1).bit_length())
+        a_next = a.new_zeros(a.shape[0], P, *a.shape[2:])  # a_{t+1}; nothing flows back from beyond the end
+        a_next[:, : T - 1] = a[:, 1:]
+        g = _sweep_(a_next, _padded(grad_h, P, 0.0), reverse=True)[:, :T]
+        grad_a = torch.zeros_like(a)
+        torch.mul(g[:, 1:], h[:, :-1], out=grad_a[:, 1:])  # h_{−1} = 0: the first decay has no gradient
+        return grad_a, g
+
+
+def scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """h for h_t = a_t·h_{t−1} + b_t from h_{−1} = 0, along dim 1, in linear space, as a parallel scan of depth
+    2⌈log₂ n⌉. Needs |a| ≤ 1 only to stay finite: products of decays may underflow to 0 (their true value is that
+    small), nothing can overflow, and b may have any sign. On a CPU this is several times faster than the log-space
+    scan (torch.logcumsumexp and its backward are the slow part there) and keeps more digits."""
+    return _Scan.apply(a, b)
 
 
 def g(x: torch.Tensor) -> torch.Tensor:
-    """minGRU/minLSTM's positive activation: x + 0.5 for x ≥ 0, σ(x) below (keeps h > 0 for the log scan)."""
-    return torch.where(x >= 0, x + 0.5, torch.sigmoid(x))
-
-
-def log_g(x: torch.Tensor) -> torch.Tensor:
-    """log g(x), computed without forming g where it would lose precision."""
-    return torch.where(x >= 0, torch.log(F.relu(x) + 0.5), -F.softplus(-x))
+    """minGRU/minLSTM's positive activation: x + 0.5 for x ≥ 0, σ(x) below (keeps h > 0, as the paper's log-space
+    scan needs), written as relu(x) + σ(min(x, 0)): the same values, and half the time of torch.where on a CPU."""
+    return F.relu(x) + torch.sigmoid(x.clamp(max=0))
 
 
 def heads_view(z: torch.Tensor, n_heads: int) -> torch.Tensor:

@@ -2,17 +2,20 @@
 input, so the state update is linear in the state, h_t = a_t ⊙ h_{t−1} + b_t, and n dependent steps become a scan.
 
 Both forms compute the same function (tests/test_mixers.py): `loop` walks the n steps one after another (the gates
-of all steps are computed at once first: they never read h), `scan` is the log-space scan (core.models.mixers.base).
-The candidate state goes through g (x + 0.5 for x ≥ 0, σ(x) below), so h stays positive, as the paper does.
+of all steps are computed at once first: they never read h), `scan` is the parallel scan of core.models.mixers.base,
+2⌈log₂ n⌉ dependent steps. The paper scans in log space (Heinsen 2023: a cumsum and a logcumsumexp); here the scan is
+in linear space, which the decays in (0, 1) allow: on this lab's 2-core CPU, torch.logcumsumexp's forward and
+backward alone took 44 ms at n = 1024 (batch 8, width 128) against 6 ms for the whole linear scan, and made the
+"parallel" form slower than the loop it replaces. The candidate state still goes through the paper's g (x + 0.5 for
+x ≥ 0, σ(x) below), so the layer is the paper's.
 """
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from core.models.mixers.base import LOOP, MixerLayer, g, log_g, log_scan
+from core.models.mixers.base import LOOP, MixerLayer, g, scan
 
 
 class MinGRU(MixerLayer):
@@ -35,8 +38,8 @@ class MinGRU(MixerLayer):
 
     def forward_scan(self, x: torch.Tensor) -> torch.Tensor:
         k, v = self.to_gates(x).chunk(2, dim=-1)
-        # log(1 − σ(k)) = −softplus(k), log σ(k) = −softplus(−k): exact and finite for any k
-        return log_scan(-F.softplus(k), -F.softplus(-k) + log_g(v)).exp()
+        z = torch.sigmoid(k)
+        return scan(1 - z, z * g(v))
 
     def init_state(self, batch: int, like: torch.Tensor) -> tuple:
         return (like.new_zeros(batch, self.to_gates.in_features),)
@@ -50,7 +53,7 @@ class MinGRU(MixerLayer):
 
 class MinLSTM(MixerLayer):
     """minLSTM: f_t, i_t = σ(W_f x_t), σ(W_i x_t), h̃_t = g(W_h x_t), normalised f′ = f/(f+i), i′ = i/(f+i),
-    h_t = f′_t ⊙ h_{t−1} + i′_t ⊙ h̃_t (Feng et al. 2024, §3.2; the log-space normalisation of BorealisAI/minRNNs)."""
+    h_t = f′_t ⊙ h_{t−1} + i′_t ⊙ h̃_t (Feng et al. 2024, §3.2)."""
 
     def __init__(self, d_model: int, form: str = LOOP):
         super().__init__(form)
@@ -71,10 +74,8 @@ class MinLSTM(MixerLayer):
         return torch.stack(outs, dim=1)
 
     def forward_scan(self, x: torch.Tensor) -> torch.Tensor:
-        kf, ki, v = self.to_gates(x).chunk(3, dim=-1)
-        diff = F.softplus(-kf) - F.softplus(-ki)  # log(i/f)
-        log_f, log_i = -F.softplus(diff), -F.softplus(-diff)  # log f′, log i′
-        return log_scan(log_f, log_i + log_g(v)).exp()
+        f, i, h_tilde = self._gates(x)
+        return scan(f, i * h_tilde)
 
     def init_state(self, batch: int, like: torch.Tensor) -> tuple:
         return (like.new_zeros(batch, self.to_gates.in_features),)

@@ -7,9 +7,9 @@ B_t, C_t = W_B x_t, W_C x_t (N each), and a fixed diagonal negative A = −exp(A
     h_t = exp(Δ_t A) ⊙ h_{t−1} + (Δ_t ⊙ x_t) B_t,    y_t = C_t · h_t + D ⊙ x_t,    output W_o y_t
 
 (zero-order hold for A, the Euler step Δ·B for the input, as mamba-minimal and the official selective_scan_ref do).
-`loop` walks the n steps; `scan` is a linear-space tree scan over all (channel, state) pairs at once, as the
-pure-PyTorch Mamba ports do (mamba.py's pscan): the input term has either sign, and a log-space scan would need two
-scans of its positive and negative parts over channels × N numbers per token.
+`loop` walks the n steps; `scan` is the linear-space parallel scan of core.models.mixers.base over all (channel,
+state) pairs at once, as the pure-PyTorch Mamba ports do (mamba.py's pscan): the input term has either sign, and a
+log-space scan would need two scans of its positive and negative parts over channels × N numbers per token.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.models.mixers.base import LOOP, MixerLayer, tree_scan
+from core.models.mixers.base import LOOP, MixerLayer, scan
 
 
 class SelectiveSSM(MixerLayer):
@@ -58,7 +58,7 @@ class SelectiveSSM(MixerLayer):
         dt, B, C, A = self._inputs(x)
         a = torch.exp(dt[..., None] * A)  # (batch, T, d, N): the decay, in (0, 1]
         b = (dt * x)[..., None] * B[:, :, None, :]
-        h = tree_scan(a, b)
+        h = scan(a, b)
         return self.output((h * C[:, :, None, :]).sum(-1) + self.D * x)
 
     def init_state(self, batch: int, like: torch.Tensor) -> tuple:
