@@ -112,7 +112,7 @@ with reveal:
                     tr("attention_cost.extrap.what"): [tr(f"attention_cost.wall.what.{w}") for w in ext["what"]],
                     tr("attention_cost.extrap.seq_len"): ext["seq_len"].map("{:,}".format),
                     tr("attention_cost.extrap.size"): ext["bytes"].map(format_bytes),
-                    tr("attention_cost.extrap.fits"): ext["fits_budget"],
+                    tr("attention_cost.extrap.fits"): ext["fits_budget"].map(lambda b: ui.yes_no(tr, b)),
                     tr("attention_cost.extrap.time"): ext["time_s"].map(lambda t: findings.format_seconds(t, tr)),
                 }
             ),

@@ -24,6 +24,7 @@ from ui.data import (
     status_ui,
     table_ui,
     takeaways_ui,
+    yes_no,
 )
 from ui.form import config_form_ui
 from ui.frame import (
@@ -71,6 +72,7 @@ __all__ = [
     "tally_rows",
     "verdict_ui",
     "warm_up_torch",
+    "yes_no",
 ]
 
 # Set by dashboard.py once it has built the navigation (`ui.NAVIGATION_READY = True` on this module). Until some

@@ -37,7 +37,11 @@ def shown_data(tr, name: str, live: pd.DataFrame | None) -> tuple[pd.DataFrame, 
     if not frames:
         return pd.DataFrame(), pd.DataFrame()
     both = pd.concat(frames, ignore_index=True)
-    both["run"] = both["source"].map(lambda s: tr(f"ui.source.{s}")) + " · " + both["device"].map(_short_device)
+    both["run"] = (
+        both["source"].map(lambda s: tr(f"ui.source.{s}"))
+        + " · "
+        + both["device"].map(lambda d: device_text(tr, _short_device(d)))
+    )
     if live is not None and len(live):
         primary = both[both["source"] == "live"]
     else:
@@ -50,6 +54,15 @@ def file_problem_ui(tr, problem) -> None:
     detail = f" ({literal(problem.detail)})" if problem.detail else ""
     key = "ui.file_cut_row" if problem.kind == "cut_row" else "ui.bad_file"
     st.warning(tr(key, file=literal(problem.file), why=tr(f"file.{problem.kind}"), detail=detail))
+
+
+def device_text(tr, label) -> str:
+    """A device label as the learner reads it: 'cpu · Intel Xeon · 2 threads' with its thread count translated
+    (core writes the label in English; the CSV keeps it so)."""
+    import re
+
+    m = re.fullmatch(r"(.*) · (\d+) threads?", str(label))
+    return f"{m.group(1)} · {tr('ui.threads', n=m.group(2))}" if m else str(label)
 
 
 def _short_device(label) -> str:
@@ -87,7 +100,7 @@ def caption_source_ui(tr, primary: pd.DataFrame) -> None:
             tr(
                 "ui.showing",
                 source=tr(f"ui.source.{primary['source'].iloc[0]}"),
-                device=primary["device"].iloc[0],
+                device=device_text(tr, primary["device"].iloc[0]),
                 date=str(primary.get("date", pd.Series([""])).iloc[0])[:10],
             )
         )
@@ -98,6 +111,7 @@ def status_ui(tr, df: pd.DataFrame, shown_notes: int = 2) -> None:
     import pandas as pd
 
     from core import status as statuses
+    from core.findings.notes import notes_text
 
     if "status" not in df or not revealed_now():
         return
@@ -105,11 +119,20 @@ def status_ui(tr, df: pd.DataFrame, shown_notes: int = 2) -> None:
     for status in statuses.BANNERED:
         bad = df[df["status"] == status]
         if len(bad):
-            notes = list(dict.fromkeys(str(n) for n in bad.get("note", pd.Series(dtype=str)).fillna("") if n))
+            notes = notes_text(bad.get("note", pd.Series(dtype=str)), tr)  # the raw note stays in the table
             text = "; ".join(notes[:shown_notes]) + (
                 tr("ui.more_notes", n=len(notes) - shown_notes) if len(notes) > shown_notes else ""
             )
             st.warning(tr(f"status.{status}.banner", n=len(bad), notes=text))
+
+
+def yes_no(tr, value) -> str:
+    """A boolean in a table the learner reads: yes / no (– where unknown), never Python's True/False."""
+    import math
+
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return tr("ui.bool.na")
+    return tr("ui.bool.true") if bool(value) else tr("ui.bool.false")
 
 
 def takeaways_ui(tr, lines: list[str]) -> None:

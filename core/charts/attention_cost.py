@@ -10,6 +10,7 @@ import pandas as pd
 
 from core import status
 from core.charts.common import device_subtitle, lines, log_x, log_y
+from core.findings.notes import note_text
 from core.models import attention
 
 GUIDE_COLOR = "#9a9a9a"
@@ -118,12 +119,18 @@ def memory_chart(df: pd.DataFrame, tr, metric: str = "saved_bytes") -> alt.Chart
     )
     subtitle = tr("attention_cost.chart.memory_sub")
     refused = _refused(df, tr) if metric == "peak_bytes" else df.iloc[0:0]
-    if len(refused):  # what the guard would not run, at its predicted size
+    if len(refused):  # what the guard would not run, at its predicted size (its note said in the learner's language)
+        refused = refused.assign(note=[note_text(n, tr) for n in refused["note"]])
         chart = chart + alt.Chart(refused).mark_point(shape="triangle-up", filled=False, size=90).encode(
             x="seq_len:Q",
             y="mib:Q",
             color=impl_color(pd.concat([d, refused]), tr("attention_cost.axis.impl")),
-            tooltip=["label:N", "seq_len:Q", "mib:Q", "note:N"],
+            tooltip=[
+                alt.Tooltip("label:N", title=tr("attention_cost.axis.impl")),
+                alt.Tooltip("seq_len:Q", title=tr("attention_cost.axis.seq_len")),
+                alt.Tooltip("mib:Q", title=tr(f"attention_cost.axis.{metric}"), format=",.1f"),
+                alt.Tooltip("note:N", title=tr("tip.note")),
+            ],
         )
         subtitle += " " + tr("attention_cost.chart.refused_sub")
     return titled(chart, tr(f"attention_cost.chart.{metric}"), subtitle + " " + device_subtitle(d))

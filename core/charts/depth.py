@@ -10,6 +10,7 @@ import pandas as pd
 
 from core.charts.common import device_subtitle, log_x, log_y
 from core.findings.depth import UNDERFLOW, chain_entropy, init_profile, summarize, to_frame
+from core.findings.notes import note_text
 
 OUTCOME_COLORS = {
     "trained": "#2ca02c",
@@ -163,6 +164,8 @@ def loss_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
             for r in d.itertuples()
         ],
     )
+    if "note" in d:  # a divergence's note, said in the learner's language (the CSV keeps the raw one)
+        d = d.assign(note=[note_text(n, tr) for n in d["note"]])
     base = alt.Chart()
     enc = {
         "x": alt.X("step:Q", title=tr("depth.axis.step")),
@@ -184,7 +187,11 @@ def loss_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     cross = (
         base.transform_filter("isValid(datum.cross)")
         .mark_point(shape="cross", size=160, color="#d62728", filled=True)
-        .encode(x="step:Q", y="cross:Q", tooltip=["variant", "warmup", "seed", "step", "note"])
+        .encode(
+            x="step:Q",
+            y="cross:Q",
+            tooltip=["variant", "warmup", "seed", "step", alt.Tooltip("note:N", title=tr("tip.note"))],
+        )
     )
     return (
         alt.layer(lines, top, bottom, cross, data=d)

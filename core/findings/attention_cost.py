@@ -12,6 +12,8 @@ import math
 import pandas as pd
 
 from core import status
+from core.findings import sig3
+from core.findings.notes import note_text
 from core.fit import exponent_text, loglog_fit, tail_fit, tail_slope
 from core.memory_formulas import DTYPE_BYTES, ModelShape, format_bytes, kv_cache_bytes
 from core.models import attention
@@ -127,7 +129,7 @@ def format_seconds(s: float, tr=None) -> str:
         return "–"
     for u, size in (("years", 365 * 86400), ("days", 86400), ("h", 3600), ("min", 60), ("s", 1)):
         if s >= size:
-            return f"{s / size:,.3g} {unit(u)}"
+            return f"{sig3(s / size)} {unit(u)}"
     return f"{s * 1e3:.3g} {unit('ms')}"
 
 
@@ -271,7 +273,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                     backend=g.requested_backend.iloc[0],
                     n=n,
                     need=need,
-                    note=g.note.iloc[0],
+                    note=note_text(g.note.iloc[0], tr),
                 )
             )
     return out
