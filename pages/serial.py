@@ -78,7 +78,8 @@ scaling_live = ui.run_ui(tr, scaling.EXPERIMENT, scaling_cfg, SCALING)
 with shown:
     s_both, s_primary = ui.shown_data(tr, "scaling", scaling_live)
     s_lines = scaling_findings.takeaways(s_primary, tr) if len(s_primary) else []
-    ui.verdict_ui(tr, scaling_prediction, verdicts.scaling(s_primary), s_lines)
+    s_why = scaling_findings.why(s_primary, tr) if len(s_primary) else []  # the reason, not the list again
+    ui.verdict_ui(tr, scaling_prediction, verdicts.scaling(s_primary), s_why)
     ok = scaling_findings.measured(s_both)
     if not len(ok):
         st.info(tr("ui.no_data"))

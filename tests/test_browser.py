@@ -5,6 +5,7 @@ browser fails the test (set LAB_SKIP_BROWSER=1 to skip it deliberately on a mach
 """
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -121,17 +122,49 @@ def test_every_page_renders_in_a_real_browser(app_url, browser, key, lang):
     assert "Page not found" not in page.inner_text("body")
     if key != "home":
         assert len(page.query_selector_all(CHART)) >= 1
+    if lang == "zh":
+        english = _english_on(page)
+        assert not english, f"English on the 中文 page {key}: {english[:80]}"
     page.close()
 
 
-def _run_serial(browser, app_url, seq_lens: str):
+# On a 中文 page: two English words in a row are a phrase left untranslated (a note such as "would need 12 GiB"); True/
+# False is Python's boolean; a status is the CSV's word. Single names (LSTM, FlashAttention, Post-LN…), units and code
+# (<code>, <pre>) are not flagged.
+ENGLISH_RUN = re.compile(r"(?<![\w./-])(?:[A-Za-z][a-z]+ )+[A-Za-z][a-z]+(?![\w-])")
+RAW_WORDS = re.compile(r"\b(?:True|False|skipped_memory|skipped_time|unsupported|diverged|stalled|nan)\b")
+
+
+def _english_on(page) -> list[str]:
+    """English sentences, booleans and raw statuses in the visible text of the page's main area (code left out)."""
+    text = page.evaluate(
+        """() => { const main = document.querySelector("[data-testid='stMain']") || document.body;
+                   const copy = main.cloneNode(true); copy.querySelectorAll('code, pre').forEach(e => e.remove());
+                   document.body.appendChild(copy); copy.style.position = 'absolute'; copy.style.left = '-99999px';
+                   const t = copy.innerText; copy.remove(); return t; }"""
+    )
+    return ENGLISH_RUN.findall(text) + RAW_WORDS.findall(text)
+
+
+def _run_serial(browser, app_url, seq_lens: str, lang: str = "en"):
     """Open the serial page, type the sequence lengths and press Run; return the browser page."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{app_url}/serial?lang=en&{SHOWN}")
+    page.goto(f"{app_url}/serial?lang={lang}&{SHOWN}")
     _settle(page)
-    page.get_by_role("textbox", name="Sequence lengths").first.fill(seq_lens)  # the main form comes first
-    page.get_by_role("button", name="Run", exact=True).first.click()  # the main form's Run
+    lengths, run = ("Sequence lengths", "Run") if lang == "en" else ("序列长度", "运行")
+    page.get_by_role("textbox", name=lengths).first.fill(seq_lens)  # the main form comes first
+    page.get_by_role("button", name=run, exact=True).first.click()  # the main form's Run
     return page
+
+
+def test_a_live_run_on_a_chinese_page_shows_no_english(app_url, browser):
+    page = _run_serial(browser, app_url, "16, 32", lang="zh")
+    page.wait_for_timeout(1000)
+    _settle(page, 90)
+    assert "你的运行" in page.inner_text("body")
+    english = _english_on(page)
+    assert not english, f"English on the 中文 serial page after a live run: {english[:8]}"
+    page.close()
 
 
 def test_serial_page_runs_live_in_the_browser(app_url, browser):

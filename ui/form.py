@@ -19,6 +19,21 @@ def _label(tr, page: str, name: str) -> str:
     return name
 
 
+def choice_label(tr, page: str, name: str):
+    """How a field's choices read: a model's name (`model.<id>`), else the page's word for it (`answers.form.scan`
+    for the field `forms`, `long_range.task.recall` for `tasks`), else the id itself."""
+    lang = st.session_state.get("lang", "en")
+    base, singular = page.split(":", 1)[0], name.removesuffix("s")
+
+    def label(choice) -> str:
+        for key in (f"model.{choice}", f"{base}.{singular}.{choice}", f"{base}.{name}.{choice}"):
+            if has_key(key, lang) or has_key(key, "en"):
+                return tr(key)
+        return str(choice)
+
+    return label
+
+
 def _query_name(page: str, name: str) -> str:
     """A field's name in the URL: plain for a page's main form, 'reach.seq_len' for a second form 'long_range:reach'."""
     return f"{page.split(':', 1)[1]}.{name}" if ":" in page else name
@@ -54,7 +69,7 @@ def config_form_ui(tr, experiment, page: str, fields: list[str], preset: str = "
             col = cols[i % 2]
             key = f"w:{page}:{name}"
             if info["sequence"] and info.get("choices"):
-                fmt = lambda m, _p=page: tr(f"model.{m}") if has_key(f"model.{m}", "en") else m
+                fmt = choice_label(tr, page, name)
                 values[name] = col.multiselect(
                     label, info["choices"], default=list(current), format_func=fmt, key=key, help=help_text
                 )
@@ -62,7 +77,12 @@ def config_form_ui(tr, experiment, page: str, fields: list[str], preset: str = "
                 values[name] = col.text_input(label, ", ".join(map(str, current)), key=key, help=help_text)
             elif info.get("choices"):
                 values[name] = col.selectbox(
-                    label, info["choices"], index=info["choices"].index(current), key=key, help=help_text
+                    label,
+                    info["choices"],
+                    index=info["choices"].index(current),
+                    format_func=choice_label(tr, page, name),
+                    key=key,
+                    help=help_text,
                 )
             elif info["type"] is bool:
                 values[name] = col.checkbox(label, value=current, key=key, help=help_text)

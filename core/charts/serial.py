@@ -9,12 +9,25 @@ from core.charts.common import device_subtitle, lines, log_x, log_y, titled
 from core.models.registry import family_of
 
 
-def _ok(df: pd.DataFrame) -> pd.DataFrame:
-    return df[df["status"] == "ok"] if "status" in df else df
+def _ok(df: pd.DataFrame, tr=None) -> pd.DataFrame:
+    """The measured rows, each model under the name the learner reads (`model.<id>`) when `tr` is given."""
+    d = df[df["status"] == "ok"] if "status" in df else df
+    return _named(d, tr) if tr is not None else d
+
+
+def _named(df: pd.DataFrame, tr) -> pd.DataFrame:
+    if "model" not in df or not len(df):
+        return df
+
+    def name(m):
+        text = tr(f"model.{m}")
+        return m if text.startswith("«") else text
+
+    return df.assign(model=df["model"].map(name))
 
 
 def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
-    d = _ok(df)
+    d = _ok(df, tr)
     c = lines(
         d,
         log_x("seq_len", tr("serial.axis.seq_len")),
@@ -27,7 +40,7 @@ def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
 
 
 def tokens_chart(df: pd.DataFrame, tr) -> alt.Chart:
-    d = _ok(df)
+    d = _ok(df, tr)
     c = lines(
         d,
         log_x("seq_len", tr("serial.axis.seq_len")),
@@ -41,8 +54,8 @@ def tokens_chart(df: pd.DataFrame, tr) -> alt.Chart:
 
 def steps_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Recurrent models all share n·L steps, so they are drawn as one line."""
-    d = _ok(df)
-    d = d.assign(kind=[tr(f"serial.kind.{family_of(m)}") if family_of(m) else m for m in d["model"]])
+    d = _ok(df)  # the family from the model's id, then its name
+    d = _named(d.assign(kind=[tr(f"serial.kind.{family_of(m)}") if family_of(m) else m for m in d["model"]]), tr)
     d = d.drop_duplicates(["kind", "seq_len", "n_layers"])
     c = lines(
         d,
@@ -57,7 +70,7 @@ def steps_chart(df: pd.DataFrame, tr) -> alt.Chart:
 
 
 def utilization_chart(df: pd.DataFrame, tr) -> alt.Chart:
-    d = _ok(df).assign(percent=lambda x: 100 * x["utilization"])
+    d = _ok(df, tr).assign(percent=lambda x: 100 * x["utilization"])
     c = lines(
         d,
         log_x("seq_len", tr("serial.axis.seq_len")),
@@ -70,7 +83,7 @@ def utilization_chart(df: pd.DataFrame, tr) -> alt.Chart:
 
 
 def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
-    d = _ok(df).assign(saved_mib=lambda x: x["saved_bytes"] / 2**20)
+    d = _ok(df, tr).assign(saved_mib=lambda x: x["saved_bytes"] / 2**20)
     c = lines(
         d,
         log_x("seq_len", tr("serial.axis.seq_len")),
@@ -84,6 +97,7 @@ def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
 
 def roofline_chart(model_df: pd.DataFrame, measured: pd.DataFrame, tr) -> alt.Chart:
     """Model lines (dashed per hardware) with the measured points drawn over them."""
+    model_df = _named(model_df, tr).assign(bound=lambda d: d["bound"].map(lambda b: tr(f"serial.bound.{b}")))
     base = (
         alt.Chart(model_df)
         .mark_line()
@@ -94,11 +108,17 @@ def roofline_chart(model_df: pd.DataFrame, measured: pd.DataFrame, tr) -> alt.Ch
             strokeDash=alt.StrokeDash(
                 "hardware:N", title=tr("serial.axis.hardware"), legend=alt.Legend(orient="right", labelLimit=240)
             ),
-            tooltip=["hardware", "model", "seq_len", "predicted_ms", "bound"],
+            tooltip=[
+                alt.Tooltip("hardware:N", title=tr("serial.axis.hardware")),
+                alt.Tooltip("model:N", title=tr("serial.axis.model")),
+                alt.Tooltip("seq_len:Q", title=tr("serial.axis.seq_len"), format=","),
+                alt.Tooltip("predicted_ms:Q", title=tr("tip.predicted_ms"), format=",.3g"),
+                alt.Tooltip("bound:N", title=tr("tip.bound")),
+            ],
         )
     )
     pts = (
-        alt.Chart(_ok(measured).rename(columns={"train_ms": "predicted_ms"}))
+        alt.Chart(_ok(measured, tr).rename(columns={"train_ms": "predicted_ms"}))
         .mark_point(filled=True, size=70)
         .encode(
             x=log_x("seq_len", tr("serial.axis.seq_len")),
@@ -107,7 +127,12 @@ def roofline_chart(model_df: pd.DataFrame, measured: pd.DataFrame, tr) -> alt.Ch
             shape=alt.Shape(
                 "run:N", title=tr("serial.axis.measured"), legend=alt.Legend(orient="right", labelLimit=240)
             ),
-            tooltip=["model", "seq_len", alt.Tooltip("predicted_ms", title="measured ms"), "run"],
+            tooltip=[
+                alt.Tooltip("model:N", title=tr("serial.axis.model")),
+                alt.Tooltip("seq_len:Q", title=tr("serial.axis.seq_len"), format=","),
+                alt.Tooltip("predicted_ms:Q", title=tr("tip.measured_ms"), format=",.3g"),
+                alt.Tooltip("run:N", title=tr("tip.run")),
+            ],
         )
     )
     return titled(base + pts, tr("serial.chart.roofline"), tr("serial.chart.roofline_sub"))

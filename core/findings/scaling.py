@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from core import status
+from core.findings import sig3
 from core.i18n import translator
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
@@ -153,7 +154,7 @@ def at_longest(df: pd.DataFrame) -> tuple[int, int, pd.DataFrame] | None:
 
 
 def _x(v: float) -> str:
-    return f"{v:.3g}"
+    return sig3(v)
 
 
 def comparison(df: pd.DataFrame) -> dict | None:
@@ -212,8 +213,8 @@ def takeaways(df: pd.DataFrame, tr=None) -> list[str]:
             tr("serial.scaling.take.fit_item", model=name(m, tr), s=fraction_text(r)) for m, r in fitted.iterrows()
         ]
         out.append(tr("serial.scaling.take.fits", T=T, items=sep.join(parts)))
-        gpu = [tr("serial.scaling.take.gpu_item", model=name(m, tr), gpu=f"{r['gpu_speedup_extrapolated']:.3g}",
-                  lo=f"{r['gpu_speedup_lo']:.3g}", hi=f"{r['gpu_speedup_hi']:.3g}")
+        gpu = [tr("serial.scaling.take.gpu_item", model=name(m, tr), gpu=sig3(r["gpu_speedup_extrapolated"]),
+                  lo=sig3(r["gpu_speedup_lo"]), hi=sig3(r["gpu_speedup_hi"]))
                for m, r in fitted.iterrows()]  # fmt: skip
         out.append(tr("serial.scaling.take.gpu", items=sep.join(gpu)))
         if int(fitted["fit_points"].max()) < 2:
@@ -244,3 +245,20 @@ def takeaways(df: pd.DataFrame, tr=None) -> list[str]:
     if noisy:
         out.append(tr("serial.take.noisy", n=noisy))
     return out
+
+
+def why(df: pd.DataFrame, tr=None) -> list[str]:
+    """The verdict's reason: the chapter's pair's fitted serial fractions and what they say, one sentence."""
+    tr = tr or translator("en")
+    ok = measured(df)
+    c = comparison(ok) if len(ok) else None
+    if c is None:
+        return []
+    f = fits(ok)
+    f = f[f["seq_len"] == c["T"]].set_index("model")
+
+    def s_of(m) -> str:
+        return fraction_text(f.loc[m]) if m in f.index else "–"
+
+    return [tr(f"serial.scaling.why.{c['order']}", T=c["T"], p=c["p"], att=name(c["att"], tr),
+               rec=name(c["rec"], tr), att_s=s_of(c["att"]), rec_s=s_of(c["rec"]))]  # fmt: skip

@@ -12,9 +12,16 @@ import math
 import pandas as pd
 
 from core import fit, roofline, status
+from core.findings import sig3
 from core.i18n import translator
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
+
+
+def _name(m: str, tr) -> str:
+    """A model's name as the learner reads it (the catalogue's `model.<id>`), its id where there is none."""
+    text = tr(f"model.{m}")
+    return m if text.startswith("«") else text
 
 
 def chapter_pair(models) -> tuple[str, str] | None:
@@ -81,8 +88,8 @@ def explanation(c: dict, tr) -> list[str]:
     steps = int(lstm["seq_steps"])
     compute_ms, latency_ms = lstm["flops"] / peak * 1e3, steps * latency * 1e3
     key = "serial.why.compute" if roofline.bound(lstm["flops"], steps, hw) == "compute" else "serial.why.latency"
-    out = [tr(key, gflops=f"{peak / 1e9:.0f}", us=f"{latency * 1e6:.3g}", compute_ms=f"{compute_ms:.3g}",
-              latency_ms=f"{latency_ms:.3g}", steps=steps)]  # fmt: skip
+    out = [tr(key, gflops=f"{peak / 1e9:,.0f}", us=sig3(latency * 1e6), compute_ms=sig3(compute_ms),
+              latency_ms=sig3(latency_ms), steps=steps)]  # fmt: skip
     predicted_tf = roofline.predict_ms(tf["flops"], int(tf["seq_steps"]), hw)
     predicted_lstm = roofline.predict_ms(lstm["flops"], steps, hw)
     predicted = "faster" if predicted_tf < predicted_lstm else "slower"
@@ -164,7 +171,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     T = int(ok["seq_len"].max())
     at = ok[ok["seq_len"] == T].set_index("model")
     fastest = at["train_ms"].idxmin()
-    out.append(tr("serial.take.fastest", T=T, model=fastest, ms=f"{at.loc[fastest, 'train_ms']:.3g}"))
+    out.append(tr("serial.take.fastest", T=T, model=_name(fastest, tr), ms=sig3(at.loc[fastest, "train_ms"])))
     c = comparison(ok)
     if c is not None:
         lstm, tf, Tc = c["rec_row"], c["att_row"], c["T"]
@@ -216,10 +223,10 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         out.append(
             tr(
                 "serial.take.memory",
-                model=rec,
+                model=_name(rec, tr),
                 slope=f"{slopes.loc[rec, 'memory_slope']:.2f}",
                 T=int(longest["seq_len"]),
-                mib=f"{longest['saved_bytes'] / 2**20:.3g}",
+                mib=sig3(longest["saved_bytes"] / 2**20),
             )
         )
     pair = chapter_pair(fitted)
