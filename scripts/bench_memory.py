@@ -12,6 +12,7 @@ run, and their difference (the issue's bar: within 150 MiB).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -45,10 +46,24 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--pages", default="serial,long_range,depth,attention_cost")
+    ap.add_argument(
+        "--session-ttl",
+        type=int,
+        default=None,
+        help="server.disconnectedSessionTTL in seconds (default: the app's config, Streamlit's 120)",
+    )
+    ap.add_argument(
+        "--settle",
+        type=float,
+        default=0.0,
+        help="after a page's last run, wait this long and read RSS again: memory that a closed tab's "
+        "session still holds (kept for the TTL, in case it reconnects) is then handed back",
+    )
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
-    proc, url, _ = start("dashboard.py", ROOT)
+    extra = () if args.session_ttl is None else ("--server.disconnectedSessionTTL", str(args.session_ttl))
+    proc, url, _ = start("dashboard.py", ROOT, extra)
     rows = []
     try:
         with sync_playwright() as p:
@@ -60,15 +75,23 @@ def main() -> int:
                     time.sleep(1)  # let the session's script run finish and the tab's session close
                     rss.append(rss_mib(proc.pid))
                     print(f"{key} run {i + 1}: {secs[-1]:.1f} s, server RSS {rss[-1]:.0f} MiB", file=sys.stderr)
-                rows.append((key, rss, secs))
+                settled = math.nan
+                if args.settle > 0:
+                    time.sleep(args.settle)
+                    settled = rss_mib(proc.pid)
+                    print(f"{key}: {args.settle:.0f} s later, server RSS {settled:.0f} MiB", file=sys.stderr)
+                rows.append((key, rss, secs, settled))
             browser.close()
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait()
-    print(f"| page ({args.runs} quick runs, one server) | RSS after run 2 | after run {args.runs} | growth |")
-    print("|---|---|---|---|")
-    for key, rss, _ in rows:
-        print(f"| `{key}` | {rss[1]:.0f} MiB | {rss[-1]:.0f} MiB | {rss[-1] - rss[1]:+.0f} MiB |")
+    print(
+        f"| page ({args.runs} quick runs, one server) | RSS after run 2 | after run {args.runs} | growth "
+        f"| {args.settle:.0f} s later |"
+    )
+    print("|---|---|---|---|---|")
+    for key, rss, _, settled in rows:
+        print(f"| `{key}` | {rss[1]:.0f} MiB | {rss[-1]:.0f} MiB | {rss[-1] - rss[1]:+.0f} MiB | {settled:.0f} MiB |")
     return 0
 
 

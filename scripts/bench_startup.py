@@ -40,7 +40,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start(app: str, cwd: str):
+def start(app: str, cwd: str, extra: tuple[str, ...] = ()):
     port = free_port()
     t0 = time.perf_counter()
     proc = subprocess.Popen(
@@ -58,6 +58,7 @@ def start(app: str, cwd: str):
             "false",
             "--server.fileWatcherType",
             "none",
+            *extra,
         ],
         cwd=cwd,
         stdout=subprocess.DEVNULL,
