@@ -28,6 +28,9 @@ TABLE1 = (
     ("convolutional", "O(k·n·d²)", "O(1)", "O(log_k n)"),
     ("restricted", "O(r·n·d)", "O(1)", "O(n/r)"),
     ("scan", "O(n·d)", "O(log n)", "O(n)"),  # not in the paper: the page-5 answer, a linear recurrence as a scan
+    # not in the paper's table: attention bolted onto a recurrence (Bahdanau/Luong), both rows' work, the
+    # recurrence's n steps, attention's one-step path
+    ("recurrent_attention", "O(n·d² + n²·d)", "O(n)", "O(1)"),
 )
 ANSWERS_PAGE = "answers"  # the page whose rows fill the last three rows (their cells link to it)
 # the experiments whose rows the home page reads (a live run of this session, else the shipped reference)
@@ -136,7 +139,36 @@ def measured_cells(frames: dict, tr) -> dict:
         "self_attention": (att_cost, steps[ATTENTION], att_path),
         "recurrent": (rec_cost, steps[RECURRENT], rec_path),
         **answers_cells(frames, tr),
+        **hybrid_cells(frames, tr),
     }
+
+
+def hybrid_cells(frames: dict, tr) -> dict:
+    """The recurrent-plus-attention row: the serial page's time exponent and dependent steps of the kind whose
+    record names this row, and its gradient reach (it should be flat, like attention's)."""
+    none = tr("home.t1.none")
+    ok, reach = _ok(frames.get("serial")), _ok(frames.get("gradient_reach"))
+    models = list(dict.fromkeys([*ok.get("model", []), *reach.get("model", [])]))
+    m = registry.find(models, table1_row="recurrent_attention")
+    if m is None:
+        return {}
+    cost = steps = path = none
+    g = ok[ok["model"] == m] if len(ok) else ok
+    if len(g):
+        slopes = serial_findings.scaling_exponents(g)
+        cost = tr("home.t1.cost", b=exponent_text(slopes["time_slope"].iloc[0], slopes["time_slope_se"].iloc[0]),
+                  what=tr(f"long_range.model.{m}"))  # fmt: skip
+        at = g[g["seq_len"] == g["seq_len"].max()].iloc[0]
+        steps = tr("home.t1.steps", steps=int(at["seq_steps"]), T=int(at["seq_len"]))
+    r = reach[reach["model"] == m].sort_values("distance") if len(reach) else reach
+    near = r[r["distance"] == 1]["grad_norm"] if len(r) else r
+    if len(near) and near.iloc[0] > 0:
+        far = r.iloc[-1]
+        if math.isfinite(float(r["reach"].iloc[0])):
+            path = tr("home.t1.reach", reach=int(r["reach"].iloc[0]))
+        else:
+            path = tr("home.t1.flat", ratio=_num(float(far["grad_norm"] / near.iloc[0])), far=int(far["distance"]))
+    return {"recurrent_attention": (cost, steps, path)}
 
 
 def answers_cells(frames: dict, tr) -> dict:

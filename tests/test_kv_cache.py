@@ -136,7 +136,7 @@ def test_formula_rows_cover_the_models_and_the_mha_counterfactual(quick):
 def test_takeaways_are_computed(quick):
     df, _ = quick
     lines = kv.takeaways(df, translator("en"))
-    assert any("Llama-2-70B" in x and "320.0 KiB per token" in x and "8× less" in x for x in lines)
+    assert any("Llama-2-70B" in x and "320.0 KiB per token" in x and "1/8 of what it would be" in x for x in lines)
     assert any("exactly the bytes the formula gives" in x for x in lines)
     broken = df.copy()
     broken.loc[broken.model == "tiny decoder", "measured_bytes"] += 1
@@ -193,4 +193,4 @@ def test_cli_quick_preset_writes_the_columns(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     df = pd.read_csv(out)
-    assert set(REQUIRED) <= set(df.columns) and "8× less" in r.stdout
+    assert set(REQUIRED) <= set(df.columns) and "1/8 of what it would be" in r.stdout

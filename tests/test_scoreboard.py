@@ -91,7 +91,7 @@ def test_reach_and_depth_facts():
         ]
     )
     cells = scoreboard.measured_cells({"gradient_reach": grad}, tr)
-    assert cells["recurrent"][2] == "falls 1,000× within 15 tokens"
+    assert cells["recurrent"][2] == "falls below 1/1,000 within 15 tokens"
     assert cells["self_attention"][2] == "1× at 49 tokens back vs 1 back"
     depth = pd.DataFrame(
         {
@@ -107,7 +107,7 @@ def test_reach_and_depth_facts():
     found = scoreboard.findings({"depth": depth}, tr)["depth"]
     assert "4-layer" in found and "0.001" in found and "while its last layer got 1" in found and "0.5" in found
     lines = depth_text.takeaways(depth, tr)
-    assert "0.001" in lines[0] and "**10× less for every layer added**" in lines[0]  # (0.1 / 0.001)^(1/2)
+    assert "0.001" in lines[0] and "**1/10 as much for every layer added**" in lines[0]  # (0.1 / 0.001)^(1/2)
     assert "0.5" in lines[1]
 
 

@@ -73,7 +73,12 @@ class GradientReachConfig:
 PRESETS = {
     "quick": {"seq_len": 200, "d_model": 64},
     "tiny": {"seq_len": 16, "d_model": 8},  # for testing the command line and scripts/gpu_reference.sh
-    "full": {"seq_len": 1000, "d_model": 128},
+    "full": {
+        # the reference adds attention over an LSTM (#17)
+        "models": ("rnn", "lstm", "gru", "attention", "lstm_attention"),
+        "seq_len": 1000,
+        "d_model": 128,
+    },
 }
 
 
@@ -203,8 +208,16 @@ def _at(df: pd.DataFrame, model: str, k: int) -> float:
     return float(hit.iloc[0]) if len(hit) else math.nan
 
 
+def _levels_off(sub: pd.DataFrame, far: int) -> bool:
+    """Falls from k = 1 and then holds: from k = `far` on, within a factor of 100 and below the value at k = 1."""
+    tail = sub[sub["distance"] >= far]["grad_norm"]
+    g1 = _at(sub, sub["model"].iloc[0], 1)
+    return len(tail) > 1 and tail.min() > 0 and tail.max() / tail.min() < 100 and tail.max() < g1
+
+
 def takeaways(df: pd.DataFrame, tr) -> list[str]:
-    """Per model: the norm at k=1 and far back, and whether it decays (with its reach), stays flat, or grows."""
+    """Per model: the norm at k=1 and far back, and whether it decays (with its reach), stays flat, falls and then
+    levels off, or grows."""
     if df is None or not len(df) or "grad_norm" not in df:
         return []
     out = []
@@ -231,6 +244,10 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         elif back.min() > 0 and back.max() / back.min() < 100:
             kinds[model] = "flat"
             out.append(tr("long_range.reach.take.flat", lo=f"{back.min():.2g}", hi=f"{back.max():.2g}", **values))
+        elif _levels_off(sub, far):  # a direct path beside a decaying one (attention over a recurrence's states)
+            kinds[model] = "floor"
+            tail = sub[sub["distance"] >= far]["grad_norm"]
+            out.append(tr("long_range.reach.take.floor", lo=f"{tail.min():.2g}", hi=f"{tail.max():.2g}", **values))
         else:
             kinds[model] = "grows"
             out.append(tr("long_range.reach.take.grows", **values))

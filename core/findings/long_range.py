@@ -97,6 +97,14 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                     steps=steps,
                 )
             )
+            pair = {registry.representative(f, solved) for f in (RECURRENT, ATTENTION)}
+            d = max(beaten)
+            at = t[t["distance"] == d].set_index("model")
+            for other in [m for m in solved if m not in pair and m in at.index]:  # e.g. attention over an LSTM
+                r, tf = at.loc[other], at.loc[registry.representative(ATTENTION, solved)]
+                out.append(tr("long_range.take.other", task=task, model=tr(f"long_range.model.{other}"), d=int(d),
+                              acc=_pct(r.accuracy) + _spread(r, tr), tfm=_pct(tf.accuracy),
+                              lstm=_pct(worst.accuracy)))  # fmt: skip
         elif not len(lstm[1]):
             out.append(tr("long_range.take.lstm_held", task=task, steps=steps, d=int(lstm[0]["distance"].max())))
         if len(tfm[1]):

@@ -202,6 +202,12 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                         util=f"{100 * at_c.loc[loop, 'utilization']:.0f}",
                     )
                 )
+        hybrid = registry.find(at_c.index, table1_row="recurrent_attention")  # attention over a recurrence
+        if hybrid is not None:
+            h = at_c.loc[hybrid]
+            out.append(tr("serial.take.hybrid", model=_name(hybrid, tr), T=Tc, tf=f"{h['train_ms'] / tf['train_ms']:.2g}",
+                          lstm=f"{h['train_ms'] / lstm['train_ms']:.2g}", steps=f"{int(h['seq_steps']):,}",
+                          lstm_steps=f"{int(lstm['seq_steps']):,}"))  # fmt: skip
         gpu = next(h for h in hardware_for(ok, tr) if not h.measured)
         pl = roofline.predict_ms(lstm["flops"], int(lstm["seq_steps"]), gpu)
         pt = roofline.predict_ms(tf["flops"], int(tf["seq_steps"]), gpu)

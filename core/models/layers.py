@@ -61,6 +61,22 @@ class Residual(nn.Module):
         return x + self.inner(x)
 
 
+class RecurrentAttention(nn.Module):
+    """An LSTM whose output at step t attends over its own hidden states 1…t (causal multi-head attention), with a
+    residual around the attention: y_t = h_t + Attn(h_t; h_1…h_t). The decoder-side pattern of Bahdanau et al.
+    (2015) and Luong et al. (2015) in a language model: attention gives every pair of tokens a one-step path, but
+    each h_t still waits for h_{t−1}, so the n dependent steps of the recurrence stay."""
+
+    def __init__(self, d_model: int, n_heads: int, impl: str = "sdpa", causal: bool = True):
+        super().__init__()
+        self.rnn = Recurrent(nn.LSTM(d_model, d_model, batch_first=True))
+        self.attn = SelfAttention(d_model, n_heads, impl, causal)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.rnn(x)
+        return h + self.attn(h)
+
+
 def set_forget_bias(lstm: nn.LSTM | nn.LSTMCell, value: float) -> None:
     """Forget-gate bias = `value` in every layer (gate order i, f, g, o; the two biases add, so one holds it)."""
     h = lstm.hidden_size

@@ -68,6 +68,7 @@ class ModelKind:
     norm: str = "none"  # LayerNorm placement: 'pre', 'post' or 'none'
     recurrent_weight: Callable[[nn.Module], object] | None = None  # a tanh RNN's W_hh, whose spectral radius matters
     color: str | None = None  # its colour on every chart (recurrent models warm, attention cool); None: a default
+    table1_row: str | None = None  # the home page's Table 1 row it fills beyond the chapter's pair, if any
 
     @property
     def recurrent(self) -> bool:
@@ -195,6 +196,18 @@ def _residual_lstm(s: LayerSpec):
     return Residual(_fused("LSTM")(s))
 
 
+def _lstm_attention(s: LayerSpec):
+    from core.models.layers import RecurrentAttention
+
+    return RecurrentAttention(s.d_model, s.heads, impl=s.impl, causal=s.causal)
+
+
+def _lstm_attention_flops(B: int, T: int, d: int, causal: bool = True) -> int:
+    """The LSTM's gates, then attention over its states: QKV and output projections 8·d² per token, plus QKᵀ and
+    (probabilities)V (halved when causal)."""
+    return fl.recurrent_forward(4, B, T, d, d) + B * T * 8 * d * d + fl.attention_forward(B, T, d, causal=causal)
+
+
 def _recurrent_flops(gates: int) -> Callable[..., int]:
     return lambda B, T, d, causal=True: fl.recurrent_forward(gates, B, T, d, d)  # a recurrence is causal anyway
 
@@ -223,18 +236,24 @@ _BLOCK_FACTS = {"family": ATTENTION, "layer_flops": fl.transformer_layer_forward
 _EVERYWHERE = frozenset({"serial", "gradient_reach", "long_range", "depth"})
 
 register(ModelKind("rnn", RECURRENT, _fused("RNN"), _recurrent_flops(1), _recurrent_params(1), 12,
-                   frozenset({"serial", "scaling", "gradient_reach"}),
+                   frozenset({"serial", "scaling", "checkpoint", "gradient_reach"}),
                    recurrent_weight=lambda layer: layer.rnn.weight_hh_l0,
                    color="#ff7f0e"))  # fmt: skip
-register(ModelKind("lstm", make_layer=_fused("LSTM"), experiments=_EVERYWHERE | {"scaling"}, representative=True,
+register(ModelKind("lstm", make_layer=_fused("LSTM"), experiments=_EVERYWHERE | {"scaling", "checkpoint"},
+                   representative=True,
                    color="#d62728", **_LSTM_FACTS))  # fmt: skip
 register(ModelKind("gru", RECURRENT, _fused("GRU"), _recurrent_flops(3), _recurrent_params(3), 12,
-                   frozenset({"serial", "scaling", "gradient_reach"}), color="#e377c2"))  # fmt: skip
+                   frozenset({"serial", "scaling", "checkpoint", "gradient_reach"}), color="#e377c2"))  # fmt: skip
 register(ModelKind("lstm_loop", make_layer=_loop_lstm, experiments=frozenset({"serial", "scaling"}),
                    fused=False, twin="lstm", **_LSTM_FACTS))  # fmt: skip
 register(ModelKind("transformer", make_layer=_block("pre", True), layer_params=_block_params("pre"),
                    experiments=frozenset({"serial", "scaling", "long_range"}), final_norm=True, representative=True,
                    residual=True, norm="pre", color="#1f77b4", **_BLOCK_FACTS))  # fmt: skip
+# attention bolted onto a recurrence: attention's one-step path between tokens, the LSTM's n dependent steps
+register(ModelKind("lstm_attention", RECURRENT, _lstm_attention, _lstm_attention_flops,
+                   lambda d: _recurrent_params(4)(d) + 4 * d * d + 4 * d, 24,
+                   frozenset({"serial", "scaling", "gradient_reach", "long_range"}), forget_gate=True,
+                   color="#9467bd", table1_row="recurrent_attention"))  # fmt: skip
 # gradient reach probes one layer alone: a whole Pre-LN Transformer block (attention + MLP, residual)
 register(ModelKind("attention", make_layer=_block("pre", True), layer_params=_block_params("pre"),
                    experiments=frozenset({"gradient_reach"}), final_norm=True, representative=True, residual=True,
