@@ -3,9 +3,11 @@
 import pandas as pd
 import streamlit as st
 
+from core.charts import checkpoint as checkpoint_charts
 from core.charts import scaling as scaling_charts
 from core.charts import serial as charts
-from core.experiments import scaling, serial
+from core.experiments import checkpoint, scaling, serial
+from core.findings import checkpoint as checkpoint_findings
 from core.findings import scaling as scaling_findings
 from core.findings import serial as findings
 from core.findings import verdicts
@@ -104,3 +106,31 @@ with shown:
         st.dataframe(scaling_charts.fits_table(s_both[s_both["seq_len"] == T], tr), hide_index=True)
     ui.method_ui(tr, "serial.scaling")
     ui.table_ui(tr, s_both, "scaling")
+
+# ---- checkpointed BPTT: memory bought back with a second forward pass -------------------------------------------
+CKPT = f"{PAGE}:ckpt"
+st.subheader(tr("serial.ckpt.header"))
+st.markdown(tr("serial.ckpt.intro"))
+ckpt_prediction = ui.predict_ui(tr, "serial.ckpt", 3)
+ckpt_shown = st.container()
+st.markdown("**" + tr("serial.ckpt.live_header") + "**")
+ckpt_cfg = ui.config_form_ui(tr, checkpoint.EXPERIMENT, CKPT, ["models", "seq_lens", "segment", "repeats", "device"])
+ckpt_live = ui.run_ui(tr, checkpoint.EXPERIMENT, ckpt_cfg, CKPT)
+
+with ckpt_shown:
+    c_both, c_primary = ui.shown_data(tr, "checkpoint", ckpt_live)
+    c_lines = checkpoint_findings.takeaways(c_primary, tr) if len(c_primary) else []
+    ui.verdict_ui(tr, ckpt_prediction, verdicts.checkpoint(c_primary) if len(c_primary) else None, c_lines)
+    if not len(checkpoint_findings.measured(c_both)):
+        st.info(tr("ui.no_data"))
+    elif ckpt_prediction.revealed:
+        ui.status_ui(tr, c_both)
+        left, right = st.columns(2)
+        with left:
+            ui.chart_ui(checkpoint_charts.memory_chart(c_both, tr))
+        with right:
+            ui.chart_ui(checkpoint_charts.time_chart(c_both, tr))
+        ui.caption_source_ui(tr, c_primary)
+        ui.takeaways_ui(tr, c_lines)
+    ui.method_ui(tr, "serial.ckpt")
+    ui.table_ui(tr, c_both, "checkpoint")

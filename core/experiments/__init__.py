@@ -5,6 +5,7 @@ from core.experiments import (
     answers_reach,
     answers_speed,
     attention_cost,
+    checkpoint,
     depth,
     gradient_reach,
     kv_cache,
@@ -16,6 +17,7 @@ from core.experiments import (
 EXPERIMENTS = {
     "serial": serial.EXPERIMENT,
     "scaling": scaling.EXPERIMENT,
+    "checkpoint": checkpoint.EXPERIMENT,
     "gradient_reach": gradient_reach.EXPERIMENT,
     "long_range": long_range.EXPERIMENT,
     "depth": depth.EXPERIMENT,

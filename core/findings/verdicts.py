@@ -18,6 +18,7 @@ import pandas as pd
 from core import status
 from core.findings import answers as answers_findings
 from core.findings import attention_cost as attention_findings
+from core.findings import checkpoint as checkpoint_findings
 from core.findings import depth as depth_findings
 from core.findings import long_range as long_range_findings
 from core.findings import scaling as scaling_findings
@@ -156,6 +157,25 @@ def scaling(df: pd.DataFrame) -> Verdict | None:
     return Verdict(option, "verdict.scaling.measured", {"T": c["T"], "p": c["p"], "att": x(a), "rec": x(r)})
 
 
+def checkpoint(df: pd.DataFrame) -> Verdict | None:
+    """'With checkpointed BPTT, 4× the tokens: how many times the layers' saved memory?': from the fitted growth
+    exponent b of the checkpointed rows over the longest lengths, 4^b (0 about 4×: b above 0.75, 1 about 2×:
+    0.25 to 0.75, 2 about the same: below 0.25)."""
+    c = checkpoint_findings.comparison(df) if len(df) else None
+    if c is None:
+        return None
+    b, se = c["growth"]
+    if not math.isfinite(b):
+        return None
+    option = 0 if b > 0.75 else 1 if b >= 0.25 else 2
+    from core.fit import exponent_text
+    from core.memory_formulas import format_bytes
+
+    return Verdict(option, "verdict.ckpt.measured", {"T": c["T"], "ck": format_bytes(c["ck"]["layer_saved_bytes"]),
+                   "plain": format_bytes(c["plain"]["layer_saved_bytes"]), "b": exponent_text(b, se),
+                   "x": f"{4**b:.1f}"})  # fmt: skip
+
+
 def _answers_option(x: float) -> int:
     return 0 if x < ANSWERS_FEW_FROM else 1 if x < ANSWERS_TENS_FROM else 2
 
@@ -183,5 +203,5 @@ def answers(df: pd.DataFrame) -> Verdict | None:
     return Verdict(option, key, values, None if gpu or option == 2 else "answers.verdict.other_gpu")
 
 
-QUESTIONS = {"serial": serial, "serial.scaling": scaling, "long_range": long_range, "depth": depth,
+QUESTIONS = {"serial": serial, "serial.scaling": scaling, "serial.ckpt": checkpoint, "long_range": long_range, "depth": depth,
              "attention_cost": attention_cost, "answers_speed": answers}  # fmt: skip

@@ -1,0 +1,75 @@
+"""The serial page's checkpointed-BPTT charts: the recurrent layers' saved bytes against n (log-log), measured for
+both forms with the kept-state formula dashed beside the checkpointed one; and the checkpointed step's time over the
+plain one's, with the paired quartiles and the expectation of one more forward pass (4/3) as a rule."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from core.charts.common import device_subtitle, log_x, log_y, titled
+from core.findings import checkpoint as findings
+
+
+def _named(d: pd.DataFrame, tr) -> pd.DataFrame:
+    d = d.copy()
+    d["form"] = [tr(f"serial.ckpt.bptt.{b}") for b in d["bptt"]]
+    d["model_name"] = [tr(f"model.{m}") for m in d["model"]]
+    return d
+
+
+def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
+    d = _named(findings.measured(df), tr)
+    x = log_x("seq_len", tr("serial.axis.seq_len"))
+    y = log_y("layer_saved_bytes", tr("serial.ckpt.axis.layer_bytes"))
+    color = alt.Color("form:N", title=tr("serial.ckpt.axis.form"))
+    tips = [alt.Tooltip("model_name:N", title=tr("serial.axis.model")), alt.Tooltip("form:N", title=tr("serial.ckpt.axis.form")),
+            alt.Tooltip("seq_len:Q", title=tr("serial.axis.seq_len")),
+            alt.Tooltip("layer_saved_bytes:Q", title=tr("serial.ckpt.axis.layer_bytes"), format=","),
+            alt.Tooltip("segment:Q", title=tr("field.segment"))]  # fmt: skip
+    measured = (
+        alt.Chart(d)
+        .mark_line(point=alt.OverlayMarkDef(filled=True, size=60))
+        .encode(x=x, y=y, color=color, detail="model_name:N", tooltip=tips)
+    )
+    formula = d[d["bptt"] == findings.CHECKPOINTED].dropna(subset=["predicted_layer_bytes"]).copy()
+    formula["form"] = tr("serial.ckpt.formula")
+    rule = (
+        alt.Chart(formula)
+        .mark_line(strokeDash=[6, 4], color="gray")
+        .encode(
+            x=x,
+            y=alt.Y("predicted_layer_bytes:Q"),
+            detail="model_name:N",
+            tooltip=[alt.Tooltip("predicted_layer_bytes:Q", title=tr("serial.ckpt.formula"), format=",")],
+        )
+    )
+    return titled(rule + measured, tr("serial.ckpt.chart.memory"), device_subtitle(d))
+
+
+def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
+    d = _named(findings.measured(df), tr)
+    d = d[(d["bptt"] == findings.CHECKPOINTED) & d["time_ratio"].notna()]
+    x = log_x("seq_len", tr("serial.axis.seq_len"))
+    y = alt.Y("time_ratio:Q", title=tr("serial.ckpt.axis.time_ratio"), scale=alt.Scale(zero=False))
+    color = alt.Color("model_name:N", title=tr("serial.axis.model"))
+    tips = [alt.Tooltip("model_name:N", title=tr("serial.axis.model")),
+            alt.Tooltip("seq_len:Q", title=tr("serial.axis.seq_len")),
+            alt.Tooltip("time_ratio:Q", title=tr("serial.ckpt.axis.time_ratio"), format=".2f"),
+            alt.Tooltip("time_ratio_q25:Q", title="q25", format=".2f"),
+            alt.Tooltip("time_ratio_q75:Q", title="q75", format=".2f")]  # fmt: skip
+    points = (
+        alt.Chart(d)
+        .mark_line(point=alt.OverlayMarkDef(filled=True, size=60))
+        .encode(x=x, y=y, color=color, tooltip=tips)
+    )
+    bars = alt.Chart(d).mark_rule().encode(x=x, y="time_ratio_q25:Q", y2="time_ratio_q75:Q", color=color)
+    marks = pd.DataFrame(
+        {"y": [1.0, 1 + findings.EXPECTED_EXTRA], "label": [tr("serial.ckpt.same"), tr("serial.ckpt.expected")]}
+    )
+    rules = (
+        alt.Chart(marks)
+        .mark_rule(strokeDash=[2, 2], color="gray")
+        .encode(y="y:Q", tooltip=[alt.Tooltip("label:N", title=" ")])
+    )
+    return titled(rules + bars + points, tr("serial.ckpt.chart.time"), device_subtitle(d))

@@ -1,0 +1,175 @@
+"""Checkpointed BPTT on the serial page's axes: memory bought back with a second forward pass.
+
+Each recurrent model trains one step (the serial experiment's `training_step`: forward, loss, backward, SGD) twice
+per length: as usual (`plain`), and with checkpointed BPTT (`checkpointed`, core.models.checkpointed: segments of
+⌈√n⌉ tokens, only the states entering each segment kept, each segment's forward run again in backward). Both forms
+of one length are timed interleaved (round-robin), so the time ratio is paired repeat by repeat. Per point: step
+time (median, IQR), the bytes autograd keeps for backward split into the recurrent layers' share (the embedding and
+the recurrent stack, what checkpointing acts on) and the rest (the head's input features and logits, one row per
+token, linear in n either way), the formula for the kept states, and the dependent steps, which do not change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import torch
+
+from core import bench, guard, status
+from core.config import Experiment, Progress, spec
+from core.device import DEVICES, environment, resolve_device
+from core.experiments import serial
+from core.findings.checkpoint import takeaways
+from core.models import registry
+from core.models.checkpointed import SegmentCheckpointed, kept_state_bytes, n_segments, segment_for
+from core.models.layers import n_params
+from core.results import tidy
+
+PLAIN, CHECKPOINTED = "plain", "checkpointed"
+FORMS = (PLAIN, CHECKPOINTED)
+COLUMNS = ("model", "bptt", "seq_len", "segment", "segments", "n_layers", "d_model", "batch_size", "params",
+           "train_ms", "train_iqr_ms", "noisy", "time_ratio", "time_ratio_q25", "time_ratio_q75", "saved_bytes",
+           "layer_saved_bytes", "head_saved_bytes", "predicted_layer_bytes", "seq_steps", "status", "note",
+           "seed")  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointConfig:
+    models: tuple[str, ...] = spec(("lstm",), choices=lambda: registry.names("checkpoint"),
+                                   help="recurrent models with fused layers")  # fmt: skip
+    seq_lens: tuple[int, ...] = spec((256, 1024, 4096), lo=2, hi=65535, help="sequence lengths to sweep")
+    segment: int = spec(0, lo=0, hi=65535, help="tokens per checkpointed segment (0 = ⌈√n⌉ at each length)")
+    d_model: int = spec(128, lo=8, hi=4096, help="width of every model")
+    n_layers: int = spec(1, lo=1, hi=32, help="stacked recurrent layers")
+    batch_size: int = spec(8, lo=1, hi=1024, help="sequences per training step")
+    vocab_size: int = spec(64, lo=2, hi=65536, help="small, so the output layer does not dominate")
+    device: str = spec("auto", choices=DEVICES, help="auto = CUDA, then MPS, then CPU")
+    seed: int = spec(0, lo=0, hi=2**31 - 1)
+    warmup: int = spec(1, lo=0, hi=50, help="untimed steps first")
+    repeats: int = spec(5, lo=1, hi=200, help="timed rounds; medians and paired quartiles are reported")
+    max_point_s: float = spec(3.0, lo=0.05, hi=600.0, help="stop adding rounds at a length after this much timed work")
+
+
+PRESETS = {
+    "quick": {"seq_lens": (256, 1024, 4096), "warmup": 1, "repeats": 3, "max_point_s": 1.0},
+    "tiny": {"seq_lens": (8, 16), "d_model": 16, "batch_size": 2, "warmup": 0, "repeats": 1, "max_point_s": 0.1},
+    "full": {"seq_lens": (256, 1024, 4096, 16384), "warmup": 1, "repeats": 7, "max_point_s": 8.0},
+}
+
+
+def _serial_config(cfg: CheckpointConfig) -> serial.SerialConfig:
+    return serial.SerialConfig(models=cfg.models, d_model=cfg.d_model, n_layers=cfg.n_layers,
+                               batch_size=cfg.batch_size, vocab_size=cfg.vocab_size, seed=cfg.seed)  # fmt: skip
+
+
+def _prepare(name: str, form: str, cfg: CheckpointConfig, T: int, device: torch.device):
+    """(model, its features function, one training step, the loss alone, its inputs); seeded: both forms of a model
+    start from the same weights and see the same tokens."""
+    torch.manual_seed(cfg.seed)
+    lm = serial.build_model(name, _serial_config(cfg)).to(device)
+    model = SegmentCheckpointed(lm, cfg.segment) if form == CHECKPOINTED else lm
+    features = model.features if form == CHECKPOINTED else (lambda tokens: lm.body(lm.embed(tokens)))
+    return (model, features, *serial.training_step(model, cfg.vocab_size, cfg.batch_size, T, cfg.seed, device))
+
+
+def _oom(err: BaseException) -> bool:
+    return isinstance(err, (RuntimeError, MemoryError)) and guard.is_oom(err)
+
+
+def measure_length(cfg: CheckpointConfig, T: int, names: list[str], device, after_round=None) -> dict:
+    """Both forms of every model at one length, timed interleaved; then the saved bytes of each, one by one."""
+    prepared, fields = {}, {}
+    for key in [(n, f) for n in names for f in FORMS]:
+        try:
+            prepared[key] = _prepare(*key, cfg, T, device)
+        except (RuntimeError, MemoryError) as err:
+            if not guard.is_oom(err):
+                raise
+            guard.free(device)
+            fields[key] = {"status": status.OOM, "note": str(err).splitlines()[0][:200]}
+    steps = {key: p[2] for key, p in prepared.items()}
+    timings, errors = bench.time_interleaved(steps, warmup=cfg.warmup, repeats=cfg.repeats, device=device,
+                                             max_seconds=cfg.max_point_s, is_fatal=_oom,
+                                             after_round=after_round)  # fmt: skip
+    for key, err in errors.items():
+        guard.free(device)
+        fields[key] = {"status": status.OOM, "note": str(err).splitlines()[0][:200]}
+    for key, timing in timings.items():
+        model, features, _, loss_fn, (tokens, targets) = prepared[key]
+        exclude = (*model.parameters(), tokens, targets)
+        whole = bench.saved_activation_bytes(loss_fn, exclude=exclude)
+        layers = bench.saved_activation_bytes(
+            lambda f=features, x=tokens: f(x).sum(), exclude=exclude
+        )  # sum: nothing kept
+        fields[key] = {"status": status.OK, "params": n_params(model), "train_ms": timing.median_ms,
+                       "train_iqr_ms": timing.iqr_ms, "noisy": timing.noisy, "saved_bytes": whole,
+                       "layer_saved_bytes": layers, "head_saved_bytes": whole - layers,
+                       "times_ms": timing.times_ms}  # fmt: skip
+    prepared.clear()
+    guard.free(device)
+    for name in names:  # checkpointed ÷ plain, round by round
+        a, b = fields.get((name, CHECKPOINTED), {}), fields.get((name, PLAIN), {})
+        if "times_ms" in a and "times_ms" in b:
+            ratios = np.asarray(a["times_ms"]) / np.asarray(b["times_ms"])
+            q25, q50, q75 = (float(x) for x in np.quantile(ratios, [0.25, 0.5, 0.75]))
+            a.update(time_ratio=q50, time_ratio_q25=q25, time_ratio_q75=q75)
+    for f in fields.values():
+        f.pop("times_ms", None)
+    return fields
+
+
+def predicted_bytes(name: str, cfg: CheckpointConfig, T: int) -> float:
+    """The plain step's generous peak estimate (the serial experiment's): checkpointing only lowers it."""
+    return serial.predicted_bytes(name, _serial_config(cfg), T)
+
+
+def run(cfg: CheckpointConfig, on_progress=None) -> pd.DataFrame:
+    """One row per (length, model, form), shortest lengths first."""
+    device = resolve_device(cfg.device)
+    env = environment(device)
+    lengths = sorted(cfg.seq_lens)
+    total = len(lengths) * len(cfg.models) * len(FORMS)
+    rows: list[dict] = []
+    for T in lengths:
+        fields, runnable = {}, []
+        for name in cfg.models:
+            predicted = predicted_bytes(name, cfg, T)
+            if guard.fits(predicted, device):
+                runnable.append(name)
+            else:
+                fields.update({(name, f): guard.guarded(dict, predicted, device) for f in FORMS})
+
+        def after_round(r, T=T):
+            if on_progress is not None:
+                on_progress(Progress(len(rows), total, f"n={T}: round {r} of {cfg.repeats}", ()))
+
+        if runnable:
+            fields.update(measure_length(cfg, T, runnable, device, after_round))
+        for name in cfg.models:
+            kind = registry.get(name)
+            states = 2 if kind.forget_gate else 1  # (h, c) for an LSTM
+            for form in FORMS:
+                ck = form == CHECKPOINTED
+                row = {**env, "model": name, "bptt": form, "seq_len": T, "n_layers": cfg.n_layers,
+                       "d_model": cfg.d_model, "batch_size": cfg.batch_size, "seed": cfg.seed, "note": "",
+                       "segment": segment_for(T, cfg.segment) if ck else None,
+                       "segments": n_segments(T, cfg.segment) if ck else None,
+                       "predicted_layer_bytes": kept_state_bytes(T, cfg.segment, cfg.batch_size, cfg.d_model,
+                                                                 states * cfg.n_layers) if ck else None,
+                       "seq_steps": kind.seq_steps(T, cfg.n_layers), **fields[(name, form)]}  # fmt: skip
+                rows.append(row)
+                if on_progress is not None:
+                    on_progress(Progress(len(rows), total, f"{name} ({form}) n={T}", (row,)))
+    return tidy(rows, COLUMNS)
+
+
+EXPERIMENT = Experiment(
+    "checkpoint",
+    CheckpointConfig,
+    run,
+    PRESETS,
+    "checkpointed BPTT (segments of ~√n tokens) vs the plain training step: saved bytes and step time",
+    takeaways,
+)
