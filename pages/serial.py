@@ -49,8 +49,13 @@ with reveal:
             ]
             slopes["memory_slope"] = slopes["memory_slope"].map(exponent_text)
             slopes = slopes.drop(columns=["points", "time_slope_se"])
+            slopes["model"] = [tr(f"model.{m}") for m in slopes["model"]]
             st.dataframe(
-                slopes.rename(columns={c: tr(f"serial.slopes.{c}") for c in ("time_slope", "memory_slope")}),
+                slopes.rename(
+                    columns={
+                        c: tr(f"serial.slopes.{c}") for c in ("model", "run", "device", "time_slope", "memory_slope")
+                    }
+                ),
                 hide_index=True,
             )
 

@@ -198,10 +198,10 @@ def test_takeaways_follow_the_data(sweep):
         df[(df.seq_len == 512) & (df.impl == i) & (df.requested_backend.isin(["-", "auto"]))].iloc[0]
         for i in ("naive", "sdpa")
     )
-    assert f"{naive.saved_bytes / fused.saved_bytes:.0f}× more" in ratio
+    assert f"{naive.saved_bytes / fused.saved_bytes:.0f}× as much" in ratio
     doubled = df.copy()
     doubled.loc[doubled.impl == "naive", "saved_bytes"] *= 2
-    assert f"{2 * naive.saved_bytes / fused.saved_bytes:.0f}× more" in next(
+    assert f"{2 * naive.saved_bytes / fused.saved_bytes:.0f}× as much" in next(
         x for x in findings.takeaways(doubled, tr) if x.startswith("At n = 512")
     )
     assert any("cannot run here" in x for x in lines) != torch.cuda.is_available()

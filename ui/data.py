@@ -142,12 +142,26 @@ def takeaways_ui(tr, lines: list[str]) -> None:
             st.markdown("\n".join(f"- {line}" for line in lines))
 
 
+def _readable(tr, df: pd.DataFrame) -> pd.DataFrame:
+    """The results table as a learner reads it: statuses in words and booleans as yes / no, in the page's language;
+    the columns keep the CSV's field names (the download is the raw CSV)."""
+    out = df.copy()
+    if "status" in out:
+        from core.status import STATUSES
+
+        out["status"] = [tr(f"status.{s}") if s in STATUSES else s for s in out["status"]]
+    for c in out.columns:
+        if out[c].dtype == bool or (out[c].dtype == object and out[c].map(lambda v: isinstance(v, bool)).any()):
+            out[c] = [yes_no(tr, v) for v in out[c]]
+    return out
+
+
 def table_ui(tr, df: pd.DataFrame, name: str) -> None:
     """The results table and its CSV download (what was shown, environment columns included)."""
     if df is None or not len(df) or not revealed_now():
         return
     with st.expander(tr("ui.table"), expanded=False):
-        st.dataframe(df.drop(columns=["run"], errors="ignore"), hide_index=True)
+        st.dataframe(_readable(tr, df.drop(columns=["run"], errors="ignore")), hide_index=True)
     st.download_button(
         tr("ui.download_csv"),
         df.drop(columns=["run"], errors="ignore").to_csv(index=False),
