@@ -5,6 +5,7 @@ stopped or replaced run ends without touching the next run's rows.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+PROGRESS_EVERY_S = 1.0  # the bar moves at least this far apart between the repeats of one point (see run_ui)
+START_SETTLE_S = 1.0  # before a live run times anything: the browser redraws the page for the rerun Run began
 SETTLE_S = 2.0  # after waiting for another session's run: let that page draw its results before timing starts
 CHART_WAIT_S = 90.0  # the longest a page holds its charts back while another session measures
 
@@ -80,6 +83,7 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
             on_click=lambda: state.update(stop=True) if state.get("token") is token else None,
         )
         bar = st.progress(0.0, text=tr("ui.starting"))
+        shown = [0.0]  # when the bar last changed (time.monotonic)
 
         def on_progress(p):
             if state.get("token") is not token:
@@ -90,6 +94,13 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
                 state["kept"] = p.done
             if state.get("stop"):
                 raise _Superseded
+            # Every update is a message the browser renders, on the cores the next timed repeat runs on: between
+            # points (a message with rows) always, between the repeats of one point at most every PROGRESS_EVERY_S
+            # (on 2 cores, an update per repeat flagged most points of a serial quick run as noisy)
+            now = time.monotonic()
+            if not p.rows and now - shown[0] < PROGRESS_EVERY_S:
+                return
+            shown[0] = now
             bar.progress(
                 min(1.0, p.done / max(1, p.total)), text=tr("ui.progress", done=p.done, total=p.total, what=p.message)
             )
@@ -102,13 +113,12 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
             waited.append(True)
             bar.progress(0.0, text=tr("ui.waiting"))
 
-        def settle():
-            """The lock came free when another session's run ended: its page now draws its results. Start timing
-            only once that is done (SETTLE_S), checking for Stop meanwhile."""
-            import time
-
-            bar.progress(0.0, text=tr("ui.settling"))
-            end = time.monotonic() + SETTLE_S
+        def settle(seconds: float):
+            """Let a browser finish drawing before timing starts, checking for Stop meanwhile: after a wait for the
+            lock, the other session's page draws its results (SETTLE_S); at any start, this page redraws itself
+            for the rerun that Run began (START_SETTLE_S)."""
+            bar.progress(0.0, text=tr("ui.settling" if waited else "ui.settling_start"))
+            end = time.monotonic() + seconds
             while time.monotonic() < end:
                 cancel.check()
                 time.sleep(0.1)
@@ -122,8 +132,7 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
         try:
             with measuring(on_wait), cancel.stop_when(stop_asked):
                 _measuring_threads.add(me)
-                if waited:
-                    settle()
+                settle(SETTLE_S if waited else START_SETTLE_S)
                 experiment.run(cfg, on_progress=on_progress)
             state["finished"] = True
         except (_Superseded, cancel.Stopped):
