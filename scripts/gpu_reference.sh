@@ -3,7 +3,7 @@
 # experiments in the order that matters most, each in a process of its own under its own time limit, everything
 # written under OUT_DIR (on a borrowed GPU machine only that folder comes back). Two parts, each under 10 minutes:
 #
-#   bash scripts/gpu_reference.sh OUT_DIR --part 1   # environment, smoke, serial, attention_cost, kv_cache, gradient_reach
+#   bash scripts/gpu_reference.sh OUT_DIR --part 1   # environment, smoke, serial, attention_cost, kv_cache, gradient_reach, checkpoint
 #   bash scripts/gpu_reference.sh OUT_DIR --part 2   # long_range, depth (the longest and least device-dependent)
 #
 # Without --part both run, one after the other (a learner's own GPU machine). Options: --device auto|cuda|mps|cpu
@@ -19,7 +19,7 @@
 # Time limits (seconds; the experiment is stopped there, keeping its rows) and what they are based on — op counts
 # and the shipped CPU reference's times, read against an H200 whose host launches one small kernel in ~10 µs:
 #   part 1: environment 30, smoke 75, serial 120 (est. 30-60), attention_cost 150 (est. 60-100), kv_cache 45
-#           (est. 10-20), gradient_reach 45 (est. 10-20): at most ~8 min, typically 3-4
+#           (est. 10-20), gradient_reach 45 (est. 10-20), checkpoint 45 (est. 10-30): at most ~9 min, typically 4
 #   part 2: long_range 240 (est. 100-150; ~345 if no run is solved early), depth 270 (est. 230-340, host-bound
 #           like the CPU's ~7 min, so its deepest runs may be cut): at most ~8.6 min, typically 6-8
 # (A child that ignores SIGTERM is killed 15 s after its limit: +1 min in part 1, +30 s in part 2 at worst.)
@@ -46,7 +46,7 @@ OUT=$(cd "$OUT" && pwd)
 limit() {  # the time limit of one step, scaled by LAB_LIMIT_SCALE
   local s
   case $1 in
-    env) s=30 ;; smoke) s=75 ;; serial) s=120 ;; attention_cost) s=150 ;; kv_cache) s=45 ;; gradient_reach) s=45 ;;
+    env) s=30 ;; smoke) s=75 ;; serial) s=120 ;; attention_cost) s=150 ;; kv_cache) s=45 ;; gradient_reach) s=45 ;; checkpoint) s=45 ;;
     long_range) s=240 ;; depth) s=270 ;; *) s=120 ;;
   esac
   awk -v s="$s" -v k="${LAB_LIMIT_SCALE:-1}" 'BEGIN { v = int(s * k); print (v < 5 ? 5 : v) }'
@@ -101,7 +101,7 @@ part1() {
   say "smoke test"
   bounded "$(limit smoke)" "$PY" -m core smoke --device "$DEVICE" --out-dir "$OUT" \
     || { STATUS=1; say "smoke test: exit $? (a check failed or it ran out of time); the experiments run anyway"; }
-  experiments serial attention_cost kv_cache gradient_reach
+  experiments serial attention_cost kv_cache gradient_reach checkpoint
   say "part 1 finished"
 }
 

@@ -16,7 +16,7 @@ from core.experiments import EXPERIMENTS
 from core.i18n import translator
 
 ROOT = Path(__file__).resolve().parent.parent
-PART1 = ("serial", "attention_cost", "kv_cache", "gradient_reach")
+PART1 = ("serial", "attention_cost", "kv_cache", "gradient_reach", "checkpoint")
 PART2 = ("long_range", "depth")
 ORDER = PART1 + PART2  # the order the issue asks for: what matters most first, depth (longest) last
 
