@@ -135,6 +135,7 @@ with ckpt_shown:
             ui.chart_ui(checkpoint_charts.memory_chart(c_both, tr))
         with right:
             ui.chart_ui(checkpoint_charts.time_chart(c_both, tr))
+        st.caption(tr("serial.ckpt.chart.legend"))
         ui.caption_source_ui(tr, c_primary)
         ui.takeaways_ui(tr, c_lines)
     ui.method_ui(tr, "serial.ckpt")

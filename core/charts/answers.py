@@ -80,7 +80,7 @@ def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = _named(_ok(df), tr)
     c = _lines(d, tr, log_x("seq_len", tr("answers.axis.seq_len")), log_y("train_ms", tr("answers.axis.train_ms")),
                "form_name", ["name", "form_name", "seq_len", "train_ms", "train_iqr_ms", "run"])  # fmt: skip
-    return titled(c, tr("answers.chart.time"), device_subtitle(d)).properties(height=TALL)
+    return titled(c, tr("answers.chart.time"), device_subtitle(d, tr)).properties(height=TALL)
 
 
 def speedup_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -162,7 +162,7 @@ def decode_memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
         .encode(text="what:N")
         .transform_filter(alt.datum.context_len == ns[-1])
     )
-    return titled(base + line + text, tr("answers.chart.decode_memory"), device_subtitle(d))
+    return titled(base + line + text, tr("answers.chart.decode_memory"), device_subtitle(d, tr))
 
 
 def decode_time_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -175,7 +175,7 @@ def decode_time_chart(df: pd.DataFrame, tr) -> alt.Chart:
                 color=_color(d, tr) if len(d) else alt.value("#888"), **_detail(d),
                 tooltip=_tips(d, ["name", "context_len", "ms_per_token", "ms_iqr", "run"]))
     )  # fmt: skip
-    return titled(c, tr("answers.chart.decode_time"), device_subtitle(d))
+    return titled(c, tr("answers.chart.decode_time"), device_subtitle(d, tr))
 
 
 def reach_chart(df: pd.DataFrame, tr) -> alt.Chart:

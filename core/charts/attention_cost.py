@@ -133,7 +133,7 @@ def memory_chart(df: pd.DataFrame, tr, metric: str = "saved_bytes") -> alt.Chart
             ],
         )
         subtitle += " " + tr("attention_cost.chart.refused_sub")
-    return titled(chart, tr(f"attention_cost.chart.{metric}"), subtitle + " " + device_subtitle(d))
+    return titled(chart, tr(f"attention_cost.chart.{metric}"), subtitle + " " + device_subtitle(d, tr))
 
 
 def _refused(df: pd.DataFrame, tr) -> pd.DataFrame:
@@ -162,7 +162,7 @@ def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
         + _guide_layer(att.assign(y=att["time_ms"]), "y", tr)
         + _guide_labels(att.assign(y=att["time_ms"]), "y", tr)
     )
-    return titled(chart, tr("attention_cost.chart.time"), device_subtitle(d))
+    return titled(chart, tr("attention_cost.chart.time"), device_subtitle(d, tr))
 
 
 def wall_chart(extrap: pd.DataFrame, tr, budget_bytes: float) -> alt.Chart:
@@ -223,7 +223,7 @@ def kv_measured_chart(df: pd.DataFrame, tr) -> alt.Chart:
     return titled(
         formula + measured,
         tr("attention_cost.chart.kv_measured"),
-        tr("attention_cost.chart.kv_measured_sub") + " " + device_subtitle(d),
+        tr("attention_cost.chart.kv_measured_sub") + " " + device_subtitle(d, tr),
     )
 
 

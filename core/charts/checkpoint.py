@@ -44,7 +44,7 @@ def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
             tooltip=[alt.Tooltip("predicted_layer_bytes:Q", title=tr("serial.ckpt.formula"), format=",")],
         )
     )
-    return titled(rule + measured, tr("serial.ckpt.chart.memory"), device_subtitle(d))
+    return titled(rule + measured, tr("serial.ckpt.chart.memory"), device_subtitle(d, tr))
 
 
 def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -72,4 +72,4 @@ def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
         .mark_rule(strokeDash=[2, 2], color="gray")
         .encode(y="y:Q", tooltip=[alt.Tooltip("label:N", title=" ")])
     )
-    return titled(rules + bars + points, tr("serial.ckpt.chart.time"), device_subtitle(d))
+    return titled(rules + bars + points, tr("serial.ckpt.chart.time"), device_subtitle(d, tr))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import altair as alt
 import pandas as pd
 
@@ -37,5 +39,13 @@ def titled(chart: alt.Chart, title: str, subtitle: str = "") -> alt.Chart:
     return chart.properties(title=params, height=300)
 
 
-def device_subtitle(df: pd.DataFrame) -> str:
-    return " | ".join(dict.fromkeys(df["device"].astype(str))) if "device" in df.columns and len(df) else ""
+def device_subtitle(df: pd.DataFrame, tr=None) -> str:
+    """The devices of a chart's rows, their thread counts in the page's language when `tr` is given (core writes
+    'cpu · Intel Xeon · 2 threads' in English; the CSV keeps it so)."""
+    if "device" not in df.columns or not len(df):
+        return ""
+    labels = dict.fromkeys(df["device"].astype(str))
+    if tr is not None:
+        labels = dict.fromkeys(re.sub(r" · (\d+) threads?$", lambda m: " · " + tr("ui.threads", n=m.group(1)), x)
+                               for x in labels)  # fmt: skip
+    return " | ".join(labels)

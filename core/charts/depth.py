@@ -26,7 +26,7 @@ def _title(tr, key: str, df: pd.DataFrame, **values) -> alt.TitleParams:
     return alt.TitleParams(
         tr(f"depth.chart.{key}", **values),
         anchor="start",
-        subtitle=tr(f"depth.chart.{key}_sub", device=device_subtitle(df)),
+        subtitle=tr(f"depth.chart.{key}_sub", device=device_subtitle(df, tr)),
     )
 
 

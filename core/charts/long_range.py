@@ -43,7 +43,7 @@ def reach_chart(df: pd.DataFrame, tr) -> alt.Chart:
             title=tr("long_range.axis.grad_norm"),
         ),
     )
-    return titled(c, tr("long_range.chart.reach"), device_subtitle(d))
+    return titled(c, tr("long_range.chart.reach"), device_subtitle(d, tr))
 
 
 def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -82,7 +82,7 @@ def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
         .properties(width=320, height=220)
         .facet(column=alt.Column("task:N", title=None))
     )
-    sub = device_subtitle(last) if "device" in last else ""
+    sub = device_subtitle(last, tr) if "device" in last else ""
     return chart.properties(
         title=alt.TitleParams(tr("long_range.chart.accuracy"), anchor="start", **({"subtitle": sub} if sub else {}))
     )

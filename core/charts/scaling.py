@@ -54,7 +54,7 @@ def speedup_chart(df: pd.DataFrame, tr, seq_len: int | None = None) -> alt.Chart
         )
     )
     title = tr("serial.scaling.chart.title", T=seq_len if seq_len is not None else "–")
-    return titled(line + curve + bars + points, title, device_subtitle(d))
+    return titled(line + curve + bars + points, title, device_subtitle(d, tr))
 
 
 def fits_table(df: pd.DataFrame, tr) -> pd.DataFrame:

@@ -36,7 +36,7 @@ def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
         tr("serial.axis.model"),
         tooltip=["model", "seq_len", "train_ms", "train_iqr_ms", "run"],
     )
-    return titled(c, tr("serial.chart.time"), device_subtitle(d))
+    return titled(c, tr("serial.chart.time"), device_subtitle(d, tr))
 
 
 def tokens_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -49,7 +49,7 @@ def tokens_chart(df: pd.DataFrame, tr) -> alt.Chart:
         tr("serial.axis.model"),
         tooltip=["model", "seq_len", "tokens_per_s", "run"],
     )
-    return titled(c, tr("serial.chart.tokens"), device_subtitle(d))
+    return titled(c, tr("serial.chart.tokens"), device_subtitle(d, tr))
 
 
 def steps_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -79,7 +79,7 @@ def utilization_chart(df: pd.DataFrame, tr) -> alt.Chart:
         tr("serial.axis.model"),
         tooltip=["model", "seq_len", "percent", "achieved_flops_per_s", "peak_flops_per_s", "run"],
     )
-    return titled(c, tr("serial.chart.utilization"), device_subtitle(d))
+    return titled(c, tr("serial.chart.utilization"), device_subtitle(d, tr))
 
 
 def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
