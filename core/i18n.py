@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 
 LOCALES = Path(__file__).resolve().parent / "locales"
@@ -45,7 +46,14 @@ def t(key: str, lang: str = DEFAULT_LANG, **values) -> str:
         return text
     from core.rules import catalogue_values  # the shared thresholds: a sentence names them, never writes them
 
+    lang = normalize_lang(lang)
+    if lang != DEFAULT_LANG:  # a device label core wrote ('cpu · Intel Xeon · 2 threads') reads in the page's words
+        values = {k: _THREADS.sub(lambda m: " · " + t("ui.threads", lang, n=m.group(1)), v) if isinstance(v, str)
+                  else v for k, v in values.items()}  # fmt: skip
     return text.format_map(_Keep({**catalogue_values(), **values}))
+
+
+_THREADS = re.compile(r" · (\d+) threads?$")
 
 
 class _Keep(dict):
