@@ -91,7 +91,8 @@ def main() -> int:
     )
     print("|---|---|---|---|---|")
     for key, rss, _, settled in rows:
-        print(f"| `{key}` | {rss[1]:.0f} MiB | {rss[-1]:.0f} MiB | {rss[-1] - rss[1]:+.0f} MiB | {settled:.0f} MiB |")
+        later = f"{settled:.0f} MiB" if math.isfinite(settled) else "–"
+        print(f"| `{key}` | {rss[1]:.0f} MiB | {rss[-1]:.0f} MiB | {rss[-1] - rss[1]:+.0f} MiB | {later} |")
     return 0
 
 

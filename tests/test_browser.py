@@ -167,6 +167,21 @@ def test_a_live_run_on_a_chinese_page_shows_no_english(app_url, browser):
     page.close()
 
 
+@pytest.mark.parametrize("key", [k for k, _ in PAGES if k != "serial"])  # serial: the test above, with its lengths
+def test_a_live_quick_run_on_every_chinese_page_shows_no_english(app_url, browser, key):
+    # what core writes while a run goes on and after it (notes, statuses, device labels, takeaways) in 中文 words
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{app_url}/{key}?lang=zh&{SHOWN}")
+    _settle(page)
+    page.get_by_role("button", name="运行", exact=True).first.click(timeout=60000)  # the page's main form: quick
+    page.wait_for_timeout(1500)
+    _settle(page, 180)
+    assert not page.query_selector_all("[data-testid='stException']")
+    english = _english_on(page)
+    assert not english, f"English on the 中文 page {key} after a live run: {english[:8]}"
+    page.close()
+
+
 def test_serial_page_runs_live_in_the_browser(app_url, browser):
     page = _run_serial(browser, app_url, "16, 32")
     page.wait_for_timeout(1000)
