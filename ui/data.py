@@ -178,6 +178,45 @@ def _export(spec: str, fmt: str):
     return vlc.vegalite_to_png(spec, scale=2) if fmt == "png" else vlc.vegalite_to_svg(spec)
 
 
+def tooltip_titles(spec: dict, tr) -> dict:
+    """A chart's Vega-Lite spec with a title on every tooltip field that lacks one, from the catalogue
+    (`col.<field>`), so a hover reads 'step time, ms (median)' / '训练步耗时，毫秒（中位数）' rather than the CSV's
+    `train_ms`. Fields the catalogue does not name keep their own name. Changes `spec` in place and returns it."""
+    from ui.frame import has_key
+
+    lang = st.session_state.get("lang", "en")
+    types = {"Q": "quantitative", "N": "nominal", "O": "ordinal", "T": "temporal"}
+
+    def titled(entry):
+        if isinstance(entry, str):
+            field, _, kind = entry.partition(":")
+            entry = {"field": field, "type": types.get(kind, "nominal")}
+        if (
+            isinstance(entry, dict)
+            and "field" in entry
+            and "title" not in entry
+            and has_key(f"col.{entry['field']}", lang)
+        ):
+            entry = {**entry, "title": tr(f"col.{entry['field']}")}
+        return entry
+
+    def walk(node):
+        if isinstance(node, dict):
+            enc = node.get("encoding")
+            if isinstance(enc, dict) and "tooltip" in enc:
+                tip = enc["tooltip"]
+                enc["tooltip"] = [titled(t) for t in tip] if isinstance(tip, list) else titled(tip)
+            for key, v in node.items():
+                if key != "datasets":  # the rows themselves: nothing to title there
+                    walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(spec)
+    return spec
+
+
 def chart_ui(chart, name: str | None = None) -> None:
     """Draw an Altair chart with PNG and SVG downloads beneath it (rendered only when clicked); nothing while the
     page's question is unanswered (ui.predict)."""
@@ -188,13 +227,17 @@ def chart_ui(chart, name: str | None = None) -> None:
     from core.i18n import translator
     from ui.live import wait_while_others_measure
 
-    wait_while_others_measure(translator(st.session_state.get("lang", "en")))  # fair to a run in another session
+    tr = translator(st.session_state.get("lang", "en"))
+    wait_while_others_measure(tr)  # fair to a run in another session
 
-    st.altair_chart(chart, width="stretch")
-    spec = chart.to_json()
+    import json
+
+    spec_dict = tooltip_titles(chart.to_dict(), tr)
+    st.vega_lite_chart(spec=spec_dict, width="stretch")
+    spec = json.dumps(spec_dict)
     key = hashlib.sha1(spec.encode()).hexdigest()[:12]
     if name is None:
-        title = chart.to_dict().get("title", {})
+        title = spec_dict.get("title", {})
         name = title.get("text", "chart") if isinstance(title, dict) else str(title)
     file = "".join(ch if ch.isalnum() else "-" for ch in str(name))[:60].strip("-").lower() or "chart"
     row = st.container(horizontal=True, gap="small")
