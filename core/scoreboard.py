@@ -255,7 +255,9 @@ def findings(frames: dict, tr) -> dict:
     d = depth_findings.lstm_contrast(_ok(frames.get("depth")))
     if d is not None:
         key = "home.find.depth" if math.isfinite(d["res_g"]) else "home.find.depth_plain"
-        out["depth"] = tr(key, L=d["d1"], g1=depth_findings.number(d["g1"]), top=depth_findings.number(d["top"]),
+        g1 = depth_findings.number(d["g1"])
+        g1 = tr("home.find.underflow") if g1 == "0" else g1  # an exact 0 is float32 underflow, not "no gradient"
+        out["depth"] = tr(key, L=d["d1"], g1=g1, top=depth_findings.number(d["top"]),
                           res=depth_findings.number(d["res_g"]))  # fmt: skip
     head = answers_findings.headline(frames.get("answers_speed"))
     if head is not None:
