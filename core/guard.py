@@ -42,6 +42,33 @@ def is_oom(err: BaseException) -> bool:
     )
 
 
+def oom_fields(err: BaseException) -> dict:
+    """A point that ran out of memory: its status and the error's first line."""
+    return {"status": status.OOM, "note": str(err).splitlines()[0][:200]}
+
+
+def prepare_each(keys, prepare: Callable, device: torch.device) -> tuple[dict, dict]:
+    """({key: prepare(key)}, {key: oom fields}) over `keys`: one that runs out of memory while being built is freed
+    and becomes a row with status oom, the others go on; any other error propagates."""
+    prepared, fields = {}, {}
+    for key in keys:
+        try:
+            prepared[key] = prepare(key)
+        except (RuntimeError, MemoryError) as err:
+            if not is_oom(err):
+                raise
+            free(device)
+            fields[key] = oom_fields(err)
+    return prepared, fields
+
+
+def failed_fields(errors: dict, device: torch.device) -> dict:
+    """The oom fields of the points `bench.time_interleaved` dropped (its `errors`), their memory freed."""
+    if errors:
+        free(device)
+    return {key: oom_fields(err) for key, err in errors.items()}
+
+
 def free(device: torch.device) -> None:
     """Collect garbage and return CUDA's cached blocks; never raises (on a broken context it cannot help)."""
     gc.collect()
@@ -95,7 +122,7 @@ def guarded(
         if not is_oom(err):
             raise
         free(device)
-        return {"status": status.OOM, "predicted_bytes": predicted_bytes, "note": str(err).splitlines()[0][:200]}
+        return {**oom_fields(err), "predicted_bytes": predicted_bytes}
     if tight(device):
         free(device)
     return {"status": status.OK, "predicted_bytes": predicted_bytes, **row}

@@ -72,6 +72,24 @@ def test_guard_turns_oom_into_a_status_and_reraises_other_errors():
     assert guard.guarded(lambda: {"x": 1}, 10, torch.device("cpu")) == {"status": "ok", "predicted_bytes": 10, "x": 1}
 
 
+def test_points_built_or_timed_out_of_memory_become_oom_rows_and_the_others_go_on():
+    def prepare(key):
+        if key == "big":
+            raise MemoryError("can't allocate 64 GiB")
+        if key == "bug":
+            raise RuntimeError("shape mismatch")
+        return key.upper()
+
+    cpu = torch.device("cpu")
+    prepared, fields = guard.prepare_each(["a", "big", "b"], prepare, cpu)
+    assert prepared == {"a": "A", "b": "B"} and fields == {"big": {"status": "oom", "note": "can't allocate 64 GiB"}}
+    with pytest.raises(RuntimeError, match="shape"):
+        guard.prepare_each(["a", "bug"], prepare, cpu)
+    err = torch.cuda.OutOfMemoryError("CUDA out of memory.\nTried to allocate 2 GiB")
+    assert guard.failed_fields({"x": err}, cpu) == {"x": {"status": "oom", "note": "CUDA out of memory."}}
+    assert guard.failed_fields({}, cpu) == {}
+
+
 def test_format_bytes():
     assert guard.format_bytes(2 * 2**30) == "2.0 GiB"
     assert guard.format_bytes(512) == "512 B"

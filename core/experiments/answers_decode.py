@@ -129,8 +129,7 @@ def run(cfg: AnswersDecodeConfig, on_progress=None) -> pd.DataFrame:
                 raise
             guard.free(device)
             done = sum(r["mixer"] == m for r in rows)
-            row = {**base, "context_len": sorted(cfg.context_lens)[done], "status": status.OOM,
-                   "note": str(err).splitlines()[0][:200], **env}  # fmt: skip
+            row = {**base, "context_len": sorted(cfg.context_lens)[done], **guard.oom_fields(err), **env}
             rows.append(row)
             if on_progress is not None:
                 on_progress(Progress(len(rows), total, f"{m}: out of memory", (row,)))

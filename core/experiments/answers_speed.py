@@ -140,10 +140,6 @@ def max_error(m: str, form: str, cfg: AnswersSpeedConfig, T: int) -> float:
     return err / scale if scale > 0 else err
 
 
-def _oom(err: BaseException) -> bool:
-    return isinstance(err, (RuntimeError, MemoryError)) and guard.is_oom(err)
-
-
 def measure_length(cfg, T: int, pairs: list, device, after_round=None) -> dict:
     """Every (mixer, form) in `pairs` at one length, timed interleaved; then saved bytes one by one."""
     prepared, fields = {}, {}
@@ -158,15 +154,13 @@ def measure_length(cfg, T: int, pairs: list, device, after_round=None) -> dict:
             if not guard.is_oom(err):
                 raise
             guard.free(device)
-            fields[key] = {"status": status.OOM, "note": str(err).splitlines()[0][:200]}
+            fields[key] = guard.oom_fields(err)
     steps = {key: p[1] for key, p in prepared.items()}
     # the finiteness check above was one forward and backward of each: it counts as the first warm-up step
     timings, errors = bench.time_interleaved(steps, warmup=max(0, cfg.warmup - 1), repeats=cfg.repeats, device=device,
-                                             max_seconds=cfg.max_point_s, is_fatal=_oom,
+                                             max_seconds=cfg.max_point_s, is_fatal=guard.is_oom,
                                              after_round=after_round)  # fmt: skip
-    for key, err in errors.items():
-        guard.free(device)
-        fields[key] = {"status": status.OOM, "note": str(err).splitlines()[0][:200]}
+    fields.update(guard.failed_fields(errors, device))
     for key, timing in timings.items():
         model, _, loss_fn, inputs = prepared[key]
         fields[key] = {

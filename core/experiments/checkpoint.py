@@ -74,28 +74,15 @@ def _prepare(name: str, form: str, cfg: CheckpointConfig, T: int, device: torch.
     return (model, features, *serial.training_step(model, cfg.vocab_size, cfg.batch_size, T, cfg.seed, device))
 
 
-def _oom(err: BaseException) -> bool:
-    return isinstance(err, (RuntimeError, MemoryError)) and guard.is_oom(err)
-
-
 def measure_length(cfg: CheckpointConfig, T: int, names: list[str], device, after_round=None) -> dict:
     """Both forms of every model at one length, timed interleaved; then the saved bytes of each, one by one."""
-    prepared, fields = {}, {}
-    for key in [(n, f) for n in names for f in FORMS]:
-        try:
-            prepared[key] = _prepare(*key, cfg, T, device)
-        except (RuntimeError, MemoryError) as err:
-            if not guard.is_oom(err):
-                raise
-            guard.free(device)
-            fields[key] = {"status": status.OOM, "note": str(err).splitlines()[0][:200]}
+    keys = [(n, f) for n in names for f in FORMS]
+    prepared, fields = guard.prepare_each(keys, lambda key: _prepare(*key, cfg, T, device), device)
     steps = {key: p[2] for key, p in prepared.items()}
     timings, errors = bench.time_interleaved(steps, warmup=cfg.warmup, repeats=cfg.repeats, device=device,
-                                             max_seconds=cfg.max_point_s, is_fatal=_oom,
+                                             max_seconds=cfg.max_point_s, is_fatal=guard.is_oom,
                                              after_round=after_round)  # fmt: skip
-    for key, err in errors.items():
-        guard.free(device)
-        fields[key] = {"status": status.OOM, "note": str(err).splitlines()[0][:200]}
+    fields.update(guard.failed_fields(errors, device))
     for key, timing in timings.items():
         model, features, _, loss_fn, (tokens, targets) = prepared[key]
         exclude = (*model.parameters(), tokens, targets)

@@ -92,10 +92,6 @@ def _serial_config(cfg: ScalingConfig) -> serial.SerialConfig:
                                batch_size=cfg.batch_size, vocab_size=cfg.vocab_size, seed=cfg.seed)  # fmt: skip
 
 
-def _oom(err: BaseException) -> bool:
-    return isinstance(err, (RuntimeError, MemoryError)) and guard.is_oom(err)
-
-
 def _rotate(items: list, r: int) -> list:
     return items[r % len(items) :] + items[: r % len(items)] if items else items
 
@@ -121,7 +117,7 @@ def measure_length(cfg: ScalingConfig, seq_len: int, names: list[str], counts: l
             if not guard.is_oom(err):
                 raise
             guard.free(device)
-            fields.update({(name, p): {"status": status.OOM, "note": str(err).splitlines()[0][:200]} for p in counts})
+            fields.update({(name, p): guard.oom_fields(err) for p in counts})
     failed: dict[str, BaseException] = {}
     used = {}
     for p in counts:  # warm-up at every count: the first step at a count may start threads or build kernels
@@ -129,7 +125,9 @@ def measure_length(cfg: ScalingConfig, seq_len: int, names: list[str], counts: l
             used[p] = torch.get_num_threads()
             _settle()
             live = {n: step for n, step in steps.items() if n not in failed}
-            failed.update(bench.time_interleaved(live, warmup=cfg.warmup, repeats=0, device=device, is_fatal=_oom)[1])
+            failed.update(
+                bench.time_interleaved(live, warmup=cfg.warmup, repeats=0, device=device, is_fatal=guard.is_oom)[1]
+            )
     times = {(n, p): [] for n in steps for p in counts}
     spent = 0.0
     for r in range(cfg.repeats):
@@ -141,7 +139,7 @@ def measure_length(cfg: ScalingConfig, seq_len: int, names: list[str], counts: l
                 _settle()
                 t0 = time.perf_counter()
                 timings, errors = bench.time_interleaved({n: steps[n] for n in live}, warmup=0, repeats=1,
-                                                         device=device, is_fatal=_oom)  # fmt: skip
+                                                         device=device, is_fatal=guard.is_oom)  # fmt: skip
                 spent += time.perf_counter() - t0
             failed.update(errors)
             for n, t in timings.items():
@@ -152,7 +150,7 @@ def measure_length(cfg: ScalingConfig, seq_len: int, names: list[str], counts: l
             break
     for name, err in failed.items():
         guard.free(device)
-        fields.update({(name, p): {"status": status.OOM, "note": str(err).splitlines()[0][:200]} for p in counts})
+        fields.update({(name, p): guard.oom_fields(err) for p in counts})
     for name in steps:
         if name not in failed:
             fields.update(_speedups(name, counts, used, times))

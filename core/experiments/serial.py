@@ -105,31 +105,17 @@ def training_step(model, vocab_size: int, batch_size: int, seq_len: int, seed: i
     return step, loss_fn, (tokens, targets)
 
 
-def _oom(err: BaseException) -> bool:
-    return isinstance(err, (RuntimeError, MemoryError)) and guard.is_oom(err)
-
-
 def measure_length(cfg: SerialConfig, seq_len: int, names: list[str], device: torch.device,
                    after_round=None) -> dict[str, dict]:  # fmt: skip
     """Every model in `names` at one length, timed interleaved (round-robin, repeat by repeat) so background load
     falls on all of them alike; then, one by one, the bytes each saves for backward. Row fields per model; a model
     that runs out of memory is a row with status oom, the others go on."""
-    prepared, fields = {}, {}
-    for name in names:
-        try:
-            prepared[name] = _prepare(name, cfg, seq_len, device)
-        except (RuntimeError, MemoryError) as err:
-            if not guard.is_oom(err):
-                raise
-            guard.free(device)
-            fields[name] = {"status": status.OOM, "note": str(err).splitlines()[0][:200]}
+    prepared, fields = guard.prepare_each(names, lambda name: _prepare(name, cfg, seq_len, device), device)
     steps = {name: p[1] for name, p in prepared.items()}
     timings, errors = bench.time_interleaved(steps, warmup=cfg.warmup, repeats=cfg.repeats, device=device,
-                                             max_seconds=cfg.max_point_s, is_fatal=_oom,
+                                             max_seconds=cfg.max_point_s, is_fatal=guard.is_oom,
                                              after_round=after_round)  # fmt: skip
-    for name, err in errors.items():
-        guard.free(device)
-        fields[name] = {"status": status.OOM, "note": str(err).splitlines()[0][:200]}
+    fields.update(guard.failed_fields(errors, device))
     for name, timing in timings.items():
         model, step, loss_fn, (tokens, targets) = prepared[name]
         saved = bench.saved_activation_bytes(loss_fn, exclude=(*model.parameters(), tokens, targets))
