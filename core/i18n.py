@@ -48,12 +48,23 @@ def t(key: str, lang: str = DEFAULT_LANG, **values) -> str:
 
     lang = normalize_lang(lang)
     if lang != DEFAULT_LANG:  # a device label core wrote ('cpu · Intel Xeon · 2 threads') reads in the page's words
-        values = {k: _THREADS.sub(lambda m: " · " + t("ui.threads", lang, n=m.group(1)), v) if isinstance(v, str)
-                  else v for k, v in values.items()}  # fmt: skip
+        tr = translator(lang)
+        values = {k: device_words(v, tr) if isinstance(v, str) else v for k, v in values.items()}
     return text.format_map(_Keep({**catalogue_values(), **values}))
 
 
 _THREADS = re.compile(r" · (\d+) threads?$")
+
+
+def device_words(label, tr) -> str:
+    """A device label as core writes it, 'cpu · Intel Xeon · 2 threads', with its thread count in `tr`'s language
+    (the CSV keeps the English); any other text unchanged."""
+
+    def words(m: re.Match) -> str:
+        said = tr("ui.threads", n=m.group(1))
+        return m.group(0) if said == f"{m.group(1)} threads" else " · " + said  # English: keep core's '1 thread'
+
+    return _THREADS.sub(words, str(label))
 
 
 class _Keep(dict):

@@ -53,15 +53,29 @@ def serial_facts(df: pd.DataFrame | None) -> dict:
     slopes = serial_findings.scaling_exponents(ok)
     pair = serial_findings.chapter_pair(ok["model"]) or ()
     for family, m in zip((RECURRENT, ATTENTION), pair):
-        g = ok[ok["model"] == m]
-        at = g[g["seq_len"] == g["seq_len"].max()].iloc[0]
-        fitted = slopes[slopes["model"] == m]
-        text = exponent_text(fitted["time_slope"].iloc[0], fitted["time_slope_se"].iloc[0]) if len(fitted) else "–"
-        out[family] = {"slope": text, "steps": int(at["seq_steps"]),
-                       "T": int(at["seq_len"]), "ms": float(at["train_ms"])}  # fmt: skip
+        out[family] = _serial_fact(ok, slopes, m)
     if "peak_flops_per_s" in ok:
         out["peak_flops_per_s"] = float(ok["peak_flops_per_s"].median())
     return out
+
+
+def _serial_fact(ok: pd.DataFrame, slopes: pd.DataFrame, m: str) -> dict:
+    """One model's step-time exponent (with its error), dependent steps and time at its longest length."""
+    g = ok[ok["model"] == m]
+    at = g[g["seq_len"] == g["seq_len"].max()].iloc[0]
+    fitted = slopes[slopes["model"] == m]
+    text = exponent_text(fitted["time_slope"].iloc[0], fitted["time_slope_se"].iloc[0]) if len(fitted) else "–"
+    return {"slope": text, "steps": int(at["seq_steps"]), "T": int(at["seq_len"]), "ms": float(at["train_ms"])}
+
+
+def _reach_fact(ok: pd.DataFrame, m: str) -> dict:
+    """One model's gradient reach: the distance where it fell REACH_FACTOR× (NaN: never, within T), far/near."""
+    g = ok[ok["model"] == m].sort_values("distance")
+    near = g[g["distance"] == 1]["grad_norm"]
+    far = g.iloc[-1]
+    ratio = float(far["grad_norm"] / near.iloc[0]) if len(near) and near.iloc[0] > 0 else math.nan
+    return {"reach": float(g["reach"].iloc[0]) if "reach" in g else math.nan,
+            "T": int(g["seq_len"].iloc[0]), "far": int(far["distance"]), "ratio": ratio}  # fmt: skip
 
 
 def reach_facts(df: pd.DataFrame | None) -> dict:
@@ -72,14 +86,8 @@ def reach_facts(df: pd.DataFrame | None) -> dict:
         return out
     for family in (RECURRENT, ATTENTION):
         m = registry.representative(family, ok["model"])
-        if m is None:
-            continue
-        g = ok[ok["model"] == m].sort_values("distance")
-        near = g[g["distance"] == 1]["grad_norm"]
-        far = g.iloc[-1]
-        ratio = float(far["grad_norm"] / near.iloc[0]) if len(near) and near.iloc[0] > 0 else math.nan
-        out[family] = {"reach": float(g["reach"].iloc[0]) if "reach" in g else math.nan,
-                       "T": int(g["seq_len"].iloc[0]), "far": int(far["distance"]), "ratio": ratio}  # fmt: skip
+        if m is not None:
+            out[family] = _reach_fact(ok, m)
     return out
 
 
@@ -153,21 +161,16 @@ def hybrid_cells(frames: dict, tr) -> dict:
     if m is None:
         return {}
     cost = steps = path = none
-    g = ok[ok["model"] == m] if len(ok) else ok
-    if len(g):
-        slopes = serial_findings.scaling_exponents(g)
-        cost = tr("home.t1.cost", b=exponent_text(slopes["time_slope"].iloc[0], slopes["time_slope_se"].iloc[0]),
-                  what=tr(f"long_range.model.{m}"))  # fmt: skip
-        at = g[g["seq_len"] == g["seq_len"].max()].iloc[0]
-        steps = tr("home.t1.steps", steps=int(at["seq_steps"]), T=int(at["seq_len"]))
-    r = reach[reach["model"] == m].sort_values("distance") if len(reach) else reach
-    near = r[r["distance"] == 1]["grad_norm"] if len(r) else r
-    if len(near) and near.iloc[0] > 0:
-        far = r.iloc[-1]
-        if math.isfinite(float(r["reach"].iloc[0])):
-            path = tr("home.t1.reach", reach=int(r["reach"].iloc[0]))
-        else:
-            path = tr("home.t1.flat", ratio=_num(float(far["grad_norm"] / near.iloc[0])), far=int(far["distance"]))
+    if len(ok) and m in set(ok["model"]):
+        f = _serial_fact(ok, serial_findings.scaling_exponents(ok[ok["model"] == m]), m)
+        cost = tr("home.t1.cost", b=f["slope"], what=tr(f"long_range.model.{m}"))
+        steps = tr("home.t1.steps", steps=f["steps"], T=f["T"])
+    if len(reach) and m in set(reach["model"]):
+        r = _reach_fact(reach, m)
+        if math.isfinite(r["reach"]):
+            path = tr("home.t1.reach", reach=int(r["reach"]))
+        elif math.isfinite(r["ratio"]):
+            path = tr("home.t1.flat", ratio=_num(r["ratio"]), far=r["far"])
     return {"recurrent_attention": (cost, steps, path)}
 
 

@@ -59,10 +59,9 @@ def file_problem_ui(tr, problem) -> None:
 def device_text(tr, label) -> str:
     """A device label as the learner reads it: 'cpu · Intel Xeon · 2 threads' with its thread count translated
     (core writes the label in English; the CSV keeps it so)."""
-    import re
+    from core.i18n import device_words
 
-    m = re.fullmatch(r"(.*) · (\d+) threads?", str(label))
-    return f"{m.group(1)} · {tr('ui.threads', n=m.group(2))}" if m else str(label)
+    return device_words(label, tr)
 
 
 def _short_device(label) -> str:

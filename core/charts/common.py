@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 import altair as alt
 import pandas as pd
+
+from core.i18n import device_words
 
 
 def log_x(field: str, title: str) -> alt.X:
@@ -45,7 +45,4 @@ def device_subtitle(df: pd.DataFrame, tr=None) -> str:
     if "device" not in df.columns or not len(df):
         return ""
     labels = dict.fromkeys(df["device"].astype(str))
-    if tr is not None:
-        labels = dict.fromkeys(re.sub(r" · (\d+) threads?$", lambda m: " · " + tr("ui.threads", n=m.group(1)), x)
-                               for x in labels)  # fmt: skip
-    return " | ".join(labels)
+    return " | ".join(labels if tr is None else dict.fromkeys(device_words(x, tr) for x in labels))

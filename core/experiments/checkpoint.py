@@ -59,16 +59,11 @@ PRESETS = {
 }
 
 
-def _serial_config(cfg: CheckpointConfig) -> serial.SerialConfig:
-    return serial.SerialConfig(models=cfg.models, d_model=cfg.d_model, n_layers=cfg.n_layers,
-                               batch_size=cfg.batch_size, vocab_size=cfg.vocab_size, seed=cfg.seed)  # fmt: skip
-
-
 def _prepare(name: str, form: str, cfg: CheckpointConfig, T: int, device: torch.device):
     """(model, its features function, one training step, the loss alone, its inputs); seeded: both forms of a model
     start from the same weights and see the same tokens."""
     torch.manual_seed(cfg.seed)
-    lm = serial.build_model(name, _serial_config(cfg)).to(device)
+    lm = serial.build_model(name, serial.same_step(cfg)).to(device)
     model = SegmentCheckpointed(lm, cfg.segment) if form == CHECKPOINTED else lm
     features = model.features if form == CHECKPOINTED else (lambda tokens: lm.body(lm.embed(tokens)))
     return (model, features, *serial.training_step(model, cfg.vocab_size, cfg.batch_size, T, cfg.seed, device))
@@ -109,7 +104,7 @@ def measure_length(cfg: CheckpointConfig, T: int, names: list[str], device, afte
 
 def predicted_bytes(name: str, cfg: CheckpointConfig, T: int) -> float:
     """The plain step's generous peak estimate (the serial experiment's): checkpointing only lowers it."""
-    return serial.predicted_bytes(name, _serial_config(cfg), T)
+    return serial.predicted_bytes(name, serial.same_step(cfg), T)
 
 
 def run(cfg: CheckpointConfig, on_progress=None) -> pd.DataFrame:

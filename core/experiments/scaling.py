@@ -86,12 +86,6 @@ def thread_counts(max_threads: int) -> list[int]:
     return counts + ([top] if top > 1 else [])
 
 
-def _serial_config(cfg: ScalingConfig) -> serial.SerialConfig:
-    """The serial experiment's config for the same step, so both pages time the same thing."""
-    return serial.SerialConfig(models=cfg.models, d_model=cfg.d_model, n_layers=cfg.n_layers,
-                               batch_size=cfg.batch_size, vocab_size=cfg.vocab_size, seed=cfg.seed)  # fmt: skip
-
-
 def _rotate(items: list, r: int) -> list:
     return items[r % len(items) :] + items[: r % len(items)] if items else items
 
@@ -108,7 +102,7 @@ def measure_length(cfg: ScalingConfig, seq_len: int, names: list[str], counts: l
                    after_round=None) -> dict[str, dict]:  # fmt: skip
     """Every (model, threads) pair at one length, round-robin (see the module docstring); row fields per model and
     thread count, keyed (model, threads). A model that runs out of memory is a row with status oom at every count."""
-    scfg = _serial_config(cfg)
+    scfg = serial.same_step(cfg)
     steps, fields = {}, {}
     for name in names:
         try:
@@ -183,7 +177,7 @@ def run(cfg: ScalingConfig, on_progress=None) -> pd.DataFrame:
     lengths = sorted(cfg.seq_lens)
     total = len(lengths) * len(cfg.models) * len(counts)
     rows: list[dict] = []
-    scfg = _serial_config(cfg)
+    scfg = serial.same_step(cfg)
     for T in lengths:
         fields, runnable = {}, []
         for name in cfg.models:

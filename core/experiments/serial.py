@@ -67,6 +67,13 @@ PRESETS = {
 }
 
 
+def same_step(cfg) -> SerialConfig:
+    """The serial experiment's config for the training step another section times (thread scaling, checkpointed
+    BPTT): its models, widths, batch, vocabulary and seed, so both time the same thing."""
+    return SerialConfig(models=cfg.models, d_model=cfg.d_model, n_layers=cfg.n_layers, batch_size=cfg.batch_size,
+                        vocab_size=cfg.vocab_size, seed=cfg.seed)  # fmt: skip
+
+
 def build_model(name: str, cfg: SerialConfig) -> torch.nn.Module:
     return registry.get(name).build(cfg.vocab_size, cfg.d_model, cfg.n_layers)
 
