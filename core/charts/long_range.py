@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import altair as alt
 import pandas as pd
 
@@ -10,10 +12,14 @@ from core.findings.long_range import by_distance
 from core.models import registry
 
 
-def _model_color(models, title: str) -> alt.Color:
-    """One colour per model across the page, from its record: recurrent models warm, attention cool."""
+def _model_color(models, tr) -> alt.Color:
+    """One colour per model across the page, from its record: recurrent models warm, attention cool; the legend
+    names each model in the page's language (the data keep the ids the colours are keyed by)."""
     domain, colors = registry.colors(models)
-    return alt.Color("model:N", title=title, scale=alt.Scale(domain=domain, range=colors))
+    names = {m: tr(f"long_range.model.{m}") for m in domain}
+    label = "".join(f"datum.label === {json.dumps(m)} ? {json.dumps(n)} : " for m, n in names.items()) + "datum.label"
+    return alt.Color("model:N", title=tr("long_range.axis.model"), scale=alt.Scale(domain=domain, range=colors),
+                     legend=alt.Legend(labelExpr=label))  # fmt: skip
 
 
 def _ok(df: pd.DataFrame) -> pd.DataFrame:
@@ -35,7 +41,7 @@ def reach_chart(df: pd.DataFrame, tr) -> alt.Chart:
         else ["model", "distance", "grad_norm", "reach"],
     )
     c = c.mark_line(point=False).encode(
-        color=_model_color(d["model"], tr("long_range.axis.model")),
+        color=_model_color(d["model"], tr),
         y=alt.Y(
             "grad_norm:Q",
             scale=alt.Scale(type="log"),
@@ -64,13 +70,11 @@ def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
             for c in ("task", "model", "distance", "percent", "lo_pct", "hi_pct", "seeds", "step", "params", "run")
             if c in last
         ],
-    ).encode(color=_model_color(last["model"], tr("long_range.axis.model")))
+    ).encode(color=_model_color(last["model"], tr))
     spread = (
         alt.Chart(last)
         .mark_rule(strokeWidth=2, opacity=0.6)
-        .encode(
-            x="distance:Q", y="lo_pct:Q", y2="hi_pct:Q", color=_model_color(last["model"], tr("long_range.axis.model"))
-        )
+        .encode(x="distance:Q", y="lo_pct:Q", y2="hi_pct:Q", color=_model_color(last["model"], tr))
     )
     chance = (
         alt.Chart(last)
@@ -97,7 +101,7 @@ def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
     enc = {
         "x": alt.X("step:Q", title=tr("long_range.axis.step")),
         "y": alt.Y("percent:Q", title=tr("long_range.axis.accuracy"), scale=alt.Scale(domain=[0, 100])),
-        "color": _model_color(d["model"], tr("long_range.axis.model")),
+        "color": _model_color(d["model"], tr),
         "tooltip": [
             c for c in ("task", "model", "distance", "seed", "step", "percent", "loss", "train_s", "run") if c in d
         ],
