@@ -5,6 +5,10 @@ token ("she"); the target at the query is the name. A single fact crosses `d` ti
 `mqar`: multi-query associative recall (Arora et al. 2023, Zoology): several key–value pairs, filler, then the
 keys again; each query's target is its value. Several facts must cross the gap at once, so a fixed-size
 recurrent state has to hold all of them.
+`selective_copy` (Gu & Dao 2023, Mamba §3.1, after Arjovsky et al. 2016's copying task): a few data tokens at
+random positions among blanks, then as many markers; at the i-th marker the target is the i-th data token. Where the
+tokens sit changes from sequence to sequence, so a model must decide from each token itself what to keep and what
+to skip — what a gate that reads the input can do and a fixed (time-invariant) decay or kernel cannot.
 
 Every task returns `(tokens, targets)`, both (batch, seq_len) int64; `targets` is IGNORE except at the query
 positions, so one loss (cross-entropy with ignore_index) and one accuracy serve every task and every model.
@@ -173,11 +177,58 @@ def mqar_batch(
     return tokens, targets
 
 
-TASKS = ("recall", "mqar")
+def copy_vocab(n_keys: int) -> int:
+    """Token ids: data tokens 0..K-1, the blank K, the marker K+1."""
+    return n_keys + 2
+
+
+def copy_sequence(data: list[int], positions: list[int], seq_len: int, n_keys: int) -> tuple[list, list]:
+    """One selective-copying example: `data` at `positions` (increasing, before the markers), blanks elsewhere, then
+    len(data) markers; the i-th marker's target is data[i].
+
+    >>> tokens, targets = copy_sequence(data=[3, 0], positions=[1, 4], seq_len=8, n_keys=4)
+    >>> tokens   # blank [d3] blank blank [d0] blank [marker marker]
+    [4, 3, 4, 4, 0, 4, 5, 5]
+    >>> targets  # the data tokens, in the order they came
+    [-100, -100, -100, -100, -100, -100, 3, 0]
+    >>> ' '.join(show_tokens(tokens, n_keys=4, task="selective_copy"))
+    '· d3 · · d0 · ? ?'
+    """
+    M = len(data)
+    region = seq_len - M
+    if not all(0 <= p < region for p in positions) or sorted(set(positions)) != list(positions):
+        raise ValueError(f"positions: {positions} must be distinct, increasing and before the markers (< {region})")
+    tokens = [n_keys] * region + [n_keys + 1] * M
+    for p, d in zip(positions, data):
+        tokens[p] = d
+    return tokens, [IGNORE] * region + list(data)
+
+
+def copy_batch(
+    batch_size: int, seq_len: int, n_tokens: int, n_keys: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """`batch_size` random selective-copying examples: n_tokens random data tokens at random distinct positions
+    (see copy_sequence)."""
+    region = seq_len - n_tokens
+    if not 1 <= n_tokens <= region:
+        raise ValueError(f"n_pairs: {n_tokens} tokens to copy need a sequence of at least {2 * n_tokens} (seq_len)")
+    B, M = batch_size, n_tokens
+    positions = torch.rand(B, region, generator=generator).argsort(dim=1)[:, :M].sort(dim=1).values
+    data = torch.randint(n_keys, (B, M), generator=generator)
+    tokens = torch.full((B, seq_len), n_keys, dtype=torch.long)
+    tokens.scatter_(1, positions, data)
+    tokens[:, region:] = n_keys + 1
+    targets = torch.full((B, seq_len), IGNORE, dtype=torch.long)
+    targets[:, region:] = data
+    return tokens, targets
+
+
+TASKS = ("recall", "mqar")  # the long-range page's tasks
+ALL_TASKS = (*TASKS, "selective_copy")
 
 
 def vocab_size(task: str, n_keys: int) -> int:
-    return recall_vocab(n_keys) if task == "recall" else mqar_vocab(n_keys)
+    return {"recall": recall_vocab, "mqar": mqar_vocab, "selective_copy": copy_vocab}[task](n_keys)
 
 
 def batch(
@@ -188,14 +239,19 @@ def batch(
         return recall_batch(batch_size, seq_len, distance, n_keys, generator)
     if task == "mqar":
         return mqar_batch(batch_size, seq_len, distance, n_keys, n_pairs, generator)
-    raise ValueError(f"task: {task!r} is not one of {', '.join(TASKS)}")
+    if task == "selective_copy":  # n_pairs tokens to copy; distance is not used (the positions are random)
+        return copy_batch(batch_size, seq_len, n_pairs, n_keys, generator)
+    raise ValueError(f"task: {task!r} is not one of {', '.join(ALL_TASKS)}")
 
 
 def show_tokens(tokens, n_keys: int, task: str = "recall") -> list[str]:
-    """Words for token ids, for display: names, 'she' for the recall query, k·/v· for MQAR, filler words."""
+    """Words for token ids, for display: names, 'she' for the recall query, k·/v· for MQAR, filler words; for
+    selective copying d· for data, · for a blank and ? for a marker."""
     out = []
     for t in (int(x) for x in tokens):
-        if task == "recall":
+        if task == "selective_copy":
+            out.append(f"d{t}" if t < n_keys else "·" if t == n_keys else "?")
+        elif task == "recall":
             out.append(NAMES[t] if t < n_keys else "she" if t == n_keys else FILLERS[t - n_keys - 1])
         else:
             out.append(f"k{t}" if t < n_keys else f"v{t - n_keys}" if t < 2 * n_keys else FILLERS[t - 2 * n_keys])
