@@ -39,10 +39,11 @@ class MixerSpec:
     levels: int = 6  # dilated convolution: layers, so the receptive field is k^levels tokens
     chunk: int = 64  # linear attention, chunked form: tokens per chunk
     d_state: int = 16  # selective SSM: state numbers per channel (Mamba's N)
+    n_heads: int = 0  # attention kinds' heads; 0 = heads of 32 channels (core.models.registry.n_heads_for)
 
     @property
     def heads(self) -> int:
-        return n_heads_for(self.d_model)
+        return self.n_heads or n_heads_for(self.d_model)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +63,10 @@ class Mixer:
     reference: str | None = None  # the form its others are checked against in float64 (default: its first form)
     reference_max_len: int = 1 << 20  # the longest sequence that check runs at (a dense reference costs n²)
     traditional: str | None = None  # the mixer it simplifies (minGRU: the GRU), as Feng et al. compare them
+    # does what it keeps or forgets depend on the token read (a gate or step computed from the input: Mamba's
+    # "selection")? False: a fixed decay or kernel, the same at every position (time-invariant); None: attention,
+    # which keeps every token and chooses among them by content
+    selective: bool | None = None
 
     @property
     def path(self) -> str:
@@ -87,6 +92,35 @@ class Mixer:
         from core.models.layers import LanguageModel
 
         return LanguageModel(vocab_size, spec.d_model, 1, lambda: self.layer(spec, form))
+
+    def stack(
+        self, vocab_size: int, spec: MixerSpec, n_layers: int, form: str | None = None, conv_kernel: int | None = None
+    ) -> nn.Module:
+        """A deep language model: `n_layers` residual blocks of this mixer with a short convolution in front
+        (core.models.mixers.stack), the same block for every mixer so the mixer is the only difference: the
+        chapter's fused LSTM as it is, its Transformer as causal softmax attention (sinusoidal positions added)."""
+        from core.models import registry
+        from core.models.layers import LanguageModel, SelfAttention
+        from core.models.mixers.stack import CONV_KERNEL, MixerBlock
+
+        kernel = CONV_KERNEL if conv_kernel is None else conv_kernel
+        if self.kind is None:
+            make = lambda: self.layer(spec, form)
+        elif self.family == ATTENTION:
+            make = lambda: SelfAttention(spec.d_model, spec.heads)
+        else:
+            make = lambda: registry.get(self.kind).layer(LayerSpec(spec.d_model))
+        block = lambda: MixerBlock(spec.d_model, make(), kernel)
+        positions = self.kind is not None and self.family == ATTENTION  # attention alone has no order
+        return LanguageModel(vocab_size, spec.d_model, n_layers, block, positions=positions, final_norm=True)
+
+    def stack_state_floats(self, n: int, spec: MixerSpec, n_layers: int, conv_kernel: int | None = None) -> int:
+        """Numbers a `stack` keeps per sequence between tokens after n tokens: every layer's state (for attention
+        its KV cache), plus the last kernel − 1 inputs of each short convolution."""
+        from core.models.mixers.stack import CONV_KERNEL
+
+        kernel = CONV_KERNEL if conv_kernel is None else conv_kernel
+        return n_layers * (self.state_floats(n, spec) + max(0, kernel - 1) * spec.d_model)
 
     def reach_layer(self, d_model: int) -> nn.Module:
         """What its gradient reach is measured on: `reach_depth` layers of its first form, default sizes. The first
@@ -118,6 +152,8 @@ def names(experiment: str | None = None) -> tuple[str, ...]:
     """Every mixer, in registration order; for gradient_reach only the new ones (the registry has the others)."""
     if experiment == "gradient_reach":
         return tuple(n for n, m in MIXERS.items() if m.kind is None)
+    if experiment == "recall_frontier":  # page 5's mixers and the chapter's pair (the GRU adds nothing to recall)
+        return tuple(n for n, m in MIXERS.items() if m.kind in (None, "lstm", "transformer"))
     return tuple(MIXERS)
 
 
@@ -204,19 +240,19 @@ def _kind(name: str) -> Callable[[MixerSpec, str], nn.Module]:
 
 FENG = "Feng et al. 2024, Were RNNs All We Needed?"
 register(Mixer("min_gru", RECURRENT, (LOOP, SCAN), _min_gru, _recurrence_steps, lambda n, s: s.d_model,
-               _saved(10, 14), "scan", FENG, "#e6550d", traditional="gru"))  # fmt: skip
+               _saved(10, 14), "scan", FENG, "#e6550d", traditional="gru", selective=True))  # fmt: skip
 register(Mixer("min_lstm", RECURRENT, (LOOP, SCAN), _min_lstm, _recurrence_steps, lambda n, s: s.d_model,
-               _saved(12, 18), "scan", FENG, "#fd8d3c", traditional="lstm"))  # fmt: skip
+               _saved(12, 18), "scan", FENG, "#fd8d3c", traditional="lstm", selective=True))  # fmt: skip
 register(Mixer("rwkv", RECURRENT, (LOOP, SCAN), _rwkv, _recurrence_steps, lambda n, s: 4 * s.d_model,
-               _saved(30, 40), "scan", "Peng et al. 2023, RWKV (RWKV-4 time-mix)", "#8c564b"))  # fmt: skip
+               _saved(30, 40), "scan", "Peng et al. 2023, RWKV (RWKV-4 time-mix)", "#8c564b", selective=False))  # fmt: skip
 register(Mixer("selective_ssm", RECURRENT, (LOOP, SCAN), _ssm, _recurrence_steps,
                lambda n, s: s.d_model * s.d_state, lambda form, s: (8 if form == LOOP else 24) * s.d_model * s.d_state,
-               "scan", "Gu & Dao 2023, Mamba (S6, minimal reimplementation)", "#9467bd"))  # fmt: skip
+               "scan", "Gu & Dao 2023, Mamba (S6, minimal reimplementation)", "#9467bd", selective=True))  # fmt: skip
 register(Mixer("linear_attention", ATTENTION, (LOOP, CHUNKED), _linear,
                lambda n, form, s: n if form == LOOP else math.ceil(n / s.chunk),
                lambda n, s: s.d_model * (s.d_model // s.heads) + s.d_model,
                lambda form, s: (3 * s.d_model // s.heads + 12 if form == LOOP else 2 * s.chunk + 16) * s.d_model,
-               "scan", "Katharopoulos et al. 2020, Transformers are RNNs", "#17becf"))  # fmt: skip
+               "scan", "Katharopoulos et al. 2020, Transformers are RNNs", "#17becf", selective=False))  # fmt: skip
 register(Mixer("sliding_window", ATTENTION, (CHUNKED,), _window, lambda n, form, s: 1,
                lambda n, s: 2 * min(n, s.window) * s.d_model, lambda form, s: 16 * s.d_model + 4 * s.window * s.heads,
                "restricted", "Vaswani et al. 2017, restricted self-attention (Table 1)", "#2ca02c",
@@ -224,11 +260,12 @@ register(Mixer("sliding_window", ATTENTION, (CHUNKED,), _window, lambda n, form,
 register(Mixer("dilated_conv", CONVOLUTION, (FUSED,), _conv, lambda n, form, s: s.levels,
                lambda n, s: (s.kernel**s.levels - 1) * s.d_model, lambda form, s: 3 * s.levels * s.d_model,
                "convolutional", "Kalchbrenner et al. 2016 (ByteNet); van den Oord et al. 2016 (WaveNet)",
-               "#7f7f7f"))  # fmt: skip
+               "#7f7f7f", selective=False))  # fmt: skip
 register(Mixer("lstm", RECURRENT, (FUSED,), _kind("lstm"), lambda n, form, s: n, lambda n, s: 2 * s.d_model,
-               _saved(12, 12), "recurrent", "Hochreiter & Schmidhuber 1997 (nn.LSTM)", "#d62728", kind="lstm"))  # fmt: skip
+               _saved(12, 12), "recurrent", "Hochreiter & Schmidhuber 1997 (nn.LSTM)", "#d62728", kind="lstm",
+               selective=True))  # fmt: skip
 register(Mixer("gru", RECURRENT, (FUSED,), _kind("gru"), lambda n, form, s: n, lambda n, s: s.d_model,
-               _saved(12, 12), "recurrent", "Cho et al. 2014 (nn.GRU)", "#e377c2", kind="gru"))  # fmt: skip
+               _saved(12, 12), "recurrent", "Cho et al. 2014 (nn.GRU)", "#e377c2", kind="gru", selective=True))  # fmt: skip
 register(Mixer("transformer", ATTENTION, (FUSED,), _kind("transformer"), lambda n, form, s: 1,
                lambda n, s: 2 * n * s.d_model, _saved(40, 40), "self_attention",
                "Vaswani et al. 2017 (Pre-LN block, SDPA)", "#1f77b4", kind="transformer"))  # fmt: skip
