@@ -147,33 +147,48 @@ def mqar_sequence(
     return tokens, targets
 
 
-def mqar_max_distance(seq_len: int, n_pairs: int) -> int:
-    """The longest gap that leaves room for the pairs and the queries: seq_len − 3·pairs + 1."""
-    return seq_len - 3 * n_pairs + 1
+def mqar_max_distance(seq_len: int, n_pairs: int, n_queries: int | None = None) -> int:
+    """The longest gap that leaves room for the pairs and the queries: seq_len − 2·pairs − queries + 1."""
+    return seq_len - 2 * n_pairs - (n_pairs if n_queries is None else n_queries) + 1
 
 
 def mqar_batch(
-    batch_size: int, seq_len: int, distance: int, n_keys: int, n_pairs: int, generator: torch.Generator
+    batch_size: int,
+    seq_len: int,
+    distance: int,
+    n_keys: int,
+    n_pairs: int,
+    generator: torch.Generator,
+    n_queries: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """`batch_size` random MQAR examples: distinct keys, random values, queries in random order (see mqar_sequence)."""
+    """`batch_size` random MQAR examples: distinct keys, random values, queries in random order (see mqar_sequence).
+
+    `n_queries` (default: one per pair) questions end each sequence: every key is asked once in a random order,
+    then again in a new one, until there are n_queries, so a sequence of few pairs asks as many questions (gives as
+    much to learn from per step) as one of many."""
+    Q = n_pairs if n_queries is None else n_queries
     if n_pairs > n_keys:
         raise ValueError(f"n_pairs: {n_pairs} pairs need at least as many distinct keys (n_keys={n_keys})")
-    if not 1 <= distance <= mqar_max_distance(seq_len, n_pairs):
+    if Q < 1:
+        raise ValueError(f"n_queries: {Q} must be at least 1")
+    longest = mqar_max_distance(seq_len, n_pairs, Q)
+    if not 1 <= distance <= longest:
         raise ValueError(
-            f"distance: {distance} leaves no room for {n_pairs} pairs and queries in seq_len {seq_len} "
-            f"(at most {mqar_max_distance(seq_len, n_pairs)})"
+            f"distance: {distance} leaves no room for {n_pairs} pairs and {Q} queries in seq_len {seq_len} "
+            f"(at most {longest})"
         )
     B, T, P = batch_size, seq_len, n_pairs
     keys = torch.rand(B, n_keys, generator=generator).argsort(dim=1)[:, :P]  # (B, P) distinct keys per row
     values = torch.randint(n_keys, (B, P), generator=generator)  # (B, P)
-    order = torch.rand(B, P, generator=generator).argsort(dim=1)  # (B, P) query order
+    rounds = [torch.rand(B, P, generator=generator).argsort(dim=1) for _ in range(-(-Q // P))]
+    order = torch.cat(rounds, dim=1)[:, :Q]  # (B, Q) query order: each key once per round
     tokens = 2 * n_keys + torch.randint(N_FILLER, (B, T), generator=generator)
-    start = T - P - distance - 2 * P + 1
+    start = T - Q - distance - 2 * P + 1
     tokens[:, start : start + 2 * P : 2] = keys
     tokens[:, start + 1 : start + 2 * P : 2] = n_keys + values
-    tokens[:, T - P :] = keys.gather(1, order)
+    tokens[:, T - Q :] = keys.gather(1, order)
     targets = torch.full((B, T), IGNORE, dtype=torch.long)
-    targets[:, T - P :] = n_keys + values.gather(1, order)
+    targets[:, T - Q :] = n_keys + values.gather(1, order)
     return tokens, targets
 
 
@@ -232,13 +247,20 @@ def vocab_size(task: str, n_keys: int) -> int:
 
 
 def batch(
-    task: str, batch_size: int, seq_len: int, distance: int, n_keys: int, n_pairs: int, generator: torch.Generator
+    task: str,
+    batch_size: int,
+    seq_len: int,
+    distance: int,
+    n_keys: int,
+    n_pairs: int,
+    generator: torch.Generator,
+    n_queries: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """A batch of `task` (one interface for the training loop)."""
+    """A batch of `task` (one interface for the training loop); `n_queries` for MQAR only."""
     if task == "recall":
         return recall_batch(batch_size, seq_len, distance, n_keys, generator)
     if task == "mqar":
-        return mqar_batch(batch_size, seq_len, distance, n_keys, n_pairs, generator)
+        return mqar_batch(batch_size, seq_len, distance, n_keys, n_pairs, generator, n_queries)
     if task == "selective_copy":  # n_pairs tokens to copy; distance is not used (the positions are random)
         return copy_batch(batch_size, seq_len, n_pairs, n_keys, generator)
     raise ValueError(f"task: {task!r} is not one of {', '.join(ALL_TASKS)}")
