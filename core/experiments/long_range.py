@@ -172,17 +172,8 @@ def n_chunks(cfg: LongRangeConfig) -> int:
 def run(cfg: LongRangeConfig, on_progress=None) -> pd.DataFrame:
     """One row per (seed, task, distance, model, chunk of eval_every steps): training loss and held-out accuracy."""
     device = resolve_device(cfg.device)
-    total = n_chunks(cfg)
-    rows = []
-
-    def emit(row: dict, skipped_chunks: int = 0):
-        nonlocal total
-        rows.append(row)
-        total -= skipped_chunks  # a run that ended early: its remaining chunks will never come, count them as done
-        if on_progress is not None:
-            message = f"{row['task']} {row['model']} d={row['distance']} seed {row['seed']} step {row['step']}"
-            on_progress(Progress(len(rows), total, message, (row,)))
-
+    describe = lambda r: f"{r['task']} {r['model']} d={r['distance']} seed {r['seed']} step {r['step']}"
+    emit = ChunkRows(n_chunks(cfg), on_progress, describe)
     with torch_threads(cfg.threads):
         env = environment(device)
         for seed in range(cfg.seed, cfg.seed + cfg.seeds):
@@ -195,7 +186,7 @@ def run(cfg: LongRangeConfig, on_progress=None) -> pd.DataFrame:
                     ev = tuple(t.to(device) for t in ev)
                     for name in cfg.models:
                         train_one(run_cfg, task, name, distance, V, ev, device, env, emit)
-    return to_frame(rows)
+    return to_frame(emit.rows)
 
 
 def train_one(cfg, task, name, distance, V, eval_batch, device, env, emit) -> None:
@@ -216,20 +207,44 @@ def train_one(cfg, task, name, distance, V, eval_batch, device, env, emit) -> No
         "seed": cfg.seed,
         **env,
     }
-    losses, done, solved = [], [0], [0]  # solved: consecutive evaluations at or above SOLVED
 
     def batch():
         x, y = task_lib.batch(task, cfg.batch_size, cfg.seq_len, distance, cfg.n_keys, cfg.n_pairs, g)
         return x.to(device), y.to(device)
+
+    train_chunks(model, batch, V, cfg, eval_batch, base, emit, SOLVED if cfg.stop_when_solved else None,
+                 f"{task} {name} d={distance}")  # fmt: skip
+
+
+class ChunkRows:
+    """Rows that arrive a chunk of training at a time, each reported to `on_progress` (describe(row) its message)
+    against a total of chunks that shrinks when a run ends early; the rows are kept in `.rows`."""
+
+    def __init__(self, total: int, on_progress, describe):
+        self.total, self.on_progress, self.describe, self.rows = total, on_progress, describe, []
+
+    def __call__(self, row: dict, skipped_chunks: int = 0) -> None:
+        self.rows.append(row)
+        self.total -= skipped_chunks  # a run that ended early: its remaining chunks will never come, count them done
+        if self.on_progress is not None:
+            self.on_progress(Progress(len(self.rows), self.total, self.describe(row), (row,)))
+
+
+def train_chunks(model, batch, V: int, cfg, eval_batch, base: dict, emit, stop_at: float | None, label: str) -> None:
+    """Train `model` on `batch()` with core.train (AdamW at cfg.lr, clipping at 1, cfg.steps in chunks of
+    cfg.eval_every); after every chunk `emit` base + the chunk's mean loss, the held-out accuracy on `eval_batch`
+    and the time so far. With `stop_at`, the run ends once two evaluations in a row reach it. A divergence ends it
+    with one row of status 'diverged' (`label` names the run in its note)."""
+    losses, done, solved = [], [0], [0]  # solved: consecutive evaluations at or above stop_at
+    chunks = math.ceil(cfg.steps / cfg.eval_every)
 
     def on_chunk(steps: int, train_s: float):
         done[0] += steps
         row = {**base, "step": done[0], "loss": sum(losses) / len(losses), "accuracy": accuracy(model, *eval_batch),
                "train_s": train_s, "status": status.OK, "note": ""}  # fmt: skip
         losses.clear()
-        solved[0] = solved[0] + 1 if row["accuracy"] >= SOLVED else 0
-        stop = cfg.stop_when_solved and solved[0] >= 2 and done[0] < cfg.steps
-        chunks = math.ceil(cfg.steps / cfg.eval_every)
+        solved[0] = solved[0] + 1 if stop_at is not None and row["accuracy"] >= stop_at else 0
+        stop = solved[0] >= 2 and done[0] < cfg.steps
         emit(row, chunks - math.ceil(done[0] / cfg.eval_every) if stop else 0)
         return stop
 
@@ -237,9 +252,8 @@ def train_one(cfg, task, name, distance, V, eval_batch, device, env, emit) -> No
                                 chunk_steps=cfg.eval_every)  # fmt: skip
     out = train_loop.train(model, batch, query_loss, spec, lambda s: losses.append(s.loss), on_chunk)
     if out.status == status.DIVERGED:
-        chunks = math.ceil(cfg.steps / cfg.eval_every)
         row = {**base, "step": out.steps, "loss": math.nan, "accuracy": math.nan, "train_s": out.train_s,
-               "status": out.status, "note": f"{task} {name} d={distance}: {out.note}; this run stopped"}  # fmt: skip
+               "status": out.status, "note": f"{label}: {out.note}; this run stopped"}  # fmt: skip
         emit(row, chunks - math.ceil(out.steps / cfg.eval_every))
 
 
