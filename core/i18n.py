@@ -46,10 +46,9 @@ def t(key: str, lang: str = DEFAULT_LANG, **values) -> str:
         return text
     from core.rules import catalogue_values  # the shared thresholds: a sentence names them, never writes them
 
-    lang = normalize_lang(lang)
-    if lang != DEFAULT_LANG:  # a device label core wrote ('cpu · Intel Xeon · 2 threads') reads in the page's words
-        tr = translator(lang)
-        values = {k: device_words(v, tr) if isinstance(v, str) else v for k, v in values.items()}
+    # a device label core wrote ('cpu · Intel Xeon · 2 threads') reads in the page's words
+    tr = translator(normalize_lang(lang))
+    values = {k: device_words(v, tr) if isinstance(v, str) else v for k, v in values.items()}
     return text.format_map(_Keep({**catalogue_values(), **values}))
 
 
@@ -58,11 +57,13 @@ _THREADS = re.compile(r" · (\d+) threads?$")
 
 def device_words(label, tr) -> str:
     """A device label as core writes it, 'cpu · Intel Xeon · 2 threads', with its thread count in `tr`'s language
-    (the CSV keeps the English); any other text unchanged."""
+    (the CSV keeps the English, '1 threads' included; a page reads '1 thread'); any other text unchanged."""
 
     def words(m: re.Match) -> str:
         said = tr("ui.threads", n=m.group(1))
-        return m.group(0) if said == f"{m.group(1)} threads" else " · " + said  # English: keep core's '1 thread'
+        if said == f"{m.group(1)} threads":  # English: core's words, but one thread is singular
+            return " · 1 thread" if m.group(1) == "1" else m.group(0)
+        return " · " + said
 
     return _THREADS.sub(words, str(label))
 
