@@ -9,6 +9,8 @@ from __future__ import annotations
 
 NOISY_IQR_FRACTION = 0.1  # a timing whose IQR is above this share of its median is flagged noisy
 SOLVED = 0.9  # a recall task counts as solved at this held-out accuracy or above
+NEAR_CHANCE = 0.05  # a final accuracy less than this above chance counts as "at chance"
+SEPARATED = 0.2  # two groups of models differ on a task when their medians are this far apart (20 points)
 REACH_FACTOR = 1000.0  # a gradient's "reach": the first distance where it is this many times below its k=1 value
 LEARNED_FRACTION = 0.5  # a depth run "trained" if its final loss closed at least this share of the learnable gap
 FINAL_FRACTION = 0.2  # a run's final loss is the mean over this last share of its logged steps
@@ -29,6 +31,8 @@ def catalogue_values() -> dict[str, str]:
     return {
         "noisy_pct": _pct(NOISY_IQR_FRACTION),
         "solved_pct": _pct(SOLVED),
+        "near_chance_pts": _pct(NEAR_CHANCE),
+        "separated_pts": _pct(SEPARATED),
         "reach_factor": f"{REACH_FACTOR:,.0f}",
         "learned_pct": _pct(LEARNED_FRACTION),
         "final_pct": _pct(FINAL_FRACTION),

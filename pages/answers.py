@@ -4,13 +4,15 @@ Table 1's rows measured side by side (training time, the memory kept while gener
 import streamlit as st
 
 from core.charts import answers as charts
-from core.experiments import answers_decode, answers_reach, answers_speed
+from core.charts import recall_frontier as recall_charts
+from core.experiments import answers_decode, answers_reach, answers_speed, recall_frontier
 from core.findings import answers as findings
+from core.findings import recall_frontier as recall_findings
 from core.findings import verdicts
 from ui import common as ui
 
 PAGE = "answers"
-DECODE, REACH = f"{PAGE}:decode", f"{PAGE}:reach"  # the page's second and third forms (see ui/form.py)
+DECODE, REACH, RECALL = f"{PAGE}:decode", f"{PAGE}:reach", f"{PAGE}:recall"  # the page's other forms (ui/form.py)
 tr = ui.page_ui(PAGE)
 prediction = ui.predict_ui(tr, PAGE, 3)
 reveal = st.container()  # filled below, once the live run (if any) has added its rows
@@ -86,3 +88,35 @@ with reach_shown:
     ui.table_ui(tr, r_both, "answers_reach")
 
 ui.method_ui(tr, PAGE)
+
+# ---- what the fixed state costs: recall against the size of the state -------------------------------------------
+st.subheader(tr("recall.header"))
+st.markdown(tr("recall.intro"))
+recall_prediction = ui.predict_ui(tr, "recall", 3)
+recall_shown = st.container()
+st.markdown("**" + tr("recall.live_header") + "**")
+recall_cfg = ui.config_form_ui(
+    tr, recall_frontier.EXPERIMENT, RECALL, ["tasks", "mixers", "d_models", "n_pairs", "steps", "device", "seed"]
+)
+recall_live = ui.run_ui(tr, recall_frontier.EXPERIMENT, recall_cfg, RECALL)
+with recall_shown:
+    f_both, f_primary = ui.shown_data(tr, "recall_frontier", recall_live)
+    f_lines = recall_findings.takeaways(f_primary, tr) if len(f_primary) else []
+    f_why = [line for line in [recall_findings.fall_line(f_primary, tr)] if line]
+    ui.verdict_ui(tr, recall_prediction, verdicts.recall(f_primary) if len(f_primary) else None, f_why)
+    if not len(recall_findings.final(f_both)):
+        st.info(tr("ui.no_data"))
+    elif recall_prediction.revealed:
+        ui.status_ui(tr, f_both)
+        left, right = st.columns(2)
+        with left:
+            ui.chart_ui(recall_charts.frontier_chart(f_both, tr))
+        with right:
+            ui.chart_ui(recall_charts.pairs_chart(f_both, tr))
+        if len(recall_findings.copying(f_both)):
+            ui.chart_ui(recall_charts.copy_chart(f_both, tr))
+        st.caption(tr("recall.chart.legend"))
+        ui.caption_source_ui(tr, f_primary)
+        ui.takeaways_ui(tr, f_lines)
+    ui.method_ui(tr, "recall")
+    ui.table_ui(tr, f_both, "recall_frontier")

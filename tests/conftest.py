@@ -26,7 +26,7 @@ def unescaped(markdown: str) -> str:
 
 APP = os.path.join(ROOT, "dashboard.py")
 # Every page's predict-first question; a test that looks at results opens the app as a shared, revealed link does.
-QUESTIONS = ("serial", "serial.scaling", "serial.ckpt", "long_range", "depth", "attention_cost", "answers")
+QUESTIONS = ("serial", "serial.scaling", "serial.ckpt", "long_range", "depth", "attention_cost", "answers", "recall")
 REVEALED = {f"predict.{q}": "show" for q in QUESTIONS}
 
 

@@ -10,6 +10,7 @@ from core.experiments import (
     gradient_reach,
     kv_cache,
     long_range,
+    recall_frontier,
     scaling,
     serial,
 )
@@ -26,6 +27,7 @@ EXPERIMENTS = {
     "answers_speed": answers_speed.EXPERIMENT,
     "answers_decode": answers_decode.EXPERIMENT,
     "answers_reach": answers_reach.EXPERIMENT,
+    "recall_frontier": recall_frontier.EXPERIMENT,
 }
 
 

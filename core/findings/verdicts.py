@@ -21,11 +21,12 @@ from core.findings import attention_cost as attention_findings
 from core.findings import checkpoint as checkpoint_findings
 from core.findings import depth as depth_findings
 from core.findings import long_range as long_range_findings
+from core.findings import recall_frontier as recall_findings
 from core.findings import scaling as scaling_findings
 from core.findings import serial as serial_findings
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
-from core.rules import SOLVED
+from core.rules import NEAR_CHANCE, SEPARATED, SOLVED
 
 # The depth question: "about the same" below this first ÷ last ratio, "a few times smaller" up to the next, and
 # "thousands of times smaller, or less" from the last; between the two upper bounds neither option fits.
@@ -203,5 +204,26 @@ def answers(df: pd.DataFrame) -> Verdict | None:
     return Verdict(option, key, values, None if gpu or option == 2 else "answers.verdict.other_gpu")
 
 
+def recall(df: pd.DataFrame) -> Verdict | None:
+    """'Linear attention at a width that recalls 2 pairs: more pairs, same width — its recall?': from the pairs
+    panel, the fall from the fewest to the most pairs (0 stays high: it fell by under 2 × NEAR_CHANCE; 1 falls: by
+    SEPARATED or more; 2 at chance: both within NEAR_CHANCE of chance; None in between)."""
+    f = recall_findings.fall(df, "linear_attention") if len(df) else None
+    if f is None:
+        return None
+    drop = f["lo"] - f["hi"]
+    if max(f["lo"], f["hi"]) < f["chance"] + NEAR_CHANCE:
+        option = 2
+    elif drop >= SEPARATED:
+        option = 1
+    elif drop < 2 * NEAR_CHANCE:
+        option = 0
+    else:
+        option = None
+    pct = lambda x: f"{100 * x:.0f}%"
+    return Verdict(option, "verdict.recall.measured", {"d": f["d"], "lo": pct(f["lo"]),
+                   "hi": pct(f["hi"]), "lo_p": f["lo_p"], "hi_p": f["hi_p"], "chance": pct(f["chance"])})  # fmt: skip
+
+
 QUESTIONS = {"serial": serial, "serial.scaling": scaling, "serial.ckpt": checkpoint, "long_range": long_range, "depth": depth,
-             "attention_cost": attention_cost, "answers_speed": answers}  # fmt: skip
+             "attention_cost": attention_cost, "answers_speed": answers, "recall": recall}  # fmt: skip

@@ -1,0 +1,216 @@
+"""What the recall-frontier rows say, computed from them: the smallest state at which each model recalled, who
+stayed at chance, how recall fell as the pairs grew, and whether selectivity separated the models on selective
+copying. Torch-free (the verdicts and the home page read it).
+
+Rows come from core.experiments.recall_frontier: one per (task, mixer, width, pairs, seed, chunk of steps); a run's
+final row is the one with its largest step.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from core import status
+from core.memory_formulas import format_bytes
+from core.models import mixers
+from core.rules import NEAR_CHANCE, SEPARATED, SOLVED
+
+ATTENTION_MODEL = "transformer"
+BYTES = 4  # float32
+KEYS = ("task", "mixer", "d_model", "n_pairs")
+
+
+def final(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (task, mixer, width, pairs) over its seeds' final rows that trained: the median accuracy, the lowest and
+    the highest, the seeds, the most steps, the state and parameters, chance."""
+    cols = [*KEYS, "accuracy", "lo", "hi", "seeds", "step", "state_bytes", "params", "n_layers", "chance", "seq_len"]
+    if df is None or not len(df) or "state_bytes" not in df:
+        return pd.DataFrame(columns=cols)
+    runs = [k for k in ("source", "device", *KEYS, "seed") if k in df.columns]
+    last = df.sort_values("step").groupby(runs, as_index=False, sort=False).tail(1)
+    last = last[last["status"] == status.OK]
+    if not len(last):
+        return pd.DataFrame(columns=cols)
+    keys = [k for k in ("source", "device", *KEYS) if k in last.columns]
+    out = last.groupby(keys, sort=False).agg(
+        accuracy=("accuracy", "median"), lo=("accuracy", "min"), hi=("accuracy", "max"), seeds=("accuracy", "size"),
+        step=("step", "max"), state_bytes=("state_bytes", "first"), params=("params", "first"),
+        n_layers=("n_layers", "first"),
+        chance=("chance", "first"), seq_len=("seq_len", "first"),
+    ).reset_index()  # fmt: skip
+    return out.sort_values(keys).reset_index(drop=True)
+
+
+def _runs(f: pd.DataFrame) -> list[pd.DataFrame]:
+    """The final rows of each run shown (live, reference, uploaded), one frame each."""
+    keys = [k for k in ("source", "device") if k in f.columns]
+    return [g for _, g in f.groupby(keys, sort=False)] if keys and len(f) else [f]
+
+
+def frontier(df: pd.DataFrame) -> pd.DataFrame:
+    """MQAR at the largest number of pairs each run measured: one point per (mixer, width)."""
+    f = final(df)
+    f = f[f["task"] == "mqar"]
+    parts = [g[g["n_pairs"] == g["n_pairs"].max()] for g in _runs(f) if len(g)]
+    return pd.concat(parts, ignore_index=True) if parts else f
+
+
+def _pairs_width(f: pd.DataFrame) -> int | None:
+    if not len(f):
+        return None
+    counts = f.groupby("d_model")["n_pairs"].nunique()
+    return int(counts[counts == counts.max()].index.min())
+
+
+def pairs_width(df: pd.DataFrame) -> int | None:
+    """The width at which the most numbers of pairs were measured (the pairs panel's), in the first run shown."""
+    f = final(df)
+    f = f[f["task"] == "mqar"]
+    return _pairs_width(_runs(f)[0]) if len(f) else None
+
+
+def pairs(df: pd.DataFrame) -> pd.DataFrame:
+    """MQAR at each run's pairs width, every number of pairs measured there."""
+    f = final(df)
+    f = f[f["task"] == "mqar"]
+    parts = [g[g["d_model"] == _pairs_width(g)] for g in _runs(f) if len(g)]
+    return pd.concat(parts, ignore_index=True) if parts else f
+
+
+def copying(df: pd.DataFrame) -> pd.DataFrame:
+    f = final(df)
+    return f[f["task"] == "selective_copy"]
+
+
+def _pct(x: float) -> str:
+    return "–" if x is None or not math.isfinite(x) else f"{100 * x:.0f}%"
+
+
+def _spread(r, tr) -> str:
+    return tr("long_range.take.spread", n=int(r.seeds), lo=_pct(r.lo), hi=_pct(r.hi)) if r.seeds > 1 else ""
+
+
+def _name(tr, mixer: str) -> str:
+    return tr(f"model.{mixer}")
+
+
+def at_chance(rows: pd.DataFrame) -> bool:
+    """Every point within NEAR_CHANCE of chance (its best seed included)."""
+    return bool(len(rows)) and bool((rows["hi"] < rows["chance"] + NEAR_CHANCE).all())
+
+
+def smallest_recalling(rows: pd.DataFrame):
+    """The point with the smallest state whose median accuracy reached SOLVED, or None."""
+    ok = rows[rows["accuracy"] >= SOLVED].sort_values("state_bytes")
+    return ok.iloc[0] if len(ok) else None
+
+
+def fall(df: pd.DataFrame, model: str | None = None) -> dict | None:
+    """At the pairs panel's width: `model`'s (default linear attention, else the first fixed-state model) accuracy
+    with the fewest and with the most pairs; None without both."""
+    pr = pairs(df)
+    if not len(pr) or pr["n_pairs"].nunique() < 2:
+        return None
+    present = list(dict.fromkeys(pr["mixer"]))
+    fixed = [m for m in present if m != ATTENTION_MODEL]
+    model = model or ("linear_attention" if "linear_attention" in present else fixed[0] if fixed else None)
+    rows = pr[pr["mixer"] == model].set_index("n_pairs") if model else pr.iloc[0:0]
+    lo_p, hi_p = int(pr["n_pairs"].min()), int(pr["n_pairs"].max())
+    if lo_p not in rows.index or hi_p not in rows.index:
+        return None
+    return {"model": model, "d": pairs_width(df), "lo_p": lo_p, "hi_p": hi_p, "lo": float(rows.loc[lo_p, "accuracy"]),
+            "hi": float(rows.loc[hi_p, "accuracy"]), "chance": float(rows["chance"].iloc[0])}  # fmt: skip
+
+
+def copy_groups(df: pd.DataFrame) -> dict | None:
+    """Selective copying: the median accuracy of the mixers whose gates read the input (selective) and of those
+    with a fixed decay or kernel (time-invariant), and the gap; None without both groups."""
+    c = copying(df)
+    if not len(c):
+        return None
+    kind = {m: mixers.get(m).selective for m in c["mixer"] if m in mixers.MIXERS}
+    sel = c[[kind.get(m) is True for m in c["mixer"]]]
+    fixed = c[[kind.get(m) is False for m in c["mixer"]]]
+    if not len(sel) or not len(fixed):
+        return None
+    a, b = float(sel["accuracy"].median()), float(fixed["accuracy"].median())
+    return {"selective": sel, "fixed": fixed, "sel_acc": a, "fixed_acc": b, "gap": a - b,
+            "separated": a - b >= SEPARATED}  # fmt: skip
+
+
+def fall_line(df: pd.DataFrame, tr) -> str | None:
+    """'At width d, from 2 to 16 pairs: linear attention 97% → 40%; …': every model of the pairs panel."""
+    pr = pairs(df)
+    pr = _runs(pr)[0] if len(pr) else pr
+    if not len(pr) or pr["n_pairs"].nunique() < 2:
+        return None
+    lo_p, hi_p = int(pr["n_pairs"].min()), int(pr["n_pairs"].max())
+    parts = []
+    for m in dict.fromkeys(pr["mixer"]):
+        rows = pr[pr["mixer"] == m].set_index("n_pairs")
+        if lo_p in rows.index and hi_p in rows.index:
+            parts.append(tr("recall.take.fall_item", model=_name(tr, m), lo=_pct(rows.loc[lo_p, "accuracy"]),
+                            hi=_pct(rows.loc[hi_p, "accuracy"])))  # fmt: skip
+    if not parts:
+        return None
+    return tr("recall.take.fall", d=int(pr["d_model"].iloc[0]), lo_p=lo_p, hi_p=hi_p, items="; ".join(parts))
+
+
+def _order(fr: pd.DataFrame) -> list[str]:
+    """Attention first, then the models that recalled (smallest state first), then the rest by their best accuracy."""
+
+    def key(m: str):
+        rows = fr[fr["mixer"] == m]
+        hit = smallest_recalling(rows)
+        return (m != ATTENTION_MODEL, hit is None, hit["state_bytes"] if hit is not None else -rows["accuracy"].max())
+
+    return sorted(dict.fromkeys(fr["mixer"]), key=key)
+
+
+def takeaways(df: pd.DataFrame, tr) -> list[str]:
+    """The frontier (smallest recalling state per model, beside attention's cache), the models at chance and why,
+    the fall with more pairs, and selective copying's split; every number from the rows."""
+    out = []
+    fr = frontier(df)
+    if len(fr):
+        P, T = int(fr["n_pairs"].iloc[0]), int(fr["seq_len"].iloc[0])
+        att = fr[fr["mixer"] == ATTENTION_MODEL]
+        att_best = smallest_recalling(att) if len(att) else None
+        for m in _order(fr):
+            rows = fr[fr["mixer"] == m].sort_values("state_bytes")
+            best = rows.loc[rows["accuracy"].idxmax()]
+            hit = smallest_recalling(rows)
+            if m == ATTENTION_MODEL:
+                key = "recall.take.attention" if hit is not None else "recall.take.attention_short"
+            elif at_chance(rows):
+                key = "recall.take.chance"
+            else:
+                key = "recall.take.reached" if hit is not None else "recall.take.short"
+            point = hit if hit is not None else best
+            out.append(tr(key, model=_name(tr, m), P=P, T=T, state=format_bytes(point["state_bytes"]),
+                          d=int(point["d_model"]), acc=_pct(point["accuracy"]) + _spread(point, tr),
+                          best=_pct(best["accuracy"]), best_state=format_bytes(best["state_bytes"]),
+                          best_d=int(best["d_model"]), chance=_pct(float(rows["chance"].iloc[0])),
+                          what=tr(f"recall.state.{m}")))  # fmt: skip
+        if att_best is not None:
+            d, layers = int(att_best["d_model"]), int(att_best.get("n_layers", 2))
+            per_token = BYTES * layers * mixers.get(ATTENTION_MODEL).state_floats(1, mixers.MixerSpec(d))
+            out.append(tr("recall.take.cache", T=T, state=format_bytes(att_best["state_bytes"]), d=d,
+                          per_token=format_bytes(per_token), T2=f"{10 * T:,}",
+                          state2=format_bytes(att_best["state_bytes"] + 9 * T * per_token)))  # fmt: skip
+    fell = fall_line(df, tr)
+    if fell:
+        out.append(fell)
+    g = copy_groups(df)
+    if g is not None:
+        names = lambda rows: ", ".join(f"{_name(tr, r.mixer)} {_pct(r.accuracy)}" for r in rows.itertuples())
+        best = lambda rows: rows.loc[rows["accuracy"].idxmax()]
+        bs, bf = best(g["selective"]), best(g["fixed"])
+        key = "recall.take.copy_split" if g["separated"] else "recall.take.copy_no_split"
+        diff = tr("recall.take.higher" if g["gap"] >= 0 else "recall.take.lower", gap=f"{100 * abs(g['gap']):.0f}")
+        out.append(tr(key, sel=names(g["selective"]), fixed=names(g["fixed"]), a=_pct(g["sel_acc"]),
+                      b=_pct(g["fixed_acc"]), diff=diff, best_sel=f"{_name(tr, bs.mixer)} {_pct(bs.accuracy)}",
+                      best_fixed=f"{_name(tr, bf.mixer)} {_pct(bf.accuracy)}"))  # fmt: skip
+    return out
