@@ -12,6 +12,9 @@ from core.charts.common import device_subtitle, titled
 from core.findings import recall_frontier as findings
 from core.models import mixers
 
+DASHES = ([1, 0], [6, 4], [2, 2], [8, 2, 2, 2])  # the reference solid, any other run dashed
+SHAPES = ("circle", "square", "triangle-up", "diamond")
+
 
 def _named(d: pd.DataFrame, tr) -> pd.DataFrame:
     d = d[d["mixer"].isin(list(mixers.MIXERS))]
@@ -20,7 +23,8 @@ def _named(d: pd.DataFrame, tr) -> pd.DataFrame:
 
 
 def _color(d: pd.DataFrame, tr) -> alt.Color:
-    domain, colours = mixers.colors(list(dict.fromkeys(d["mixer"])))
+    shown = set(d["mixer"])
+    domain, colours = mixers.colors([m for m in mixers.MIXERS if m in shown])  # the records' order, whatever ran
     return alt.Color("name:N", title=tr("answers.axis.mixer"), legend=LEGEND,
                      scale=alt.Scale(domain=[tr(f"model.{m}") for m in domain], range=colours))  # fmt: skip
 
@@ -38,17 +42,47 @@ def _chance(d: pd.DataFrame, tr) -> alt.Chart:
 
 
 def _detail(d: pd.DataFrame) -> dict:
-    return {"detail": "run:N"} if "run" in d else {}
+    """One line per run (live beside reference), told apart by dash and point shape where there are several."""
+    if "run" not in d:
+        return {}
+    if d["run"].nunique() < 2:
+        return {"detail": "run:N"}
+    # no legend for them (the mixers' fills the height): the subtitle names each run, the caption says which is which
+    firsts = d.drop_duplicates("run")
+    runs = list(firsts.sort_values("source", key=lambda s: s != "reference", kind="stable")["run"]
+                if "source" in firsts else firsts["run"])  # fmt: skip
+    dashes = alt.Scale(domain=runs, range=[DASHES[i % len(DASHES)] for i in range(len(runs))])
+    shapes = alt.Scale(domain=runs, range=[SHAPES[i % len(SHAPES)] for i in range(len(runs))])
+    return {"detail": "run:N", "strokeDash": alt.StrokeDash("run:N", title=None, legend=None, scale=dashes),
+            "shape": alt.Shape("run:N", title=None, legend=None, scale=shapes)}  # fmt: skip
 
 
 def _tips(d: pd.DataFrame, fields) -> list[str]:
     return [f for f in fields if f in d]
 
 
-def _subtitle(rows: pd.DataFrame, tr, key: str, **values) -> str:
-    sub = tr(key, **values)
+def _settings(d: pd.DataFrame, tr, key: str) -> list[str]:
+    """What each run shown measured ('16 pairs, 64 tokens'), a line per run, named by its run where there are
+    several."""
+    lines = []
+    for g in findings.runs_shown(d):
+        if not len(g):
+            continue
+        said = tr(key, P=int(g["n_pairs"].max()), T=int(g["seq_len"].max()), d=int(g["d_model"].max()),
+                  n=int(g["n_pairs"].max()))  # fmt: skip
+        several = "run" in g and d["run"].nunique() > 1
+        lines.append(tr("recall.chart.run_line", run=g["run"].iloc[0], said=said) if several else said)
+    return lines
+
+
+def _subtitle(rows: pd.DataFrame, tr, key: str) -> str | list[str]:
+    """One line ('16 pairs, 64 tokens · cpu · …') for one run; a line per run, each named, for several."""
+    lines = _settings(rows, tr, key)
+    if len(lines) > 1:
+        return lines
     dev = device_subtitle(rows, tr)
-    return f"{sub} · {dev}" if dev else sub
+    sub = lines[0] if lines else ""
+    return f"{sub} · {dev}" if dev and sub else sub or dev
 
 
 def frontier_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -64,11 +98,9 @@ def frontier_chart(df: pd.DataFrame, tr) -> alt.Chart:
         .encode(x=x, y=_y(tr), color=_color(d, tr), **_detail(d), tooltip=tips)
     )
     spread = alt.Chart(d).mark_rule(strokeWidth=2, opacity=0.5).encode(x=x, y="lo_pct:Q", y2="hi_pct:Q",
-                                                                        color=_color(d, tr), **_detail(d))  # fmt: skip
-    P = int(d["n_pairs"].max()) if len(d) else 0
-    T = int(d["seq_len"].max()) if len(d) else 0
+                                                                        color=_color(d, tr), detail="run:N" if "run" in d else "name:N")  # fmt: skip
     return titled(line + spread + _chance(d, tr), tr("recall.chart.frontier"),
-                  _subtitle(d, tr, "recall.chart.frontier_sub", P=P, T=T))  # fmt: skip
+                  _subtitle(d, tr, "recall.chart.frontier_sub"))  # fmt: skip
 
 
 def pairs_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -78,11 +110,8 @@ def pairs_chart(df: pd.DataFrame, tr) -> alt.Chart:
     tips = _tips(d, ["name", "n_pairs", "state_bytes", "percent", "lo_pct", "hi_pct", "seeds", "step", "run"])
     line = alt.Chart(d).mark_line(point=True).encode(x=x, y=_y(tr), color=_color(d, tr), **_detail(d), tooltip=tips)
     spread = alt.Chart(d).mark_rule(strokeWidth=2, opacity=0.5).encode(x=x, y="lo_pct:Q", y2="hi_pct:Q",
-                                                                        color=_color(d, tr), **_detail(d))  # fmt: skip
-    w = findings.pairs_width(df) or 0
-    return titled(
-        line + spread + _chance(d, tr), tr("recall.chart.pairs"), _subtitle(d, tr, "recall.chart.pairs_sub", d=w)
-    )
+                                                                        color=_color(d, tr), detail="run:N" if "run" in d else "name:N")  # fmt: skip
+    return titled(line + spread + _chance(d, tr), tr("recall.chart.pairs"), _subtitle(d, tr, "recall.chart.pairs_sub"))
 
 
 def copy_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -92,7 +121,8 @@ def copy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = d.assign(group=[tr(f"recall.group.{group[mixers.get(m).selective]}") for m in d["mixer"]])
     order = [tr(f"recall.group.{g}") for g in ("selective", "fixed", "attention")]
     tips = _tips(d, ["name", "group", "percent", "lo_pct", "hi_pct", "seeds", "step", "state_bytes", "run"])
-    y = alt.Y("name:N", title=None, sort=alt.EncodingSortField("percent", order="descending"))
+    y = alt.Y("name:N", title=None, sort=alt.EncodingSortField("percent", order="descending"),
+              axis=alt.Axis(labelLimit=220, labelOverlap=False))  # fmt: skip
     offset = {"yOffset": alt.YOffset("run:N")} if "run" in d and d["run"].nunique() > 1 else {}  # live beside reference
     bars = (
         alt.Chart(d)
@@ -100,7 +130,7 @@ def copy_chart(df: pd.DataFrame, tr) -> alt.Chart:
         .encode(
             x=alt.X("percent:Q", title=tr("recall.axis.accuracy"), scale=alt.Scale(domain=[0, 100])),
             y=y,
-            color=_color(d, tr),
+            color=_color(d, tr).legend(None),  # the axis names each bar
             tooltip=tips,
             **offset,
         )
@@ -112,10 +142,9 @@ def copy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     )
     chart = (
         alt.layer(bars, chance, data=d)
-        .properties(width=220, height=alt.Step(16))
+        .properties(width=300, height=alt.Step(20))
         .facet(row=alt.Row("group:N", title=None, sort=order, header=alt.Header(labelAngle=0, labelAlign="left")))
         .resolve_scale(y="independent")
     )
-    n = int(d["n_pairs"].max()) if len(d) else 0
-    sub = _subtitle(d, tr, "recall.chart.copy_sub", n=n, d=int(d["d_model"].max()) if len(d) else 0)
+    sub = _subtitle(d, tr, "recall.chart.copy_sub")
     return chart.properties(title=alt.TitleParams(tr("recall.chart.copy"), subtitle=sub, anchor="start"))

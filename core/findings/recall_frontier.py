@@ -28,12 +28,12 @@ def final(df: pd.DataFrame) -> pd.DataFrame:
     cols = [*KEYS, "accuracy", "lo", "hi", "seeds", "step", "state_bytes", "params", "n_layers", "chance", "seq_len"]
     if df is None or not len(df) or "state_bytes" not in df:
         return pd.DataFrame(columns=cols)
-    runs = [k for k in ("source", "device", *KEYS, "seed") if k in df.columns]
+    runs = [k for k in ("source", "device", "run", *KEYS, "seed") if k in df.columns]
     last = df.sort_values("step").groupby(runs, as_index=False, sort=False).tail(1)
     last = last[last["status"] == status.OK]
     if not len(last):
         return pd.DataFrame(columns=cols)
-    keys = [k for k in ("source", "device", *KEYS) if k in last.columns]
+    keys = [k for k in ("source", "device", "run", *KEYS) if k in last.columns]
     out = last.groupby(keys, sort=False).agg(
         accuracy=("accuracy", "median"), lo=("accuracy", "min"), hi=("accuracy", "max"), seeds=("accuracy", "size"),
         step=("step", "max"), state_bytes=("state_bytes", "first"), params=("params", "first"),
@@ -43,9 +43,9 @@ def final(df: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(keys).reset_index(drop=True)
 
 
-def _runs(f: pd.DataFrame) -> list[pd.DataFrame]:
+def runs_shown(f: pd.DataFrame) -> list[pd.DataFrame]:
     """The final rows of each run shown (live, reference, uploaded), one frame each."""
-    keys = [k for k in ("source", "device") if k in f.columns]
+    keys = [k for k in ("source", "device", "run") if k in f.columns]
     return [g for _, g in f.groupby(keys, sort=False)] if keys and len(f) else [f]
 
 
@@ -53,7 +53,7 @@ def frontier(df: pd.DataFrame) -> pd.DataFrame:
     """MQAR at the largest number of pairs each run measured: one point per (mixer, width)."""
     f = final(df)
     f = f[f["task"] == "mqar"]
-    parts = [g[g["n_pairs"] == g["n_pairs"].max()] for g in _runs(f) if len(g)]
+    parts = [g[g["n_pairs"] == g["n_pairs"].max()] for g in runs_shown(f) if len(g)]
     return pd.concat(parts, ignore_index=True) if parts else f
 
 
@@ -68,14 +68,14 @@ def pairs_width(df: pd.DataFrame) -> int | None:
     """The width at which the most numbers of pairs were measured (the pairs panel's), in the first run shown."""
     f = final(df)
     f = f[f["task"] == "mqar"]
-    return _pairs_width(_runs(f)[0]) if len(f) else None
+    return _pairs_width(runs_shown(f)[0]) if len(f) else None
 
 
 def pairs(df: pd.DataFrame) -> pd.DataFrame:
     """MQAR at each run's pairs width, every number of pairs measured there."""
     f = final(df)
     f = f[f["task"] == "mqar"]
-    parts = [g[g["d_model"] == _pairs_width(g)] for g in _runs(f) if len(g)]
+    parts = [g[g["d_model"] == _pairs_width(g)] for g in runs_shown(f) if len(g)]
     return pd.concat(parts, ignore_index=True) if parts else f
 
 
@@ -143,7 +143,7 @@ def copy_groups(df: pd.DataFrame) -> dict | None:
 def fall_line(df: pd.DataFrame, tr) -> str | None:
     """'At width d, from 2 to 16 pairs: linear attention 97% → 40%; …': every model of the pairs panel."""
     pr = pairs(df)
-    pr = _runs(pr)[0] if len(pr) else pr
+    pr = runs_shown(pr)[0] if len(pr) else pr
     if not len(pr) or pr["n_pairs"].nunique() < 2:
         return None
     lo_p, hi_p = int(pr["n_pairs"].min()), int(pr["n_pairs"].max())
@@ -155,7 +155,9 @@ def fall_line(df: pd.DataFrame, tr) -> str | None:
                             hi=_pct(rows.loc[hi_p, "accuracy"])))  # fmt: skip
     if not parts:
         return None
-    return tr("recall.take.fall", d=int(pr["d_model"].iloc[0]), lo_p=lo_p, hi_p=hi_p, items="; ".join(parts))
+    return tr(
+        "recall.take.fall", d=int(pr["d_model"].iloc[0]), lo_p=lo_p, hi_p=hi_p, items=tr("recall.sep").join(parts)
+    )
 
 
 def _order(fr: pd.DataFrame) -> list[str]:

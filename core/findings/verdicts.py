@@ -205,7 +205,7 @@ def answers(df: pd.DataFrame) -> Verdict | None:
 
 
 def recall(df: pd.DataFrame) -> Verdict | None:
-    """'Linear attention at a width that recalls 2 pairs: more pairs, same width — its recall?': from the pairs
+    """'Linear attention at a width that recalls 4 pairs: 16, same width — its recall?': from the pairs
     panel, the fall from the fewest to the most pairs (0 stays high: it fell by under 2 × NEAR_CHANCE; 1 falls: by
     SEPARATED or more; 2 at chance: both within NEAR_CHANCE of chance; None in between)."""
     f = recall_findings.fall(df, "linear_attention") if len(df) else None
