@@ -85,6 +85,14 @@ def _subtitle(rows: pd.DataFrame, tr, key: str) -> str | list[str]:
     return f"{sub} · {dev}" if dev and sub else sub or dev
 
 
+def _curves(d: pd.DataFrame, x: alt.X, tr, tips, point) -> alt.LayerChart:
+    """A line per model (and run) through its medians, a bar from its lowest to its highest seed, chance."""
+    line = alt.Chart(d).mark_line(point=point).encode(x=x, y=_y(tr), color=_color(d, tr), **_detail(d), tooltip=tips)
+    spread = alt.Chart(d).mark_rule(strokeWidth=2, opacity=0.5).encode(x=x, y="lo_pct:Q", y2="hi_pct:Q",
+                                                                        color=_color(d, tr))  # fmt: skip
+    return line + spread + _chance(d, tr)
+
+
 def frontier_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Accuracy against state bytes at the largest number of pairs: a point per (model, width), a line per model."""
     d = _named(findings.frontier(df), tr)
@@ -92,14 +100,7 @@ def frontier_chart(df: pd.DataFrame, tr) -> alt.Chart:
     tips = _tips(d, ["name", "d_model", "state_bytes", "percent", "lo_pct", "hi_pct", "seeds", "step", "params", "run"])
     x = alt.X("state_kib:Q", scale=alt.Scale(type="log"), title=tr("recall.axis.state_kib"),
               axis=alt.Axis(format="~g"))  # fmt: skip
-    line = (
-        alt.Chart(d)
-        .mark_line(point=alt.OverlayMarkDef(filled=True, size=60))
-        .encode(x=x, y=_y(tr), color=_color(d, tr), **_detail(d), tooltip=tips)
-    )
-    spread = alt.Chart(d).mark_rule(strokeWidth=2, opacity=0.5).encode(x=x, y="lo_pct:Q", y2="hi_pct:Q",
-                                                                        color=_color(d, tr), detail="run:N" if "run" in d else "name:N")  # fmt: skip
-    return titled(line + spread + _chance(d, tr), tr("recall.chart.frontier"),
+    return titled(_curves(d, x, tr, tips, alt.OverlayMarkDef(filled=True, size=60)), tr("recall.chart.frontier"),
                   _subtitle(d, tr, "recall.chart.frontier_sub"))  # fmt: skip
 
 
@@ -108,10 +109,7 @@ def pairs_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = _named(findings.pairs(df), tr)
     x = alt.X("n_pairs:Q", title=tr("recall.axis.pairs"), scale=alt.Scale(type="log", base=2))
     tips = _tips(d, ["name", "n_pairs", "state_bytes", "percent", "lo_pct", "hi_pct", "seeds", "step", "run"])
-    line = alt.Chart(d).mark_line(point=True).encode(x=x, y=_y(tr), color=_color(d, tr), **_detail(d), tooltip=tips)
-    spread = alt.Chart(d).mark_rule(strokeWidth=2, opacity=0.5).encode(x=x, y="lo_pct:Q", y2="hi_pct:Q",
-                                                                        color=_color(d, tr), detail="run:N" if "run" in d else "name:N")  # fmt: skip
-    return titled(line + spread + _chance(d, tr), tr("recall.chart.pairs"), _subtitle(d, tr, "recall.chart.pairs_sub"))
+    return titled(_curves(d, x, tr, tips, True), tr("recall.chart.pairs"), _subtitle(d, tr, "recall.chart.pairs_sub"))
 
 
 def copy_chart(df: pd.DataFrame, tr) -> alt.Chart:

@@ -9,7 +9,7 @@ and its held-out accuracy after every chunk of steps, so the curves are live and
 
 The runs form a cross: every width at the largest number of pairs (the frontier, accuracy against state bytes) and
 every number of pairs at one width (where a fixed state runs out of room as the facts grow); selective copying at
-that width. Arora et al. 2023 (Zoology) and 2024 (Based) drew this frontier for models of 70M–1.4B parameters; the
+a width of its own. Arora et al. 2023 (Zoology) and 2024 (Based) drew this frontier for models of 70M–1.4B parameters; the
 shapes, not their numbers, are what a 2-core machine can reproduce.
 """
 

@@ -40,13 +40,13 @@ def by_distance(df: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(keys).reset_index(drop=True)
 
 
-def _pct(x: float) -> str:
+def pct(x: float) -> str:
     return "–" if x is None or not math.isfinite(x) else f"{100 * x:.0f}%"
 
 
-def _spread(r, tr) -> str:
+def seed_spread(r, tr) -> str:
     """' (3 seeds: 10–14%)' after a median, nothing for a single seed."""
-    return tr("long_range.take.spread", n=int(r.seeds), lo=_pct(r.lo), hi=_pct(r.hi)) if r.seeds > 1 else ""
+    return tr("long_range.take.spread", n=int(r.seeds), lo=pct(r.lo), hi=pct(r.hi)) if r.seeds > 1 else ""
 
 
 def takeaways(df: pd.DataFrame, tr) -> list[str]:
@@ -69,7 +69,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                 out.append(tr("long_range.take.diverged", task=task, model=tr(f"long_range.model.{model}")))
                 continue
             solved[model] = (m[m["accuracy"] >= SOLVED], m[m["accuracy"] < SOLVED])
-            accs = ", ".join(f"d={int(r.distance)}: {_pct(r.accuracy)}{_spread(r, tr)}" for r in m.itertuples())
+            accs = ", ".join(f"d={int(r.distance)}: {pct(r.accuracy)}{seed_spread(r, tr)}" for r in m.itertuples())
             out.append(
                 tr(
                     "long_range.take.model",
@@ -78,7 +78,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                     params=f"{int(m['params'].iloc[0]):,}",
                     steps=int(m["step"].max()),
                     accs=accs,
-                    chance=_pct(chance),
+                    chance=pct(chance),
                 )
             )
         lstm, tfm = (solved.get(registry.representative(f, solved)) for f in (RECURRENT, ATTENTION))
@@ -92,8 +92,8 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                     "long_range.take.contrast",
                     task=task,
                     distances=", ".join(str(int(d)) for d in beaten),
-                    acc=_pct(worst.accuracy) + _spread(worst, tr),
-                    chance=_pct(chance),
+                    acc=pct(worst.accuracy) + seed_spread(worst, tr),
+                    chance=pct(chance),
                     steps=steps,
                 )
             )
@@ -103,8 +103,8 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
             for other in [m for m in solved if m not in pair and m in at.index]:  # e.g. attention over an LSTM
                 r, tf = at.loc[other], at.loc[registry.representative(ATTENTION, solved)]
                 out.append(tr("long_range.take.other", task=task, model=tr(f"long_range.model.{other}"), d=int(d),
-                              acc=_pct(r.accuracy) + _spread(r, tr), tfm=_pct(tf.accuracy),
-                              lstm=_pct(worst.accuracy)))  # fmt: skip
+                              acc=pct(r.accuracy) + seed_spread(r, tr), tfm=pct(tf.accuracy),
+                              lstm=pct(worst.accuracy)))  # fmt: skip
         elif not len(lstm[1]):
             out.append(tr("long_range.take.lstm_held", task=task, steps=steps, d=int(lstm[0]["distance"].max())))
         if len(tfm[1]):
@@ -112,7 +112,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                 tr(
                     "long_range.take.tfm_failed",
                     task=task,
-                    distances=", ".join(f"{int(r.distance)}{_spread(r, tr)}" for r in tfm[1].itertuples()),
+                    distances=", ".join(f"{int(r.distance)}{seed_spread(r, tr)}" for r in tfm[1].itertuples()),
                     steps=steps,
                 )
             )

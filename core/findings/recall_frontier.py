@@ -8,11 +8,10 @@ final row is the one with its largest step.
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from core import status
+from core.findings.long_range import pct, seed_spread
 from core.memory_formulas import format_bytes
 from core.models import mixers
 from core.rules import NEAR_CHANCE, SEPARATED, SOLVED
@@ -84,14 +83,6 @@ def copying(df: pd.DataFrame) -> pd.DataFrame:
     return f[f["task"] == "selective_copy"]
 
 
-def _pct(x: float) -> str:
-    return "–" if x is None or not math.isfinite(x) else f"{100 * x:.0f}%"
-
-
-def _spread(r, tr) -> str:
-    return tr("long_range.take.spread", n=int(r.seeds), lo=_pct(r.lo), hi=_pct(r.hi)) if r.seeds > 1 else ""
-
-
 def _name(tr, mixer: str) -> str:
     return tr(f"model.{mixer}")
 
@@ -107,21 +98,24 @@ def smallest_recalling(rows: pd.DataFrame):
     return ok.iloc[0] if len(ok) else None
 
 
-def fall(df: pd.DataFrame, model: str | None = None) -> dict | None:
-    """At the pairs panel's width: `model`'s (default linear attention, else the first fixed-state model) accuracy
-    with the fewest and with the most pairs; None without both."""
+def _first_pairs(df: pd.DataFrame) -> pd.DataFrame:
+    """The pairs panel of the first run shown (the run its takeaways and verdict speak of)."""
     pr = pairs(df)
+    return runs_shown(pr)[0] if len(pr) else pr
+
+
+def fall(df: pd.DataFrame, model: str) -> dict | None:
+    """At the pairs panel's width: `model`'s accuracy with the fewest and with the most pairs; None without both."""
+    pr = _first_pairs(df)
     if not len(pr) or pr["n_pairs"].nunique() < 2:
         return None
-    present = list(dict.fromkeys(pr["mixer"]))
-    fixed = [m for m in present if m != ATTENTION_MODEL]
-    model = model or ("linear_attention" if "linear_attention" in present else fixed[0] if fixed else None)
-    rows = pr[pr["mixer"] == model].set_index("n_pairs") if model else pr.iloc[0:0]
+    rows = pr[pr["mixer"] == model].set_index("n_pairs")
     lo_p, hi_p = int(pr["n_pairs"].min()), int(pr["n_pairs"].max())
     if lo_p not in rows.index or hi_p not in rows.index:
         return None
-    return {"model": model, "d": pairs_width(df), "lo_p": lo_p, "hi_p": hi_p, "lo": float(rows.loc[lo_p, "accuracy"]),
-            "hi": float(rows.loc[hi_p, "accuracy"]), "chance": float(rows["chance"].iloc[0])}  # fmt: skip
+    return {"model": model, "d": int(pr["d_model"].iloc[0]), "lo_p": lo_p, "hi_p": hi_p,
+            "lo": float(rows.loc[lo_p, "accuracy"]), "hi": float(rows.loc[hi_p, "accuracy"]),
+            "chance": float(rows["chance"].iloc[0])}  # fmt: skip
 
 
 def copy_groups(df: pd.DataFrame) -> dict | None:
@@ -142,8 +136,7 @@ def copy_groups(df: pd.DataFrame) -> dict | None:
 
 def fall_line(df: pd.DataFrame, tr) -> str | None:
     """'At width d, from 2 to 16 pairs: linear attention 97% → 40%; …': every model of the pairs panel."""
-    pr = pairs(df)
-    pr = runs_shown(pr)[0] if len(pr) else pr
+    pr = _first_pairs(df)
     if not len(pr) or pr["n_pairs"].nunique() < 2:
         return None
     lo_p, hi_p = int(pr["n_pairs"].min()), int(pr["n_pairs"].max())
@@ -151,8 +144,8 @@ def fall_line(df: pd.DataFrame, tr) -> str | None:
     for m in dict.fromkeys(pr["mixer"]):
         rows = pr[pr["mixer"] == m].set_index("n_pairs")
         if lo_p in rows.index and hi_p in rows.index:
-            parts.append(tr("recall.take.fall_item", model=_name(tr, m), lo=_pct(rows.loc[lo_p, "accuracy"]),
-                            hi=_pct(rows.loc[hi_p, "accuracy"])))  # fmt: skip
+            parts.append(tr("recall.take.fall_item", model=_name(tr, m), lo=pct(rows.loc[lo_p, "accuracy"]),
+                            hi=pct(rows.loc[hi_p, "accuracy"])))  # fmt: skip
     if not parts:
         return None
     return tr(
@@ -192,9 +185,9 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                 key = "recall.take.reached" if hit is not None else "recall.take.short"
             point = hit if hit is not None else best
             out.append(tr(key, model=_name(tr, m), P=P, T=T, state=format_bytes(point["state_bytes"]),
-                          d=int(point["d_model"]), acc=_pct(point["accuracy"]) + _spread(point, tr),
-                          best=_pct(best["accuracy"]), best_state=format_bytes(best["state_bytes"]),
-                          best_d=int(best["d_model"]), chance=_pct(float(rows["chance"].iloc[0])),
+                          d=int(point["d_model"]), acc=pct(point["accuracy"]) + seed_spread(point, tr),
+                          best=pct(best["accuracy"]), best_state=format_bytes(best["state_bytes"]),
+                          best_d=int(best["d_model"]), chance=pct(float(rows["chance"].iloc[0])),
                           what=tr(f"recall.state.{m}")))  # fmt: skip
         if att_best is not None:
             d, layers = int(att_best["d_model"]), int(att_best.get("n_layers", 2))
@@ -207,12 +200,12 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         out.append(fell)
     g = copy_groups(df)
     if g is not None:
-        names = lambda rows: ", ".join(f"{_name(tr, r.mixer)} {_pct(r.accuracy)}" for r in rows.itertuples())
+        names = lambda rows: ", ".join(f"{_name(tr, r.mixer)} {pct(r.accuracy)}" for r in rows.itertuples())
         best = lambda rows: rows.loc[rows["accuracy"].idxmax()]
         bs, bf = best(g["selective"]), best(g["fixed"])
         key = "recall.take.copy_split" if g["separated"] else "recall.take.copy_no_split"
         diff = tr("recall.take.higher" if g["gap"] >= 0 else "recall.take.lower", gap=f"{100 * abs(g['gap']):.0f}")
-        out.append(tr(key, sel=names(g["selective"]), fixed=names(g["fixed"]), a=_pct(g["sel_acc"]),
-                      b=_pct(g["fixed_acc"]), diff=diff, best_sel=f"{_name(tr, bs.mixer)} {_pct(bs.accuracy)}",
-                      best_fixed=f"{_name(tr, bf.mixer)} {_pct(bf.accuracy)}"))  # fmt: skip
+        out.append(tr(key, sel=names(g["selective"]), fixed=names(g["fixed"]), a=pct(g["sel_acc"]),
+                      b=pct(g["fixed_acc"]), diff=diff, best_sel=f"{_name(tr, bs.mixer)} {pct(bs.accuracy)}",
+                      best_fixed=f"{_name(tr, bf.mixer)} {pct(bf.accuracy)}"))  # fmt: skip
     return out

@@ -93,34 +93,30 @@ class Mixer:
 
         return LanguageModel(vocab_size, spec.d_model, 1, lambda: self.layer(spec, form))
 
-    def stack(
-        self, vocab_size: int, spec: MixerSpec, n_layers: int, form: str | None = None, conv_kernel: int | None = None
-    ) -> nn.Module:
+    def stack(self, vocab_size: int, spec: MixerSpec, n_layers: int, form: str | None = None) -> nn.Module:
         """A deep language model: `n_layers` residual blocks of this mixer with a short convolution in front
         (core.models.mixers.stack), the same block for every mixer so the mixer is the only difference: the
         chapter's fused LSTM as it is, its Transformer as causal softmax attention (sinusoidal positions added)."""
         from core.models import registry
         from core.models.layers import LanguageModel, SelfAttention
-        from core.models.mixers.stack import CONV_KERNEL, MixerBlock
+        from core.models.mixers.stack import MixerBlock
 
-        kernel = CONV_KERNEL if conv_kernel is None else conv_kernel
         if self.kind is None:
             make = lambda: self.layer(spec, form)
         elif self.family == ATTENTION:
             make = lambda: SelfAttention(spec.d_model, spec.heads)
         else:
             make = lambda: registry.get(self.kind).layer(LayerSpec(spec.d_model))
-        block = lambda: MixerBlock(spec.d_model, make(), kernel)
+        block = lambda: MixerBlock(spec.d_model, make())
         positions = self.kind is not None and self.family == ATTENTION  # attention alone has no order
         return LanguageModel(vocab_size, spec.d_model, n_layers, block, positions=positions, final_norm=True)
 
-    def stack_state_floats(self, n: int, spec: MixerSpec, n_layers: int, conv_kernel: int | None = None) -> int:
+    def stack_state_floats(self, n: int, spec: MixerSpec, n_layers: int) -> int:
         """Numbers a `stack` keeps per sequence between tokens after n tokens: every layer's state (for attention
         its KV cache), plus the last kernel − 1 inputs of each short convolution."""
         from core.models.mixers.stack import CONV_KERNEL
 
-        kernel = CONV_KERNEL if conv_kernel is None else conv_kernel
-        return n_layers * (self.state_floats(n, spec) + max(0, kernel - 1) * spec.d_model)
+        return n_layers * (self.state_floats(n, spec) + (CONV_KERNEL - 1) * spec.d_model)
 
     def reach_layer(self, d_model: int) -> nn.Module:
         """What its gradient reach is measured on: `reach_depth` layers of its first form, default sizes. The first

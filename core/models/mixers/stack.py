@@ -32,10 +32,10 @@ class ShortConv(nn.Module):
 class MixerBlock(nn.Module):
     """Pre-LN residual block around one mixer layer: x + mixer(conv(LN₁ x)), then x + MLP(LN₂ x)."""
 
-    def __init__(self, d_model: int, mixer: nn.Module, conv_kernel: int = CONV_KERNEL):
+    def __init__(self, d_model: int, mixer: nn.Module):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.conv = ShortConv(d_model, conv_kernel) if conv_kernel > 1 else nn.Identity()
+        self.conv = ShortConv(d_model)
         self.mixer = mixer
         self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
 
