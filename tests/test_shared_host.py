@@ -13,7 +13,7 @@ from conftest import REVEALED, app_test
 from streamlit.testing.v1 import AppTest
 
 from core import cancel, checkpoints, files, results
-from core.bench import LivePeak, return_freed_memory, saved_activation_bytes, time_interleaved
+from core.bench import LivePeak, freed_memory_reused, return_freed_memory, saved_activation_bytes, time_interleaved
 from core.config import make_config
 from core.device import MEASURE_LOCK, measuring
 from core.experiments import attention_cost, long_range, serial
@@ -61,6 +61,35 @@ def test_repeated_runs_level_off_in_memory():
         return_freed_memory()
         after.append(_rss_mib())
     assert after[-1] - after[1] < RSS_MARGIN_MIB, after
+
+
+BIG = 2**24  # 64 MiB of float32: above glibc's largest mmap threshold (32 MiB), so it is mapped afresh each time
+
+
+def _page_faults_of_a_big_step() -> int:
+    import resource
+
+    x = torch.ones(BIG)  # allocate and touch every page, then free, as a training step's saved tensors are
+    del x
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    y = torch.ones(BIG)
+    del y
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="glibc's malloc on Linux")
+def test_timed_steps_reuse_freed_memory_and_hand_it_back_after():
+    """Inside freed_memory_reused the second 64 MiB step touches pages it already has (no fresh zero-filled pages
+    from the kernel); outside, every one of its 16,384 pages faults again, and leaving gave the memory back."""
+    pages = BIG * 4 // 4096
+    assert _page_faults_of_a_big_step() >= 0.9 * pages  # glibc as it is: fresh pages every step
+    with freed_memory_reused():
+        rss_in = _rss_mib()
+        assert _page_faults_of_a_big_step() < 0.05 * pages
+        held = _rss_mib()
+    assert held - rss_in > 0.9 * BIG * 4 / 2**20  # the freed 64 MiB stayed in the process while timing ...
+    assert _rss_mib() < held - 0.9 * BIG * 4 / 2**20  # ... and went back to the system on leaving
+    assert _page_faults_of_a_big_step() >= 0.9 * pages  # and glibc maps big blocks afresh again
 
 
 # ---- damaged files --------------------------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 Each recurrent model trains one step (the serial experiment's `training_step`: forward, loss, backward, SGD) twice
 per length: as usual (`plain`), and with checkpointed BPTT (`checkpointed`, core.models.checkpointed: segments of
 ⌈√n⌉ tokens, only the states entering each segment kept, each segment's forward run again in backward). Both forms
-of one length are timed interleaved (round-robin), so the time ratio is paired repeat by repeat. Per point: step
+of one length are timed interleaved (round-robin), so the time ratio is paired repeat by repeat, with freed memory
+kept for reuse as a GPU's caching allocator keeps it (core.bench.freed_memory_reused: otherwise the CPU's allocator
+re-zeroes the plain step's gigabytes every step, and that, not the arithmetic, sets its time). Per point: step
 time (median, IQR), the bytes autograd keeps for backward split into the recurrent layers' share (the embedding and
 the recurrent stack, what checkpointing acts on) and the rest (the head's input features and logits, one row per
 token, linear in n either way), the formula for the kept states, and the dependent steps, which do not change.
@@ -74,9 +76,10 @@ def measure_length(cfg: CheckpointConfig, T: int, names: list[str], device, afte
     keys = [(n, f) for n in names for f in FORMS]
     prepared, fields = guard.prepare_each(keys, lambda key: _prepare(*key, cfg, T, device), device)
     steps = {key: p[2] for key, p in prepared.items()}
-    timings, errors = bench.time_interleaved(steps, warmup=cfg.warmup, repeats=cfg.repeats, device=device,
-                                             max_seconds=cfg.max_point_s, is_fatal=guard.is_oom,
-                                             after_round=after_round)  # fmt: skip
+    with bench.freed_memory_reused():  # the plain step's gigabytes are not re-zeroed by the OS every step
+        timings, errors = bench.time_interleaved(steps, warmup=cfg.warmup, repeats=cfg.repeats, device=device,
+                                                 max_seconds=cfg.max_point_s, is_fatal=guard.is_oom,
+                                                 after_round=after_round)  # fmt: skip
     fields.update(guard.failed_fields(errors, device))
     for key, timing in timings.items():
         model, features, _, loss_fn, (tokens, targets) = prepared[key]
