@@ -90,9 +90,8 @@ def freed_memory_reused():
     free, so each step that allocates gigabytes pays the kernel for zero-filled pages again. A plain BPTT step at
     n = 16384 on this page's LSTM keeps 1.1 GiB for backward: on a 2-core Xeon it took 1,275 ms as glibc left it
     and 786 ms with freed memory reused, while the checkpointed step (1 MiB kept) took ~1,200 ms either way, so the
-    page-zeroing, not the arithmetic, had made checkpointing look faster (0.98×, then 1.53×). Raising both
-    thresholds lets the heap hold and reuse freed blocks; leaving sets them to the values glibc's own dynamic
-    thresholds reach after a big free (32 MiB, 64 MiB). glibc only; elsewhere a no-op.
+    page-zeroing, not the arithmetic, had made checkpointing look faster (0.98×, then 1.53×). Leaving sets both
+    thresholds to where glibc's dynamic ones end after a big free (32 MiB, 64 MiB). glibc only; else a no-op.
     """
     import ctypes
 

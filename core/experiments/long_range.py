@@ -28,7 +28,7 @@ from core.models.layers import n_params
 from core.models.registry import ATTENTION, n_heads_for
 from core.results import tidy
 
-MODELS = ("lstm", "transformer")
+MODELS = ("lstm", "transformer", "lstm_attention")  # the chapter's two, and attention bolted onto the LSTM (#17)
 COLUMNS = (
     "task",
     "model",
@@ -99,7 +99,9 @@ class LongRangeConfig:
 
 
 PRESETS = {
-    "quick": {},
+    # up to 250 steps, a run ending once solved: the Transformer solves every distance in 75–225 steps (three
+    # seeds), attention over the LSTM's states solves d = 60 in 100–225, and the LSTM's failures take all 250
+    "quick": {"steps": 250, "stop_when_solved": True},
     # a second or two: for testing the command line and scripts/gpu_reference.sh, not for reading
     "tiny": {
         "seq_len": 8,

