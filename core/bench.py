@@ -79,19 +79,23 @@ def return_freed_memory() -> None:
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
 _STEADY = ((_M_MMAP_THRESHOLD, 32 << 20), (_M_TRIM_THRESHOLD, 64 << 20))  # where glibc's dynamic thresholds top out
+_reusing = [0]  # how deep inside freed_memory_reused this process is: only the outermost one acts
 
 
 @contextlib.contextmanager
 def freed_memory_reused():
-    """While timing steps that free and reallocate big tensors, keep freed memory in the process for reuse, as
-    PyTorch's CUDA caching allocator always does; on leaving, hand it back (`return_freed_memory`).
+    """While timing, keep freed memory in the process for the next step, as PyTorch's CUDA caching allocator always
+    does; on leaving the outermost one, hand it back (`return_freed_memory`). `time_interleaved` times inside one.
 
     glibc's malloc serves blocks above its mmap threshold (at most 32 MiB) with fresh mappings and unmaps them on
     free, so each step that allocates gigabytes pays the kernel for zero-filled pages again. A plain BPTT step at
-    n = 16384 on this page's LSTM keeps 1.1 GiB for backward: on a 2-core Xeon it took 1,275 ms as glibc left it
-    and 786 ms with freed memory reused, while the checkpointed step (1 MiB kept) took ~1,200 ms either way, so the
-    page-zeroing, not the arithmetic, had made checkpointing look faster (0.98×, then 1.53×). Leaving sets both
-    thresholds to where glibc's dynamic ones end after a big free (32 MiB, 64 MiB). glibc only; else a no-op.
+    n = 16384 on the checkpoint page's LSTM keeps 1.1 GiB for backward: on a 2-core Xeon it took 1,275 ms as glibc
+    left it and 786 ms with freed memory reused, while the checkpointed step (1 MiB kept) took ~1,200 ms either
+    way: the page-zeroing, not the arithmetic, had made checkpointing look faster (0.98×, then 1.53×). Leaving sets
+    both thresholds to where glibc's dynamic ones end after a big free (32 MiB, 64 MiB). glibc only; else a no-op.
+    A thread other than the main one allocates from an arena whose heaps hold at most 64 MiB, so there (a page's
+    script thread) blocks above 64 MiB are still mapped afresh; the command line and the reference runs measure in
+    the main thread.
     """
     import ctypes
 
@@ -100,14 +104,18 @@ def freed_memory_reused():
     except (OSError, AttributeError):  # not glibc (macOS, Windows, musl)
         yield
         return
-    for param, _ in _STEADY:
-        mallopt(param, ctypes.c_int(2**31 - 1))
+    if _reusing[0] == 0:
+        for param, _ in _STEADY:
+            mallopt(param, ctypes.c_int(2**31 - 1))
+    _reusing[0] += 1
     try:
         yield
     finally:
-        for param, value in _STEADY:
-            mallopt(param, ctypes.c_int(value))
-        return_freed_memory()
+        _reusing[0] -= 1
+        if _reusing[0] == 0:
+            for param, value in _STEADY:
+                mallopt(param, ctypes.c_int(value))
+            return_freed_memory()
 
 
 def saved_activation_bytes(fn: Callable[[], object], exclude: tuple = ()) -> int:
@@ -231,7 +239,7 @@ def time_interleaved(
     # per call of this function, outside the timed region.
     # Timer's clock synchronises the accelerator's current device: make that the device being timed.
     index = device.index if device.type != "cpu" else None
-    with torch.accelerator.device_index(index), common.set_torch_threads(num_threads):
+    with torch.accelerator.device_index(index), common.set_torch_threads(num_threads), freed_memory_reused():
         start = time.perf_counter()
         for r in range(repeats):
             names = [n for n in fns if n not in errors]

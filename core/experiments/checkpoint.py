@@ -76,10 +76,9 @@ def measure_length(cfg: CheckpointConfig, T: int, names: list[str], device, afte
     keys = [(n, f) for n in names for f in FORMS]
     prepared, fields = guard.prepare_each(keys, lambda key: _prepare(*key, cfg, T, device), device)
     steps = {key: p[2] for key, p in prepared.items()}
-    with bench.freed_memory_reused():  # the plain step's gigabytes are not re-zeroed by the OS every step
-        timings, errors = bench.time_interleaved(steps, warmup=cfg.warmup, repeats=cfg.repeats, device=device,
-                                                 max_seconds=cfg.max_point_s, is_fatal=guard.is_oom,
-                                                 after_round=after_round)  # fmt: skip
+    timings, errors = bench.time_interleaved(steps, warmup=cfg.warmup, repeats=cfg.repeats, device=device,
+                                             max_seconds=cfg.max_point_s, is_fatal=guard.is_oom,
+                                             after_round=after_round)  # fmt: skip
     fields.update(guard.failed_fields(errors, device))
     for key, timing in timings.items():
         model, features, _, loss_fn, (tokens, targets) = prepared[key]

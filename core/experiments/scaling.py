@@ -195,7 +195,8 @@ def run(cfg: ScalingConfig, on_progress=None) -> pd.DataFrame:
                 on_progress(Progress(len(rows), total, f"n={T}: round {r} of {cfg.repeats}", ()))
 
         if runnable:
-            fields.update(measure_length(cfg, T, runnable, counts, device, after_round))
+            with bench.freed_memory_reused():  # one for the whole length: each timed call is one step
+                fields.update(measure_length(cfg, T, runnable, counts, device, after_round))
         for name in cfg.models:
             group = [{**env, "model": name, "seq_len": T, "threads": None, "threads_requested": p,
                       "d_model": cfg.d_model, "n_layers": cfg.n_layers, "batch_size": cfg.batch_size, "seed": cfg.seed,
