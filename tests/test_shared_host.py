@@ -13,10 +13,11 @@ from conftest import REVEALED, app_test
 from streamlit.testing.v1 import AppTest
 
 from core import cancel, checkpoints, files, results
-from core.bench import LivePeak, return_freed_memory, saved_activation_bytes, time_interleaved
+from core.bench import LivePeak, saved_activation_bytes, time_interleaved
 from core.config import make_config
 from core.device import MEASURE_LOCK, measuring
 from core.experiments import attention_cost, long_range, serial
+from core.heap import return_freed_memory
 from ui.frame import literal
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -67,7 +68,7 @@ def test_repeated_runs_level_off_in_memory():
 
 _REUSE_PROBE = """
 import resource, torch
-from core.bench import freed_memory_reused
+from core.heap import freed_memory_reused
 from core.experiments import checkpoint
 
 cfg = checkpoint.CheckpointConfig()  # the plain BPTT step of the checkpoint section: 287 MiB kept at n = 4096

@@ -67,8 +67,8 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
     stopped or replaced and ends, without touching the new run's rows.
     """
     from core import cancel
-    from core.bench import return_freed_memory
     from core.device import configure_threads, measuring
+    from core.heap import return_freed_memory
 
     state = _live_state(page)
     if cfg is not None:
@@ -143,7 +143,7 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
             state["error"] = f"{type(err).__name__}: {err}"
         finally:
             _measuring_threads.discard(me)
-            return_freed_memory()  # a long-lived server levels off (core.bench.return_freed_memory)
+            return_freed_memory()  # a long-lived server levels off (core.heap.return_freed_memory)
         if state.get("token") is not token:
             return None  # a newer run of this page draws the results
         bar.empty()
