@@ -118,7 +118,6 @@ PRESETS = {
     # lr 1e-3 for both models: at 3e-3 the Transformer stayed on its plateau (41–79% after 3000 steps) in three of
     # nine multi-query runs; at 1e-3 the same three seeds and distances were solved within 600–900 steps
     "full": {
-        "models": ("lstm", "transformer", "lstm_attention"),  # the reference adds attention over an LSTM (#17)
         "lr": 1e-3,
         "tasks": ("recall", "mqar"),
         "seq_len": 48,

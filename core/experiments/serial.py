@@ -25,7 +25,7 @@ from core.models.layers import n_params
 from core.models.registry import RECURRENT, n_heads_for
 from core.results import tidy
 
-MODELS = ("rnn", "lstm", "gru", "lstm_loop", "transformer")  # the default comparison; any kind for "serial" runs
+MODELS = ("rnn", "lstm", "gru", "lstm_loop", "transformer", "lstm_attention")  # any kind for "serial" runs
 COLUMNS = ("model", "n_layers", "d_model", "batch_size", "seq_len", "params", "train_ms", "train_iqr_ms",
            "noisy", "ratio_to_recurrent", "ratio_q25", "ratio_q75", "ratio_base", "tokens_per_s",
            "saved_bytes", "peak_bytes", "predicted_bytes", "seq_steps", "flops", "flop_convention",
@@ -57,8 +57,6 @@ PRESETS = {
     # a second or two: for testing the command line and scripts/gpu_reference.sh, not for reading
     "tiny": {"seq_lens": (8, 16), "d_model": 16, "batch_size": 2, "warmup": 0, "repeats": 1, "max_point_s": 0.1},
     "full": {
-        # the reference adds attention over an LSTM (#17)
-        "models": ("rnn", "lstm", "gru", "lstm_loop", "transformer", "lstm_attention"),
         "seq_lens": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096),
         "warmup": 2,
         "repeats": 7,
