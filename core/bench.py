@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import time
 from collections.abc import Callable
 
@@ -133,11 +134,14 @@ def time_interleaved(
     max_seconds: float | None = None,
     is_fatal: Callable[[BaseException], bool] | None = None,
     after_round: Callable[[int], None] | None = None,
+    min_sample_s: float = 0.0,
 ) -> tuple[dict[str, Timing], dict[str, BaseException]]:
     """Time several callables round-robin, repeat by repeat, so background load falls on all of them alike.
 
     Each round times one call of every callable (the order rotates from round to round); after `warmup` untimed
-    calls each. `max_seconds` caps the timed work per callable (at least 3 rounds are kept). A callable that raises
+    calls each. With `min_sample_s`, a callable whose last warm-up call took less is called k times back to back
+    per round, k = ⌈min_sample_s / that time⌉ (at most 50), and the round's time is their mean, as timeit does:
+    a 2 ms step then is not at the mercy of one 1 ms preemption. `max_seconds` caps the timed work per callable (at least 3 rounds are kept). A callable that raises
     an error `is_fatal` accepts (out of memory, say) is dropped from later rounds and its error returned; any other
     error propagates. `after_round(r)` is called between rounds (outside the timed calls): a page can report
     progress there, or stop the measurement by raising. Returns (timings, errors); timings[name].times_ms are in
@@ -161,10 +165,16 @@ def time_interleaved(
             errors[name] = err
             return None
 
+    calls = dict.fromkeys(fns, 1)
     for name, fn in fns.items():
         for _ in range(warmup):
             if name not in errors:
+                synchronize(device)
+                t0 = time.perf_counter()
                 call(name, fn)
+                synchronize(device)
+                took = time.perf_counter() - t0
+                calls[name] = min(50, max(1, math.ceil(min_sample_s / max(took, 1e-6)))) if min_sample_s else 1
                 cancel.check()  # a Stop is seen between calls, not only between points
     synchronize(device)
     # Each repeat is one Timer._timeit(1), the step blocked_autorange repeats: Timer's timeit loop (garbage collector
@@ -186,7 +196,7 @@ def time_interleaved(
                 break
             names = names[r % len(names) :] + names[: r % len(names)]  # rotate: no callable always goes first
             for name in names:
-                t = call(name, lambda name=name: timers[name]._timeit(1))
+                t = call(name, lambda name=name: timers[name]._timeit(calls[name]) / calls[name])
                 if t is not None:
                     times[name].append(t)
                 paused = time.perf_counter()

@@ -34,8 +34,19 @@ def physical_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def page_threads() -> int:
+    """Torch threads for a measurement started on a page: every usable core but one (at least one), or LAB_THREADS.
+
+    A page's run shares the machine with the page's own server (its main thread sends every progress message) and,
+    when it is local, the learner's browser. On a 2-core Xeon with the serial page open, its quick run with 2 threads
+    flagged 10–15 of 24 points noisy (an IQR above 10% of the median) and put the Transformer ÷ LSTM ratio at
+    1.8–2.5× over three runs; with 1 thread, no point was noisy in three runs and the ratio stayed at 3.0–3.2×.
+    The command line, with nothing beside it, keeps one thread per core (`configure_threads`)."""
+    return int(os.environ.get("LAB_THREADS", "0")) or max(1, physical_cores() - 1)
+
+
 def configure_threads(n: int | None = None) -> int:
-    """Give torch exactly one thread per usable core (or `n`); return the count in force."""
+    """Give torch exactly one thread per usable core (or `n`, or LAB_THREADS); return the count in force."""
     import torch
 
     n = n or int(os.environ.get("LAB_THREADS", "0")) or physical_cores()

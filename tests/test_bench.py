@@ -52,6 +52,25 @@ def test_time_fn_times_each_repeat_in_call_order():
         assert k <= t < k + 4
 
 
+def test_a_short_call_is_timed_in_back_to_back_runs_of_at_least_min_sample_s():
+    """A 2 ms call with min_sample_s = 20 ms: k = ⌈20 / its warm-up time⌉ calls per round, their mean reported; a
+    20 ms call stays at one call per round."""
+    calls = {"short": 0, "long": 0}
+
+    def short():
+        calls["short"] += 1
+        time.sleep(0.002)
+
+    def long():
+        calls["long"] += 1
+        time.sleep(0.02)
+
+    timings, _ = bench.time_interleaved({"short": short, "long": long}, warmup=1, repeats=3, min_sample_s=0.02)
+    assert calls["long"] == 1 + 3
+    assert 1 + 3 * 4 <= calls["short"] <= 1 + 3 * 10  # k between 4 (a slow warm-up, 5 ms) and 10
+    assert 2.0 <= timings["short"].median_ms < 4.0 and len(timings["short"].times_ms) == 3  # the mean of one call
+
+
 def test_time_fn_median_and_iqr_are_numpys_linear_quantiles():
     calls = []
 

@@ -79,9 +79,9 @@ def language_ui() -> str:
 # ---- device ---------------------------------------------------------------------------------------------------
 @st.cache_resource(show_spinner=False)
 def _checked_device_facts() -> dict:
-    from core.device import configure_threads, light_facts
+    from core.device import configure_threads, light_facts, page_threads
 
-    configure_threads()
+    configure_threads(page_threads())
     return light_facts()
 
 

@@ -67,14 +67,14 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
     stopped or replaced and ends, without touching the new run's rows.
     """
     from core import cancel
-    from core.device import configure_threads, measuring
+    from core.device import configure_threads, measuring, page_threads
     from core.heap import return_freed_memory
 
     state = _live_state(page)
     if cfg is not None:
         token = object()
         state.update(rows=[], done=0, kept=0, total=0, finished=False, error=None, token=token, stop=False)
-        configure_threads()
+        configure_threads(page_threads())  # one core left to the server and the browser (core.device.page_threads)
         stop = st.empty()  # the Stop button exists only while the run does
         stop.button(
             tr("ui.stop"),

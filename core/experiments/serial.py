@@ -52,8 +52,13 @@ class SerialConfig:
             raise ValueError(f"d_model: {self.d_model} must be divisible by the number of heads")
 
 
+# each timed sample of a step lasts at least this long (a short step is run back to back and averaged, as timeit
+# does). Three quick runs on a 2-core Xeon flagged 0-4 of 24 points noisy with single-step samples (2-4 ms steps at
+# n = 32, one preemption away from an IQR of 10%) and 0, 0, 0 with 50 ms samples and 5 rounds
+MIN_SAMPLE_S = 0.05
+
 PRESETS = {
-    "quick": {"seq_lens": (32, 128, 512, 1024), "warmup": 1, "repeats": 3, "max_point_s": 1.0},
+    "quick": {"seq_lens": (32, 128, 512, 1024), "warmup": 1, "repeats": 5, "max_point_s": 1.0},
     # a second or two: for testing the command line and scripts/gpu_reference.sh, not for reading
     "tiny": {"seq_lens": (8, 16), "d_model": 16, "batch_size": 2, "warmup": 0, "repeats": 1, "max_point_s": 0.1},
     "full": {
@@ -119,7 +124,7 @@ def measure_length(cfg: SerialConfig, seq_len: int, names: list[str], device: to
     steps = {name: p[1] for name, p in prepared.items()}
     timings, errors = bench.time_interleaved(steps, warmup=cfg.warmup, repeats=cfg.repeats, device=device,
                                              max_seconds=cfg.max_point_s, is_fatal=guard.is_oom,
-                                             after_round=after_round)  # fmt: skip
+                                             after_round=after_round, min_sample_s=MIN_SAMPLE_S)  # fmt: skip
     fields.update(guard.failed_fields(errors, device))
     for name, timing in timings.items():
         model, step, loss_fn, (tokens, targets) = prepared[name]
