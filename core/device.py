@@ -309,6 +309,6 @@ def light_facts() -> dict:
         "name": _cpu_name() if kind == "cpu" else "NVIDIA GPU",
         "memory": memory,
         "torch": version,
-        "threads": int(os.environ.get("LAB_THREADS", "0")) or physical_cores(),
+        "threads": page_threads(),  # what a page's run will use
         "checked": False,
     }

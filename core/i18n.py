@@ -55,6 +55,14 @@ def t(key: str, lang: str = DEFAULT_LANG, **values) -> str:
 _THREADS = re.compile(r" · (\d+) threads?$")
 
 
+def threads_words(n: int, tr, cores: int | None = None) -> str:
+    """'1 thread', '2 threads' (or the page's language); with `cores` above n, also why a core is left free."""
+    said = tr("ui.threads", n=n)
+    if said == f"{n} threads" and n == 1:
+        said = "1 thread"
+    return tr("ui.threads_left", threads=said, cores=cores) if cores and cores > n else said
+
+
 def device_words(label, tr) -> str:
     """A device label as core writes it, 'cpu · Intel Xeon · 2 threads', with its thread count in `tr`'s language
     (the CSV keeps the English, '1 threads' included; a page reads '1 thread'); any other text unchanged."""

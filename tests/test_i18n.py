@@ -177,3 +177,15 @@ def test_the_glossary_names_every_banned_term():
     for word in ("步链", "电报纸带", "均匀瞎猜", "按存储逐一计数", "屋顶线模型", "内存守卫", "热身", "缩放指数", "模块",
                  "检查点", "激活值", "层归一化", "词元", "显存", "隐状态", "算力利用率", "是……的 N 倍", "只有……的 1/N"):  # fmt: skip
         assert word in text, f"docs/GLOSSARY.md does not mention {word}"
+
+
+def test_thread_counts_read_as_words_and_a_left_core_is_explained():
+    from core.i18n import device_words, threads_words, translator
+
+    en, zh = translator("en"), translator("zh")
+    assert threads_words(1, en) == "1 thread" and threads_words(2, en) == "2 threads"
+    assert threads_words(1, en, cores=2) == "1 thread (of 2 cores: one is left to the app's server and your browser)"
+    assert threads_words(2, en, cores=2) == "2 threads"  # every core measuring: nothing to explain
+    assert threads_words(1, zh, cores=2).startswith("1 个线程（共 2 个核心")
+    assert device_words("cpu · Intel Xeon · 1 threads", en) == "cpu · Intel Xeon · 1 thread"
+    assert device_words("cpu · Intel Xeon · 2 threads", zh) == "cpu · Intel Xeon · 2 个线程"

@@ -115,7 +115,9 @@ _WARMING = False
 
 
 def device_card_ui(tr, where=None) -> dict:
+    from core.device import physical_cores
     from core.guard import format_bytes
+    from core.i18n import threads_words
 
     facts = _device_facts()
     box = where or st.sidebar
@@ -126,7 +128,7 @@ def device_card_ui(tr, where=None) -> dict:
             name=facts["name"],
             memory=format_bytes(facts["memory"]),
             torch=facts["torch"],
-            threads=facts["threads"],
+            threads=threads_words(facts["threads"], tr, physical_cores()),
         )
     )
     return facts

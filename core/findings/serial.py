@@ -205,8 +205,9 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         hybrid = registry.find(at_c.index, table1_row="recurrent_attention")  # attention over a recurrence
         if hybrid is not None:
             h = at_c.loc[hybrid]
-            out.append(tr("serial.take.hybrid", model=_name(hybrid, tr), T=Tc, tf=f"{h['train_ms'] / tf['train_ms']:.2g}",
-                          lstm=f"{h['train_ms'] / lstm['train_ms']:.2g}", steps=f"{int(h['seq_steps']):,}",
+            times = lambda x: f"{x:.2g}" if x < 1 else f"{x:.1f}" if x < 10 else f"{x:.0f}"  # 1.0×, not 1×
+            out.append(tr("serial.take.hybrid", model=_name(hybrid, tr), T=Tc, tf=times(h["train_ms"] / tf["train_ms"]),
+                          lstm=times(h["train_ms"] / lstm["train_ms"]), steps=f"{int(h['seq_steps']):,}",
                           lstm_steps=f"{int(lstm['seq_steps']):,}"))  # fmt: skip
         gpu = next(h for h in hardware_for(ok, tr) if not h.measured)
         pl = roofline.predict_ms(lstm["flops"], int(lstm["seq_steps"]), gpu)
