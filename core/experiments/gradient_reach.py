@@ -25,7 +25,7 @@ from core.models import mixers, registry
 from core.models.layers import n_params
 from core.models.registry import ATTENTION, LayerSpec, n_heads_for
 from core.results import tidy
-from core.rules import REACH_FACTOR
+from core.rules import FLAT_FACTOR, REACH_FACTOR
 
 MODELS = ("rnn", "lstm", "gru", "attention", "lstm_attention")  # the last: attention over an LSTM (#17)
 COLUMNS = (
@@ -239,7 +239,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                 tr("long_range.reach.take.decay", reach=int(r), factor=f"{REACH_FACTOR:,.0f}", **values)
                 + (" " + tr("long_range.reach.take.underflow", n=zeros) if zeros else "")
             )
-        elif back.min() > 0 and back.max() / back.min() < 100:
+        elif back.min() > 0 and back.max() / back.min() < FLAT_FACTOR:
             kinds[model] = "flat"
             out.append(tr("long_range.reach.take.flat", lo=f"{back.min():.2g}", hi=f"{back.max():.2g}", **values))
         elif _levels_off(sub, far):  # a direct path beside a decaying one (attention over a recurrence's states)
