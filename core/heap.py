@@ -3,8 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import torch
+
+
+@functools.cache
+def _libc():
+    """glibc, for malloc_trim and mallopt; None elsewhere (macOS, Windows, musl)."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim, libc.mallopt  # noqa: B018 - both exist, or this is not glibc
+    except (OSError, AttributeError):
+        return None
+    return libc
 
 
 def return_freed_memory() -> None:
@@ -15,16 +29,13 @@ def return_freed_memory() -> None:
     swung by ~150 MiB from run to run and drifted up on a shared host. `malloc_trim(0)` hands free heap pages back
     (glibc only; elsewhere this is a no-op). CUDA's caching allocator is emptied the same way.
     """
-    import ctypes
     import gc
 
     gc.collect()
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         torch.cuda.empty_cache()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (macOS, Windows, musl)
-        pass
+    if _libc() is not None:
+        _libc().malloc_trim(0)
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
@@ -35,7 +46,8 @@ _reusing = [0]  # how deep inside freed_memory_reused this process is: only the 
 @contextlib.contextmanager
 def freed_memory_reused():
     """While timing, keep freed memory in the process for the next step, as PyTorch's CUDA caching allocator always
-    does; on leaving the outermost one, hand it back (`return_freed_memory`). `time_interleaved` times inside one.
+    does; on leaving the outermost one, hand the heap's free pages back (malloc_trim: the tensors are already freed,
+    and the CUDA cache is left alone, it was never glibc's). `time_interleaved` times inside one.
 
     glibc's malloc serves blocks above its mmap threshold (at most 32 MiB) with fresh mappings and unmaps them on
     free, so each step that allocates gigabytes pays the kernel for zero-filled pages again. A plain BPTT step at
@@ -47,16 +59,13 @@ def freed_memory_reused():
     script thread) blocks above 64 MiB are still mapped afresh; the command line and the reference runs measure in
     the main thread.
     """
-    import ctypes
-
-    try:
-        mallopt = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):  # not glibc (macOS, Windows, musl)
+    libc = _libc()
+    if libc is None:
         yield
         return
     if _reusing[0] == 0:
         for param, _ in _STEADY:
-            mallopt(param, ctypes.c_int(2**31 - 1))
+            libc.mallopt(param, 2**31 - 1)
     _reusing[0] += 1
     try:
         yield
@@ -64,5 +73,5 @@ def freed_memory_reused():
         _reusing[0] -= 1
         if _reusing[0] == 0:
             for param, value in _STEADY:
-                mallopt(param, ctypes.c_int(value))
-            return_freed_memory()
+                libc.mallopt(param, value)
+            libc.malloc_trim(0)

@@ -58,7 +58,7 @@ _THREADS = re.compile(r" · (\d+) threads?$")
 def threads_words(n: int, tr, cores: int | None = None) -> str:
     """'1 thread', '2 threads' (or the page's language); with `cores` above n, also why a core is left free."""
     said = tr("ui.threads", n=n)
-    if said == f"{n} threads" and n == 1:
+    if said == "1 threads":  # English: core's words, but one thread is singular
         said = "1 thread"
     return tr("ui.threads_left", threads=said, cores=cores) if cores and cores > n else said
 
@@ -68,10 +68,7 @@ def device_words(label, tr) -> str:
     (the CSV keeps the English, '1 threads' included; a page reads '1 thread'); any other text unchanged."""
 
     def words(m: re.Match) -> str:
-        said = tr("ui.threads", n=m.group(1))
-        if said == f"{m.group(1)} threads":  # English: core's words, but one thread is singular
-            return " · 1 thread" if m.group(1) == "1" else m.group(0)
-        return " · " + said
+        return " · " + threads_words(int(m.group(1)), tr)
 
     return _THREADS.sub(words, str(label))
 
