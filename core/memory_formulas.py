@@ -39,6 +39,14 @@ def kv_cache_bytes(
     return int(2 * n_layers * n_kv_heads * head_dim * seq_len * batch_size * bytes_per_elem)
 
 
+KV_PAGE = 16  # tokens per page of a KV cache: vLLM's default block size (Kwon et al. 2023, PagedAttention)
+
+
+def tokens_held(n: int, page: int = KV_PAGE) -> int:
+    """Tokens a cache that grows a page at a time has room for after n tokens: whole pages, ⌈n / page⌉ · page."""
+    return -(-n // page) * page
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelShape:
     """The numbers of a decoder that set its KV cache and attention cost, copied from its published config."""

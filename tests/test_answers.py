@@ -33,7 +33,7 @@ def speed():
 
 @pytest.fixture(scope="module")
 def decode():
-    cfg = answers_decode.EXPERIMENT.config("tiny", {"device": "cpu", "context_lens": "8,32,128,512"})
+    cfg = answers_decode.EXPERIMENT.config("tiny", {"device": "cpu", "context_lens": "16,32,128,512"})
     return answers_decode.run(cfg)
 
 
@@ -117,6 +117,17 @@ def test_decoding_keeps_a_fixed_state_while_the_kv_cache_grows_linearly(decode):
     assert window[window["context_len"] >= 4]["state_bytes"].nunique() == 1  # flat at r once r tokens are read
     lines = findings.decode_takeaways(decode, tr)
     assert any("byte for byte the formula" in s for s in lines) and any("did not grow at all" in s for s in lines)
+
+
+def test_a_context_between_pages_is_said_to_hold_whole_pages_not_the_token_formula():
+    cfg = answers_decode.EXPERIMENT.config(
+        "tiny", {"device": "cpu", "context_lens": "20,100", "mixers": "transformer,min_gru"}
+    )
+    df = answers_decode.run(cfg)
+    att = df[df["mixer"] == "transformer"].set_index("context_len")["state_bytes"]
+    assert att[100] == 2 * 112 * cfg.d_model * 4  # 7 pages of 16 tokens, not 100 tokens
+    lines = " ".join(findings.decode_takeaways(df, tr))
+    assert "rounded up to whole pages of 16 tokens" in lines and "byte for byte" not in lines
 
 
 def test_reach_ends_at_the_receptive_field_and_after_layers_times_the_window():

@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from core.memory_formulas import KV_PAGE, kv_cache_bytes, tokens_held
 from core.models import mixers
 from core.models.mixers import MixerSpec
 from core.models.mixers.base import log_scan, scan, state_bytes
@@ -84,6 +85,22 @@ def test_the_state_kept_is_what_the_record_says(name):
         for n in (1, 9, 40):
             state = layer.prefill(x[:, :n], layer.init_state(1, x))
             assert state_bytes(state) == 4 * mixer.state_floats(n, SPEC), (name, n)
+
+
+def test_the_kv_cache_is_written_in_place_and_copied_only_when_a_page_fills():
+    layer = mixers.get("transformer").layer(SPEC).eval()
+    x = torch.randn(1, 3 * KV_PAGE + 1, SPEC.d_model)
+    with torch.no_grad():
+        state = layer.prefill(x[:, :KV_PAGE], layer.init_state(1, x))
+        assert state_bytes(state) == kv_cache_bytes(1, 1, SPEC.d_model, KV_PAGE, 1, 4)  # a full page: the formula
+        homes = []
+        for t in range(KV_PAGE, 3 * KV_PAGE + 1):
+            _, state = layer.step(x[:, t], state)
+            homes.append(state[0].data_ptr())
+            assert state[0].shape[2] == t + 1
+            assert state_bytes(state) == kv_cache_bytes(1, 1, SPEC.d_model, tokens_held(t + 1), 1, 4)
+    assert len(set(homes)) == 3  # 33 tokens written: one copy into each new page, none between
+    assert homes[:KV_PAGE] == [homes[0]] * KV_PAGE and homes[KV_PAGE] != homes[0]
 
 
 def test_recurrent_states_stay_fixed_and_attentions_cache_grows():

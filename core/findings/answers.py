@@ -10,7 +10,7 @@ import math
 import pandas as pd
 
 from core import fit, status
-from core.memory_formulas import format_bytes
+from core.memory_formulas import format_bytes, tokens_held
 from core.models import mixers
 from core.models.mixers import CONVOLUTION, LOOP
 from core.models.registry import ATTENTION, RECURRENT, family_of
@@ -186,9 +186,12 @@ def decode_takeaways(df: pd.DataFrame, tr) -> list[str]:
                       big=name(tr, biggest["mixer"]), bytes=format_bytes(biggest["bytes"])))  # fmt: skip
     if len(cache):
         c = cache.iloc[0]
-        exact = c["bytes"] == c["predicted"]
+        # the record's count is whole pages (core.memory_formulas.tokens_held); 2·n·d·4 is that at a page's end
+        per_token = c["predicted"] / tokens_held(int(c["n"]))
+        said = ("answers.take.exact" if c["bytes"] == per_token * c["n"]
+                else "answers.take.paged" if c["bytes"] == c["predicted"] else "answers.take.off")  # fmt: skip
         out.append(tr("answers.take.cache", slope=fit.exponent_text(c["mem_slope"], c["mem_se"]), n=f"{int(c['n']):,}",
-                      bytes=format_bytes(c["bytes"]), formula=tr("answers.take.exact" if exact else "answers.take.off")))  # fmt: skip
+                      bytes=format_bytes(c["bytes"]), formula=tr(said)))  # fmt: skip
         if len(fixed):
             ratio = c["bytes"] / fixed["bytes"].max()
             quick = fixed.loc[fixed["ms"].idxmin()]

@@ -12,7 +12,7 @@ import pandas as pd
 
 from core import status
 from core.findings.long_range import pct, seed_spread
-from core.memory_formulas import format_bytes
+from core.memory_formulas import KV_PAGE, format_bytes
 from core.models import mixers
 from core.rules import NEAR_CHANCE, SEPARATED, SOLVED
 
@@ -191,10 +191,11 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                           what=tr(f"recall.state.{m}")))  # fmt: skip
         if att_best is not None:
             d, layers = int(att_best["d_model"]), int(att_best.get("n_layers", 2))
-            per_token = BYTES * layers * mixers.get(ATTENTION_MODEL).state_floats(1, mixers.MixerSpec(d))
+            cache = lambda n: BYTES * layers * mixers.get(ATTENTION_MODEL).state_floats(n, mixers.MixerSpec(d))
+            per_token = cache(KV_PAGE) / KV_PAGE  # it grows a page at a time: a whole page's bytes per token
             out.append(tr("recall.take.cache", T=T, state=format_bytes(att_best["state_bytes"]), d=d,
                           per_token=format_bytes(per_token), T2=f"{10 * T:,}",
-                          state2=format_bytes(att_best["state_bytes"] + 9 * T * per_token)))  # fmt: skip
+                          state2=format_bytes(att_best["state_bytes"] + cache(10 * T) - cache(T))))  # fmt: skip
     fell = fall_line(df, tr)
     if fell:
         out.append(fell)

@@ -16,6 +16,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from core.memory_formulas import tokens_held
 from core.models.registry import ATTENTION, RECURRENT, LayerSpec, n_heads_for
 
 if TYPE_CHECKING:
@@ -263,5 +264,5 @@ register(Mixer("lstm", RECURRENT, (FUSED,), _kind("lstm"), lambda n, form, s: n,
 register(Mixer("gru", RECURRENT, (FUSED,), _kind("gru"), lambda n, form, s: n, lambda n, s: s.d_model,
                _saved(12, 12), "recurrent", "Cho et al. 2014 (nn.GRU)", "#e377c2", kind="gru", selective=True))  # fmt: skip
 register(Mixer("transformer", ATTENTION, (FUSED,), _kind("transformer"), lambda n, form, s: 1,
-               lambda n, s: 2 * n * s.d_model, _saved(40, 40), "self_attention",
+               lambda n, s: 2 * tokens_held(n) * s.d_model, _saved(40, 40), "self_attention",
                "Vaswani et al. 2017 (Pre-LN block, SDPA)", "#1f77b4", kind="transformer"))  # fmt: skip

@@ -1,6 +1,7 @@
 """The chapter's own models as mixers, for decoding: the fused nn.LSTM / nn.GRU layer and the Pre-LN Transformer
 block of core.models.registry, each reading one token at a time — the recurrent ones through their state, the
-block through a KV cache that grows by one key and one value per token (Shazeer 2019's cache of every past token).
+block through a KV cache that keeps one key and one value per token (Shazeer 2019's cache of every past token),
+growing a page of core.memory_formulas.KV_PAGE tokens at a time as a server's does.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from core.models import paged_cache
 from core.models.mixers.base import FUSED, MixerLayer, heads_view, merge_heads
 
 
@@ -41,7 +43,8 @@ class FusedRecurrent(MixerLayer):
 
 class CachedBlock(MixerLayer):
     """A Pre-LN Transformer block (core.models.layers.Block) decoding with a KV cache: x + attn(ln1 x), then
-    x + mlp(ln2 x); the cache holds the keys and values of every token read (2 · tokens · d_model numbers)."""
+    x + mlp(ln2 x); the cache holds the keys and values of every token read, in whole pages
+    (2 · tokens_held(tokens) · d_model numbers, core.memory_formulas)."""
 
     def __init__(self, block: torch.nn.Module):
         super().__init__(FUSED)
@@ -63,7 +66,7 @@ class CachedBlock(MixerLayer):
     def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
         x = x_t[:, None]  # (B, 1, d)
         q, k, v = self._kv(x)
-        keys, values = torch.cat([state[0], k], dim=2), torch.cat([state[1], v], dim=2)  # (B, H, past+1, hs)
+        keys, values = paged_cache.append(state[0], k), paged_cache.append(state[1], v)  # (B, H, past+1, hs)
         y = F.scaled_dot_product_attention(q, keys, values)  # the newest query may see every cached key
         x = x + self.block.attn.proj(merge_heads(y))
         x = x + self.block.mlp(self.block.ln2(x))
@@ -72,4 +75,4 @@ class CachedBlock(MixerLayer):
     def prefill(self, x: torch.Tensor, state: tuple) -> tuple:
         """Reading a context only needs its keys and values: one parallel projection, no attention."""
         _, k, v = self._kv(x)
-        return torch.cat([state[0], k], dim=2), torch.cat([state[1], v], dim=2)
+        return paged_cache.append(state[0], k), paged_cache.append(state[1], v)
