@@ -266,6 +266,20 @@ def test_charts_encode_the_physics():
     assert heat["layer"][0]["encoding"]["x"]["sort"][-1].endswith("she")  # positions in reading order
 
 
+def test_the_training_curves_leave_no_row_of_empty_axes():
+    from core.charts import long_range as charts
+
+    assert charts.curve_columns(6, 3) == 3  # two tasks × three distances: a task per row, not 4 + 2
+    assert charts.curve_columns(3, 3) == 3 and charts.curve_columns(2, 1) == 2  # all in one row when they fit
+    assert charts.curve_columns(5, 5) == 4  # one task, many distances: at most 4 wide
+    from core.results import load_reference
+
+    ref = load_reference("long_range")[0]
+    spec = charts.curves_chart(ref, translator("en")).to_dict()
+    panels = ref[ref["status"] == "ok"].groupby(["task", "distance"]).ngroups
+    assert panels % spec["columns"] == 0, (panels, spec["columns"])
+
+
 def test_seeds_are_read_by_their_median_and_their_range_is_said():
     """Three seeds at one distance: the takeaway states the median and the lowest and highest seed."""
     rows = []

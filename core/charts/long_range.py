@@ -92,6 +92,12 @@ def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     )
 
 
+def curve_columns(panels: int, per_task: int, most: int = 4) -> int:
+    """Columns of the training-curve grid: every panel in one row if they fit, else a task's distances per row
+    (no row of empty axes after the last panel), at most `most` wide."""
+    return panels if panels <= most else max(1, min(most, per_task))
+
+
 def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Held-out accuracy against training step: one panel per (task, distance), one line per model, chance dashed."""
     d = _ok(df).assign(percent=lambda x: 100 * x["accuracy"], chance_pct=lambda x: 100 * x["chance"])
@@ -113,10 +119,11 @@ def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
     line = alt.Chart(d).mark_line(point=True).encode(**enc)
     chance = alt.Chart(d).mark_rule(strokeDash=[4, 4], color="gray").encode(y="mean(chance_pct):Q")
     order = list(dict.fromkeys(d.sort_values(["task", "distance"])["panel"]))
+    per_task = int(d.groupby("task")["distance"].nunique().max()) if len(d) else 1
     chart = (
         alt.layer(line, chance, data=d)
         .properties(width=180, height=150)
-        .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=4)
+        .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=curve_columns(len(order), per_task))
     )
     return chart.properties(
         title=alt.TitleParams(tr("long_range.chart.curves"), subtitle=tr("long_range.chart.curves_sub"), anchor="start")
