@@ -2,13 +2,15 @@
 
 A language's catalogue is the folder core/locales/<lang>/: one JSON file per page or topic, merged, so that pages
 can be written side by side. `t(key, lang, **values)` formats with str.format; a missing key shows as «key» so a
-test can find it on a page.
+test can find it on a page. A whole number from 10,000 up is shown with thousands separators (one rule for every
+sentence: "n = 16,384", not "n = 16384"), unless its placeholder gives its own format.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import numbers
 import re
 from pathlib import Path
 
@@ -48,8 +50,26 @@ def t(key: str, lang: str = DEFAULT_LANG, **values) -> str:
 
     # a device label core wrote ('cpu · Intel Xeon · 2 threads') reads in the page's words
     tr = translator(normalize_lang(lang))
-    values = {k: device_words(v, tr) if isinstance(v, str) else v for k, v in values.items()}
+    values = {k: device_words(v, tr) if isinstance(v, str) else _grouped(k, v) for k, v in values.items()}
     return text.format_map(_Keep({**catalogue_values(), **values}))
+
+
+class _Grouped(int):
+    """An integer a sentence shows with thousands separators ('16,384 tokens') unless its placeholder says how."""
+
+    def __format__(self, spec: str) -> str:
+        return int.__format__(self, spec or ",")
+
+
+GROUPED_FROM = 10_000  # "n = 4096" reads at a glance; "n = 16384" does not
+_NOT_GROUPED = ("seed",)  # a name, not an amount
+
+
+def _grouped(key: str, value):
+    """`value` as _Grouped if it is a whole number of at least GROUPED_FROM (and not a seed); else as it is."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and key not in _NOT_GROUPED:
+        return _Grouped(value) if abs(int(value)) >= GROUPED_FROM else value
+    return value
 
 
 _THREADS = re.compile(r" · (\d+) threads?$")

@@ -189,3 +189,14 @@ def test_thread_counts_read_as_words_and_a_left_core_is_explained():
     assert threads_words(1, zh, cores=2).startswith("1 个线程（共 2 个核心")
     assert device_words("cpu · Intel Xeon · 1 threads", en) == "cpu · Intel Xeon · 1 thread"
     assert device_words("cpu · Intel Xeon · 2 threads", zh) == "cpu · Intel Xeon · 2 个线程"
+
+
+def test_large_whole_numbers_read_with_separators_unless_the_sentence_formats_them():
+    import numpy as np
+
+    said = t("answers.take.headline", "en", mixer="x", n=np.int64(16384), how="y")
+    assert "n = 16,384" in said
+    assert "n = 4096" in t("answers.take.headline", "en", mixer="x", n=4096, how="y")  # short: as it is
+    kept = t("attention_cost.take.ratio", "en", n=16384, naive_mem="a", sdpa_mem="b", mem_ratio=12345, naive_ms=3.0,
+             sdpa_ms=2.0, time_ratio=1.5, backend="math")  # fmt: skip
+    assert "n = 16,384" in kept and "12345×" in kept  # {mem_ratio:.0f} says its own format
