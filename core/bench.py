@@ -22,7 +22,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.benchmark.utils import common
 
-from core import cancel
+from core import cancel, heap
 from core.device import synchronize
 from core.heap import freed_memory_reused
 from core.rules import NOISY_IQR_FRACTION
@@ -139,7 +139,8 @@ def time_interleaved(
     """Time several callables round-robin, repeat by repeat, so background load falls on all of them alike.
 
     Each round times one call of every callable (the order rotates from round to round); after `warmup` untimed
-    calls each. With `min_sample_s`, a callable whose last warm-up call took less is called k times back to back
+    calls each, and more (up to heap.EXTRA_WARMUPS) while the last of them still faulted in fresh memory: a cold
+    heap is not the step's cost. With `min_sample_s`, a callable whose last warm-up call took less is called k times back to back
     per round, k = ⌈min_sample_s / that time⌉ (at most 50), and the round's time is their mean, as timeit does:
     a 2 ms step then is not at the mercy of one 1 ms preemption. `max_seconds` caps the timed work per callable (at least 3 rounds are kept). A callable that raises
     an error `is_fatal` accepts (out of memory, say) is dropped from later rounds and its error returned; any other
@@ -166,29 +167,41 @@ def time_interleaved(
             return None
 
     calls = dict.fromkeys(fns, 1)
-    for name, fn in fns.items():
-        for _ in range(warmup):
-            if name not in errors:
+    # Timer's clock synchronises the accelerator's current device: make that the device being timed.
+    index = device.index if device.type != "cpu" else None
+    with torch.accelerator.device_index(index), common.set_torch_threads(num_threads), freed_memory_reused():
+        for name, fn in fns.items():
+            # The heap grows over several calls of a step that allocates gigabytes: the n = 8192 naive attention
+            # step faulted in 5.0, 3.0, 2.0, 1.0 GiB of fresh pages, then none (6.6 s a call cold, 1.1 s warm), and
+            # one quiet call can be followed by one that faults again. So warming up goes on until two calls in a
+            # row faulted in fewer than FRESH_PAGES, up to EXTRA_WARMUPS more calls and max_seconds of them.
+            done, planned, extra_s, was_fresh = 0, warmup, 0.0, False
+            while name not in errors and done < planned:
+                before = heap.minor_faults()
                 synchronize(device)
                 t0 = time.perf_counter()
                 call(name, fn)
                 synchronize(device)
                 took = time.perf_counter() - t0
+                done += 1
                 calls[name] = min(50, max(1, math.ceil(min_sample_s / max(took, 1e-6)))) if min_sample_s else 1
                 cancel.check()  # a Stop is seen between calls, not only between points
-    synchronize(device)
-    # Each repeat is one Timer._timeit(1), the step blocked_autorange repeats: Timer's timeit loop (garbage collector
-    # off during the call) and clock (torch.accelerator.synchronize(), CUDA or MPS, then timeit.default_timer).
-    # Not the public Timer.timeit(number=1), measured on this 2-core CPU (median of 3000 calls, best of 5): it runs
-    # max(number // 100, 2) = 2 untimed calls of its own first, so 3 calls of fn per repeat (warmup counts and the
-    # cost of slow points would change), and on a no-op fn it cost 15-21 us of wall time per repeat, against 3.3 us
-    # for _timeit(1) and 0.3 us for a bare perf_counter loop. The time _timeit(1) reports exceeds a bare
-    # perf_counter pair by ~0.7 us (no-op) to ~1.8 us (16x16 matmul); the old loop here, which also timed its
-    # synchronize() call, read ~1.5 us more than _timeit(1). Building the Timer and the Measurement costs ~0.6 ms
-    # per call of this function, outside the timed region.
-    # Timer's clock synchronises the accelerator's current device: make that the device being timed.
-    index = device.index if device.type != "cpu" else None
-    with torch.accelerator.device_index(index), common.set_torch_threads(num_threads), freed_memory_reused():
+                extra_s += took if done > warmup else 0.0
+                fresh = before is not None and heap.minor_faults() - before >= heap.FRESH_PAGES
+                room = planned < warmup + heap.EXTRA_WARMUPS and (max_seconds is None or extra_s < max_seconds)
+                if done == planned and (fresh or was_fresh) and room:
+                    planned += 1
+                was_fresh = fresh
+        synchronize(device)
+        # Each repeat is one Timer._timeit(1), the step blocked_autorange repeats: Timer's timeit loop (garbage
+        # collector off during the call) and clock (torch.accelerator.synchronize(), CUDA or MPS, then
+        # timeit.default_timer). Not the public Timer.timeit(number=1), measured on this 2-core CPU (median of 3000
+        # calls, best of 5): it runs max(number // 100, 2) = 2 untimed calls of its own first, so 3 calls of fn per
+        # repeat (warmup counts and the cost of slow points would change), and on a no-op fn it cost 15-21 us of
+        # wall time per repeat, against 3.3 us for _timeit(1) and 0.3 us for a bare perf_counter loop. The time
+        # _timeit(1) reports exceeds a bare perf_counter pair by ~0.7 us (no-op) to ~1.8 us (16x16 matmul); the old
+        # loop here, which also timed its synchronize() call, read ~1.5 us more than _timeit(1). Building the Timer
+        # and the Measurement costs ~0.6 ms per call of this function, outside the timed region.
         start = time.perf_counter()
         for r in range(repeats):
             names = [n for n in fns if n not in errors]

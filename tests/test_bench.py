@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from core import bench
+from core import bench, heap
 from core.device import configure_threads, torch_threads
 
 
@@ -36,6 +36,32 @@ def test_time_fn_does_not_time_warmup_calls():
     res = bench.time_fn(fn, warmup=3, repeats=5)
     assert len(calls) == 3 + 5 and len(res.times_ms) == 5
     assert max(res.times_ms) < 15.0
+
+
+@pytest.mark.skipif(heap.minor_faults() is None, reason="this OS does not count page faults")
+def test_warm_up_goes_on_while_a_call_still_faults_in_fresh_memory():
+    kept = []
+
+    def grows_then_settles():  # touches 2 MiB of new memory on each of its first 3 calls, then none
+        if len(kept) < 3:
+            kept.append(torch.ones(1 << 19))
+        calls.append(1)
+
+    calls = []
+    bench.time_fn(grows_then_settles, warmup=1, repeats=2)
+    assert len(calls) == 5 + 2  # 3 faulting warm-ups, two quiet ones in a row that show it settled, 2 timed
+
+    def always_grows():  # kept, never freed: each call needs memory the heap never had
+        kept.append(torch.ones(1 << 19))
+        calls.append(1)
+
+    calls = []
+    bench.time_fn(always_grows, warmup=2, repeats=1)
+    assert len(calls) == 2 + heap.EXTRA_WARMUPS + 1  # the extra warm-ups are capped
+    calls = []
+    bench.time_fn(always_grows, warmup=0, repeats=1)
+    assert len(calls) == 1  # no warm-up asked for, none added
+    kept.clear()
 
 
 def test_time_fn_times_each_repeat_in_call_order():
