@@ -38,13 +38,12 @@ def return_freed_memory() -> None:
         _libc().malloc_trim(0)
 
 
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4  # glibc's mallopt parameters (malloc.h)
-# while timing: no block mapped on its own (M_MMAP_MAX 0) and no trimming at all (-1, as mallopt(3) documents); a
-# 2 GiB threshold instead still trimmed a freed top above 2 GiB, and the n = 8192 naive attention step faulted in
-# 2 GiB afresh every few calls
-_TIMING = ((_M_MMAP_MAX, 0), (_M_TRIM_THRESHOLD, -1))
-# on leaving: where glibc's dynamic thresholds top out after a big free, and its default count of mapped blocks
-_STEADY = ((_M_MMAP_THRESHOLD, 32 << 20), (_M_TRIM_THRESHOLD, 64 << 20), (_M_MMAP_MAX, 65536))
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+# While timing both are raised to 2 GiB, not switched off: with mapping off (M_MMAP_MAX 0) and trimming off (-1)
+# the heap fragmented past the machine's memory at the attention page's wall check (naive attention at n ≈ 14,000,
+# 3 GiB per score matrix; the run was killed at 24 GiB), where a block above 2 GiB mapped on its own is freed whole.
+_TIMING = ((_M_MMAP_THRESHOLD, 2**31 - 1), (_M_TRIM_THRESHOLD, 2**31 - 1))
+_STEADY = ((_M_MMAP_THRESHOLD, 32 << 20), (_M_TRIM_THRESHOLD, 64 << 20))  # where glibc's dynamic thresholds top out
 _reusing = [0]  # how deep inside freed_memory_reused this process is: only the outermost one acts
 
 
@@ -59,8 +58,7 @@ def freed_memory_reused():
     n = 16384 on the checkpoint page's LSTM keeps 1.1 GiB for backward: on a 2-core Xeon it took 1,275 ms as glibc
     left it and 786 ms with freed memory reused, while the checkpointed step (1 MiB kept) took ~1,200 ms either
     way: the page-zeroing, not the arithmetic, had made checkpointing look faster (0.98×, then 1.53×). Leaving sets
-    both thresholds to where glibc's dynamic ones end after a big free (32 MiB, 64 MiB) and mapping back on.
-    glibc only; else a no-op.
+    both thresholds to where glibc's dynamic ones end after a big free (32 MiB, 64 MiB). glibc only; else a no-op.
     A thread other than the main one allocates from an arena whose heaps hold at most 64 MiB, so there (a page's
     script thread) blocks above 64 MiB are still mapped afresh; the command line and the reference runs measure in
     the main thread.
