@@ -140,9 +140,9 @@ def time_interleaved(
 
     Each round times one call of every callable (the order rotates from round to round); after `warmup` untimed
     calls each, and more (up to heap.EXTRA_WARMUPS) while the last of them still faulted in fresh memory: a cold
-    heap is not the step's cost. With `min_sample_s`, a callable whose last warm-up call took less is called k times back to back
-    per round, k = ⌈min_sample_s / that time⌉ (at most 50), and the round's time is their mean, as timeit does:
-    a 2 ms step then is not at the mercy of one 1 ms preemption. `max_seconds` caps the timed work per callable (at least 3 rounds are kept). A callable that raises
+    heap is not the step's cost. With `min_sample_s`, a callable whose last warm-up call took less is called k
+    times back to back per round, k = ⌈min_sample_s / that time⌉ (at most 50), and the round's time is their mean,
+    as timeit does: a 2 ms step then is not at the mercy of one 1 ms preemption. `max_seconds` caps the timed work per callable (at least 3 rounds are kept). A callable that raises
     an error `is_fatal` accepts (out of memory, say) is dropped from later rounds and its error returned; any other
     error propagates. `after_round(r)` is called between rounds (outside the timed calls): a page can report
     progress there, or stop the measurement by raising. Returns (timings, errors); timings[name].times_ms are in
