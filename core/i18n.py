@@ -2,7 +2,7 @@
 
 A language's catalogue is the folder core/locales/<lang>/: one JSON file per page or topic, merged, so that pages
 can be written side by side. `t(key, lang, **values)` formats with str.format; a missing key shows as «key» so a
-test can find it on a page. A whole number from 10,000 up is shown with thousands separators (one rule for every
+test can find it on a page. A whole number from 1,000 up is shown with thousands separators (one rule for every
 sentence: "n = 16,384", not "n = 16384"), unless its placeholder gives its own format.
 """
 
@@ -61,7 +61,7 @@ class _Grouped(int):
         return int.__format__(self, spec or ",")
 
 
-GROUPED_FROM = 10_000  # "n = 4096" reads at a glance; "n = 16384" does not
+GROUPED_FROM = 1_000  # as the sentences that format their own numbers do: "n = 1,024", "16,384 tokens"
 _NOT_GROUPED = ("seed",)  # a name, not an amount
 
 

@@ -196,7 +196,10 @@ def test_large_whole_numbers_read_with_separators_unless_the_sentence_formats_th
 
     said = t("answers.take.headline", "en", mixer="x", n=np.int64(16384), how="y")
     assert "n = 16,384" in said
-    assert "n = 4096" in t("answers.take.headline", "en", mixer="x", n=4096, how="y")  # short: as it is
+    assert "n = 512" in t("answers.take.headline", "en", mixer="x", n=512, how="y")  # short: as it is
+    assert "n = 4,096" in t("answers.take.headline", "en", mixer="x", n=4096, how="y")
+    said = t("depth.take.diverged_item", "en", model="m", L=2, seed=12345, step=1500)
+    assert "seed 12345" in said and "step 1,500" in said  # a seed is a name, not an amount
     kept = t("attention_cost.take.ratio", "en", n=16384, naive_mem="a", sdpa_mem="b", mem_ratio=12345, naive_ms=3.0,
              sdpa_ms=2.0, time_ratio=1.5, backend="math")  # fmt: skip
     assert "n = 16,384" in kept and "12345×" in kept  # {mem_ratio:.0f} says its own format

@@ -203,6 +203,6 @@ def test_the_explanation_follows_the_devices_roofline_not_the_ratio():
     cpu = " ".join(serial.takeaways(_pair_rows(1.6e11, 3e-5, tf_ms=170, lstm_ms=72), tr))
     assert "bounded by its arithmetic" in cpu and "The model predicts" not in cpu
     gpu = " ".join(serial.takeaways(_pair_rows(6e13, 1e-5, tf_ms=1.0, lstm_ms=12), tr))
-    assert "bounded by its chain of 1024 dependent steps" in gpu and "The model predicts" not in gpu
+    assert "bounded by its chain of 1,024 dependent steps" in gpu and "The model predicts" not in gpu
     odd = " ".join(serial.takeaways(_pair_rows(6e13, 1e-5, tf_ms=30, lstm_ms=12), tr))  # measured against the model
     assert "bounded by its chain" in odd and "The model predicts the Transformer (SDPA) would be the faster" in odd
