@@ -15,6 +15,7 @@ import math
 import time
 from collections.abc import Callable
 
+import numpy as np
 import torch
 import torch.utils.benchmark as tub
 from torch.multiprocessing.reductions import StorageWeakRef
@@ -33,6 +34,7 @@ class Timing:
     median_ms: float
     iqr_ms: float
     times_ms: tuple[float, ...]
+    fresh_bytes: float = math.nan  # median bytes of fresh pages the OS mapped per timed call (nan: not counted)
 
     @property
     def noisy(self) -> bool:
@@ -156,6 +158,7 @@ def time_interleaved(
     timers = {name: tub.Timer("fn()", globals={"fn": fn}, num_threads=num_threads) for name, fn in fns.items()}
     errors: dict[str, BaseException] = {}
     times: dict[str, list[float]] = {name: [] for name in fns}
+    mapped: dict[str, list[float]] = {name: [] for name in fns}  # bytes of fresh pages per call, counted around it
 
     def call(name, action):
         try:
@@ -209,9 +212,12 @@ def time_interleaved(
                 break
             names = names[r % len(names) :] + names[: r % len(names)]  # rotate: no callable always goes first
             for name in names:
+                before = heap.minor_faults()
                 t = call(name, lambda name=name: timers[name]._timeit(calls[name]) / calls[name])
                 if t is not None:
                     times[name].append(t)
+                    if before is not None:
+                        mapped[name].append((heap.minor_faults() - before) * heap.PAGE_BYTES / calls[name])
                 paused = time.perf_counter()
                 cancel.check()
                 start += time.perf_counter() - paused
@@ -228,7 +234,8 @@ def time_interleaved(
     for name, ts in times.items():
         if ts and name not in errors:
             m = common.Measurement(number_per_run=1, raw_times=ts, task_spec=spec)
-            out[name] = Timing(m.median * 1e3, m.iqr * 1e3, tuple(t * 1e3 for t in ts))
+            faulted = float(np.median(mapped[name])) if mapped[name] else math.nan
+            out[name] = Timing(m.median * 1e3, m.iqr * 1e3, tuple(t * 1e3 for t in ts), faulted)
     return out, errors
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import mmap
 
 import torch
 
@@ -91,5 +92,6 @@ def minor_faults() -> int | None:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
+PAGE_BYTES = mmap.PAGESIZE  # what one minor fault maps (4 KiB on x86-64 Linux, 16 KiB on Apple silicon)
 FRESH_PAGES = 256  # a warm-up call that faulted in at least this many pages (1 MiB of 4 KiB pages) was not warm
 EXTRA_WARMUPS = 8  # at most this many warm-up calls more while they keep faulting

@@ -20,6 +20,7 @@ LEARNED_FRACTION = 0.5  # a depth run "trained" if its final loss closed at leas
 FINAL_FRACTION = 0.2  # a run's final loss is the mean over this last share of its logged steps
 BUDGET_FRACTION = 0.5  # the memory guard's budget: this share of the memory free now
 DIVERGED_LOSS_FACTOR = 10.0  # a training loss above this many times a uniform guess's (log V) counts as diverged
+FRESH_PER_CALL = 32 << 20  # a timing whose calls each had this many bytes of fresh pages mapped includes that cost
 UNDERFLOW = 1e-30  # gradients below this have met float32's floor (~1e-38 normal, 1e-45 subnormal) somewhere
 # The GPU width a serial fraction is extrapolated to: an H100 SXM's streaming multiprocessors × warp schedulers each
 # (its independent instruction streams; core.findings.scaling says why this unit and not its CUDA-core lanes)

@@ -34,7 +34,7 @@ from core.results import tidy
 IMPLS = ("naive", "sdpa", "linear", "lstm_state")  # the default comparison; any registered implementation runs
 DTYPES = ("float32", "bfloat16", "float16", "auto")  # auto: bfloat16 on CUDA (flash needs it), else float32
 COLUMNS = ("impl", "backend", "requested_backend", "mode", "seq_len", "batch_size", "n_heads", "head_dim",
-           "dtype", "causal", "time_ms", "time_iqr_ms", "noisy", "peak_bytes", "peak_kind", "saved_bytes",
+           "dtype", "causal", "time_ms", "time_iqr_ms", "noisy", "fresh_bytes", "peak_bytes", "peak_kind", "saved_bytes",
            "formula_saved_bytes", "analytic_bytes", "state_bytes", "predicted_bytes", "budget_bytes", "point",
            "fits_budget", "device", "status", "note", "seed")  # fmt: skip
 

@@ -32,7 +32,7 @@ from core.results import tidy
 PLAIN, CHECKPOINTED = "plain", "checkpointed"
 FORMS = (PLAIN, CHECKPOINTED)
 COLUMNS = ("model", "bptt", "seq_len", "segment", "segments", "n_layers", "d_model", "batch_size", "params",
-           "train_ms", "train_iqr_ms", "noisy", "time_ratio", "time_ratio_q25", "time_ratio_q75", "saved_bytes",
+           "train_ms", "train_iqr_ms", "noisy", "fresh_bytes", "time_ratio", "time_ratio_q25", "time_ratio_q75", "saved_bytes",
            "layer_saved_bytes", "head_saved_bytes", "predicted_layer_bytes", "seq_steps", "status", "note",
            "seed")  # fmt: skip
 
@@ -88,7 +88,8 @@ def measure_length(cfg: CheckpointConfig, T: int, names: list[str], device, afte
             lambda f=features, x=tokens: f(x).sum(), exclude=exclude
         )  # sum: nothing kept
         fields[key] = {"status": status.OK, "params": n_params(model), "train_ms": timing.median_ms,
-                       "train_iqr_ms": timing.iqr_ms, "noisy": timing.noisy, "saved_bytes": whole,
+                       "train_iqr_ms": timing.iqr_ms, "noisy": timing.noisy, "fresh_bytes": timing.fresh_bytes,
+                       "saved_bytes": whole,
                        "layer_saved_bytes": layers, "head_saved_bytes": whole - layers,
                        "times_ms": timing.times_ms}  # fmt: skip
     prepared.clear()

@@ -13,7 +13,7 @@ import pandas as pd
 
 from core import status
 from core.findings import sig3
-from core.findings.notes import note_text
+from core.findings.notes import fresh_memory_text, note_text
 from core.fit import exponent_text, loglog_fit, tail_fit, tail_slope
 from core.memory_formulas import DTYPE_BYTES, ModelShape, format_bytes, kv_cache_bytes
 from core.models import attention
@@ -205,6 +205,10 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     noisy = ok.noisy.astype(bool).sum() if "noisy" in ok else 0
     if noisy:
         out.append(tr("attention_cost.take.noisy", k=int(noisy), total=len(ok)))
+    named = ok.assign(what=[tr(f"attention_cost.impl.{i}") for i in ok["impl"]]) if len(ok) else ok
+    fresh = fresh_memory_text(named, tr, "attention_cost", label="what", time="time_ms")
+    if fresh:
+        out.append(fresh)
     naive = ok[ok.impl == attention.find(ok.impl, computes="softmax", memory_exponent=2)]
     fused = ok[(ok.impl == attention.find(ok.impl, computes="softmax", memory_exponent=1))
                & (ok.requested_backend == attention.AUTO)]  # fmt: skip

@@ -12,6 +12,7 @@ import math
 import pandas as pd
 
 from core import status
+from core.findings.notes import fresh_memory_text
 from core.fit import exponent_text, tail_fit
 from core.memory_formulas import format_bytes
 
@@ -83,4 +84,11 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         head, whole = float(c["ck"]["head_saved_bytes"]), float(c["ck"]["saved_bytes"])
         if whole > 0:
             out.append(tr("ckpt.take.head", head=format_bytes(head), share=f"{100 * head / whole:.0f}", T=c["T"]))
+    if len(ok):
+        named = ok.assign(
+            what=[f"{tr(f'model.{m}')}, {tr(f'serial.ckpt.bptt.{b}')}" for m, b in zip(ok["model"], ok["bptt"])]
+        )
+        fresh = fresh_memory_text(named, tr, "checkpoint", label="what")
+        if fresh:
+            out.append(fresh)
     return out
