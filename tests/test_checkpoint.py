@@ -123,4 +123,8 @@ def test_a_step_timed_in_a_thread_is_said_to_include_fresh_memory_and_in_the_mai
     assert got["main"].loc["plain", "fresh_bytes"] < got["thread"].loc["plain", "fresh_bytes"] / 4  # reused
     tr = translator("en")
     said = [s for s in findings.takeaways(got["thread"].reset_index(), tr) if "afresh" in s]
-    assert len(said) == 1 and "plain BPTT at n = 4,096" in said[0] and said[0].startswith("1 of these 2 timings")
+    assert (
+        len(said) == 1
+        and "LSTM (fused) · plain BPTT at n = 4,096" in said[0]
+        and said[0].startswith("1 of these 2 timings")
+    )

@@ -86,7 +86,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
             out.append(tr("ckpt.take.head", head=format_bytes(head), share=f"{100 * head / whole:.0f}", T=c["T"]))
     if len(ok):
         named = ok.assign(
-            what=[f"{tr(f'model.{m}')}, {tr(f'serial.ckpt.bptt.{b}')}" for m, b in zip(ok["model"], ok["bptt"])]
+            what=[f"{tr(f'model.{m}')} · {tr(f'serial.ckpt.bptt.{b}')}" for m, b in zip(ok["model"], ok["bptt"])]
         )
         fresh = fresh_memory_text(named, tr, "checkpoint", label="what")
         if fresh:
