@@ -6,6 +6,11 @@ import contextlib
 import functools
 import mmap
 
+try:
+    import resource
+except ImportError:  # Windows
+    resource = None
+
 import torch
 
 
@@ -84,12 +89,9 @@ def freed_memory_reused():
 
 def minor_faults() -> int | None:
     """Page faults the process has taken that the kernel served without disk I/O (zero-filled or already cached
-    pages: the cost of memory touched for the first time), or None where the OS does not count them (Windows)."""
-    try:
-        import resource
-    except ImportError:
-        return None
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    pages: the cost of memory touched for the first time), or None where the OS does not count them (Windows).
+    Called around every timed call, so the module is looked up once, at import."""
+    return None if resource is None else resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 PAGE_BYTES = mmap.PAGESIZE  # what one minor fault maps (4 KiB on x86-64 Linux, 16 KiB on Apple silicon)

@@ -271,6 +271,6 @@ def findings(frames: dict, tr) -> dict:
             "home.find.attention",
             naive=naive["mem_text"],
             sdpa=fused["mem_text"],
-            n=f"{int(naive['n_hi']):,}",
+            n=int(naive["n_hi"]),
         )
     return out

@@ -85,7 +85,7 @@ def _how(tr, x: float, lo: float, hi: float) -> str:
 
 def headline_text(h: dict, tr) -> str:
     """The headline as the page and the home page both say it."""
-    text = tr("answers.take.headline", mixer=name(tr, h["mixer"]), n=f"{h['n']:,}",
+    text = tr("answers.take.headline", mixer=name(tr, h["mixer"]), n=h["n"],
               how=_how(tr, h["speedup"], h["q25"], h["q75"]))  # fmt: skip
     if h["n0"] != h["n"]:
         text += " " + tr("answers.take.headline_at", n0=h["n0"], x0=times_text(h["speedup0"]))
@@ -106,7 +106,7 @@ def speed_takeaways(df: pd.DataFrame, tr) -> list[str]:
         out.append(headline_text(h, tr))
         loop, fast = h["loop"], h["fast"]
         why = "answers.take.why_faster" if h["speedup"] > 1 else "answers.take.why"
-        out.append(tr(why, n=f"{h['n']:,}", steps=int(loop["seq_steps"]), depth=int(fast["seq_steps"]),
+        out.append(tr(why, n=h["n"], steps=int(loop["seq_steps"]), depth=int(fast["seq_steps"]),
                       loop_us=f"{1e3 * loop['train_ms'] / h['n']:.3g}", scan_us=f"{1e3 * fast['train_ms'] / h['n']:.3g}",
                       device=str(loop["device"])))  # fmt: skip
         s = speedups(df)
@@ -114,7 +114,7 @@ def speed_takeaways(df: pd.DataFrame, tr) -> list[str]:
         if len(at):
             items = [tr("answers.item", mixer=name(tr, r.mixer), form=tr(f"answers.form.{r.form}"),
                         x=times_text(r.speedup)) for r in at.itertuples()]  # fmt: skip
-            out.append(tr("answers.take.others", n=f"{h['n']:,}", items=tr("answers.sep_items").join(items)))
+            out.append(tr("answers.take.others", n=h["n"], items=tr("answers.sep_items").join(items)))
     if len(ok) and "vs_lstm" in ok:
         n = int(ok["seq_len"].max())
         at = ok[ok["seq_len"] == n].set_index(["mixer", "form"])
@@ -124,14 +124,14 @@ def speed_takeaways(df: pd.DataFrame, tr) -> list[str]:
         new = at.loc[[k for k in known if mixers.get(k[0]).kind is None]]
         if base[RECURRENT] and base[ATTENTION] and len(new):
             best = new["train_ms"].idxmin()
-            out.append(tr("answers.take.baselines", n=f"{n:,}", lstm=ms_text(at.loc[base[RECURRENT][0], "train_ms"]),
+            out.append(tr("answers.take.baselines", n=n, lstm=ms_text(at.loc[base[RECURRENT][0], "train_ms"]),
                           tf=ms_text(at.loc[base[ATTENTION][0], "train_ms"]), best=name(tr, best[0]),
                           form=tr(f"answers.form.{best[1]}"), best_ms=ms_text(new.loc[best, "train_ms"])))  # fmt: skip
     windows = ok[[row_of(m, "restricted") for m in ok["mixer"]]] if len(ok) else ok
     att = ok[[row_of(m, "self_attention") for m in ok["mixer"]]] if len(ok) else ok
     if len(windows) and windows["seq_len"].nunique() >= 2 and att["seq_len"].nunique() >= 2:
         out.append(tr("answers.take.window", r=int(windows["window"].iloc[0]), b=_fit(windows, "train_ms"),
-                      tb=_fit(att, "train_ms"), n=f"{int(windows['seq_len'].max()):,}"))  # fmt: skip
+                      tb=_fit(att, "train_ms"), n=int(windows["seq_len"].max())))  # fmt: skip
     if h is not None and "saved_bytes" in h["loop"]:
         out.append(tr("answers.take.memory", n=h["n"], mixer=name(tr, h["mixer"]),
                       scan=format_bytes(h["fast"]["saved_bytes"]), loop=format_bytes(h["loop"]["saved_bytes"])))  # fmt: skip
@@ -139,7 +139,7 @@ def speed_takeaways(df: pd.DataFrame, tr) -> list[str]:
     if len(errors):
         worst = errors.loc[errors["max_error"].idxmax()]
         out.append(tr("answers.take.precision", err=f"{worst['max_error']:.1g}", mixer=name(tr, worst["mixer"]),
-                      form=tr(f"answers.form.{worst['form']}"), n=f"{int(worst['seq_len']):,}"))  # fmt: skip
+                      form=tr(f"answers.form.{worst['form']}"), n=int(worst["seq_len"])))  # fmt: skip
     return out
 
 

@@ -53,7 +53,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         out.append(
             tr(
                 "attention_cost.kv.take.measured" if exact else "attention_cost.kv.take.mismatch",
-                n=f"{int(last.seq_len.iloc[0]):,}",
+                n=int(last.seq_len.iloc[0]),
                 sizes=sizes,
                 points=len(measured),
             )

@@ -10,6 +10,9 @@ from __future__ import annotations
 import math
 import re
 
+from core.memory_formulas import format_bytes
+from core.rules import FRESH_PER_CALL
+
 _NUM = r"[-+0-9.,e]+"
 _HOW = {
     "n steps × this device's step latency": "note.how.latency",
@@ -83,9 +86,6 @@ def fresh_memory_text(df, tr, experiment: str, label: str = "model", time: str =
     mapping of its own (in the main thread, while timing, only blocks above 2 GiB: core.heap), and the kernel
     zero-fills it on every call; a training loop that reuses its memory does not pay that. The times include this
     work, so the sentence says so rather than hiding or removing it."""
-    from core.memory_formulas import format_bytes
-    from core.rules import FRESH_PER_CALL
-
     if df is None or "fresh_bytes" not in df or not len(df):
         return None
     hit = df[df["fresh_bytes"].fillna(0) >= FRESH_PER_CALL]
