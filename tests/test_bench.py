@@ -10,6 +10,31 @@ from core import bench, heap
 from core.device import configure_threads, torch_threads
 
 
+class FakeClock:
+    """The harness's clock, advanced only by the callables under test: a 'call that takes 2 ms' takes exactly
+    2 ms of this clock whatever else the machine is doing, so the tests check the harness's bookkeeping, not the
+    host's scheduler."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """Both of the harness's clocks (its own perf_counter and the one Timer reads) replaced by one fake clock."""
+    fake = FakeClock()
+    real_timer = bench.tub.Timer
+    monkeypatch.setattr(bench.tub, "Timer", lambda *a, **k: real_timer(*a, timer=fake, **k))
+    monkeypatch.setattr(bench, "time", type("FakeTime", (), {"perf_counter": staticmethod(fake)}))
+    return fake
+
+
 def test_timing_reports_median_iqr_and_noise():
     t = bench.Timing(10.0, 0.5, (9.8, 10.0, 10.3))
     assert not t.noisy
@@ -19,23 +44,27 @@ def test_timing_reports_median_iqr_and_noise():
     assert len(calls) == 7 and len(res.times_ms) == 5 and res.iqr_ms >= 0
 
 
-def test_time_fn_times_a_known_sleep():
-    res = bench.time_fn(lambda: time.sleep(0.002), warmup=1, repeats=5)
-    assert 2.0 <= res.median_ms <= 6.0
+def test_time_fn_times_a_known_duration(clock):
+    res = bench.time_fn(lambda: clock.sleep(0.002), warmup=1, repeats=5)
+    assert res.median_ms == pytest.approx(2.0) and res.times_ms == pytest.approx((2.0,) * 5)
+
+
+def test_time_fn_reads_the_real_clock():
+    """On the real clock a 2 ms sleep never reads less than 2 ms (a sleep lasts at least as long as asked; only
+    a lower bound, which load cannot break)."""
+    res = bench.time_fn(lambda: time.sleep(0.002), warmup=0, repeats=3)
     assert min(res.times_ms) >= 2.0
 
 
-def test_time_fn_does_not_time_warmup_calls():
+def test_time_fn_does_not_time_warmup_calls(clock):
     calls = []
 
-    def fn():  # the warm-up calls are slow, the timed ones fast: a timed warm-up call would show as >= 30 ms
+    def fn():  # the warm-up calls take 30 ms, the timed ones 1 ms: a timed warm-up call would show as 30 ms
         calls.append(1)
-        if len(calls) <= 3:
-            time.sleep(0.03)
+        clock.sleep(0.03 if len(calls) <= 3 else 0.001)
 
     res = bench.time_fn(fn, warmup=3, repeats=5)
-    assert len(calls) == 3 + 5 and len(res.times_ms) == 5
-    assert max(res.times_ms) < 15.0
+    assert len(calls) == 3 + 5 and res.times_ms == pytest.approx((1.0,) * 5)
 
 
 @pytest.mark.skipif(heap.minor_faults() is None, reason="this OS does not count page faults")
@@ -64,59 +93,56 @@ def test_warm_up_goes_on_while_a_call_still_faults_in_fresh_memory():
     kept.clear()
 
 
-def test_time_fn_times_each_repeat_in_call_order():
+def test_time_fn_times_each_repeat_in_call_order(clock):
     calls = []
 
-    def fn():  # call k sleeps k ms
+    def fn():  # call k takes k ms
         calls.append(1)
-        time.sleep(len(calls) * 1e-3)
+        clock.sleep(len(calls) * 1e-3)
 
     res = bench.time_fn(fn, warmup=0, repeats=4)
-    assert len(res.times_ms) == 4
-    assert list(res.times_ms) == sorted(res.times_ms)
-    for k, t in enumerate(res.times_ms, start=1):
-        assert k <= t < k + 4
+    assert res.times_ms == pytest.approx((1.0, 2.0, 3.0, 4.0))
 
 
-def test_a_short_call_is_timed_in_back_to_back_runs_of_at_least_min_sample_s():
-    """A 2 ms call with min_sample_s = 20 ms: k = ⌈20 / its warm-up time⌉ calls per round, their mean reported; a
-    20 ms call stays at one call per round."""
+def test_a_short_call_is_timed_in_back_to_back_runs_of_at_least_min_sample_s(clock):
+    """A call of 3 ms, then 2 ms, with min_sample_s = 20 ms: k = ⌈20 / its warm-up time⌉ = 7 calls per round,
+    their mean reported; a 25 ms call stays at one call per round."""
     calls = {"short": 0, "long": 0}
 
     def short():
         calls["short"] += 1
-        time.sleep(0.002)
+        clock.sleep(0.003 if calls["short"] == 1 else 0.002)
 
     def long():
         calls["long"] += 1
-        time.sleep(0.02)
+        clock.sleep(0.025)
 
     timings, _ = bench.time_interleaved({"short": short, "long": long}, warmup=1, repeats=3, min_sample_s=0.02)
-    assert calls["long"] == 1 + 3
-    assert 1 + 3 * 4 <= calls["short"] <= 1 + 3 * 10  # k between 4 (a slow warm-up, 5 ms) and 10
-    assert 2.0 <= timings["short"].median_ms < 4.0 and len(timings["short"].times_ms) == 3  # the mean of one call
+    assert calls["long"] == 1 + 3 and timings["long"].times_ms == pytest.approx((25.0,) * 3)
+    assert calls["short"] == 1 + 3 * 7  # k from the warm-up call: ⌈20 / 3⌉
+    assert timings["short"].times_ms == pytest.approx((2.0,) * 3)  # the mean of one call, not the sum of seven
 
 
-def test_time_fn_median_and_iqr_are_numpys_linear_quantiles():
+def test_time_fn_median_and_iqr_are_numpys_linear_quantiles(clock):
     calls = []
 
     def fn():  # four repeats of different lengths: a lower median or nearest-rank quartiles would differ
         calls.append(1)
-        time.sleep((1, 4, 2, 8)[len(calls) - 1] * 1e-3)
+        clock.sleep((1, 4, 2, 8)[len(calls) - 1] * 1e-3)
 
     res = bench.time_fn(fn, warmup=0, repeats=4)
-    xs = np.array(res.times_ms)
-    assert res.median_ms == pytest.approx(np.median(xs), rel=1e-9)
-    assert res.iqr_ms == pytest.approx(np.quantile(xs, 0.75) - np.quantile(xs, 0.25), rel=1e-9)
-    assert sorted(xs)[1] < res.median_ms < sorted(xs)[2]
+    xs = np.array([1.0, 4.0, 2.0, 8.0])
+    assert res.times_ms == pytest.approx(tuple(xs))
+    assert res.median_ms == pytest.approx(3.0) and res.median_ms == pytest.approx(np.median(xs), rel=1e-9)
+    assert res.iqr_ms == pytest.approx(np.quantile(xs, 0.75) - np.quantile(xs, 0.25), rel=1e-9)  # 4.5 - 1.75
 
 
-def test_max_seconds_stops_early_keeping_at_least_three_repeats():
-    slow = bench.time_fn(lambda: time.sleep(0.02), warmup=0, repeats=50, max_seconds=0.001)
+def test_max_seconds_stops_early_keeping_at_least_three_repeats(clock):
+    slow = bench.time_fn(lambda: clock.sleep(0.02), warmup=0, repeats=50, max_seconds=0.001)
     assert len(slow.times_ms) == 3
     calls = []
-    res = bench.time_fn(lambda: (calls.append(1), time.sleep(0.005)), warmup=1, repeats=1000, max_seconds=0.05)
-    assert 3 <= len(res.times_ms) < 30 and len(calls) == 1 + len(res.times_ms)
+    res = bench.time_fn(lambda: (calls.append(1), clock.sleep(0.006)), warmup=1, repeats=1000, max_seconds=0.05)
+    assert len(res.times_ms) == 9 and len(calls) == 1 + 9  # stops once more than 50 ms of 6 ms calls were spent
     assert len(bench.time_fn(lambda: None, warmup=0, repeats=20, max_seconds=10).times_ms) == 20
 
 
@@ -170,7 +196,7 @@ def test_peak_flops_is_plausible_for_a_cpu():
     assert 1e8 < peak < 1e13
 
 
-def test_interleaved_timing_pairs_repeats_and_survives_a_failing_callable():
+def test_interleaved_timing_pairs_repeats_and_survives_a_failing_callable(clock):
     """Round-robin: every callable is called once per round (the order rotating), an out-of-memory one is dropped
     with its error while the others go on, and after_round runs between rounds, outside the timed calls."""
     order, rounds = [], []
@@ -178,7 +204,7 @@ def test_interleaved_timing_pairs_repeats_and_survives_a_failing_callable():
     def make(name, seconds):
         def fn():
             order.append(name)
-            time.sleep(seconds)
+            clock.sleep(seconds)
 
         return fn
 
@@ -190,12 +216,13 @@ def test_interleaved_timing_pairs_repeats_and_survives_a_failing_callable():
         warmup=1,
         repeats=4,
         is_fatal=lambda e: "out of memory" in str(e),
-        after_round=lambda r: (rounds.append(r), time.sleep(0.02)),
+        after_round=lambda r: (rounds.append(r), clock.sleep(0.02)),
     )
     assert set(timings) == {"a", "b"} and set(errors) == {"x"}
     assert len(timings["a"].times_ms) == len(timings["b"].times_ms) == 4 and rounds == [1, 2, 3, 4]
     assert order[:2] == ["a", "b"] and order[2:4] in (["a", "b"], ["b", "a"])  # warm-up, then round 1
     assert {tuple(order[i : i + 2]) for i in range(2, 10, 2)} == {("a", "b"), ("b", "a")}  # the order rotates
-    assert 2.0 <= timings["a"].median_ms < 10 and 4.0 <= timings["b"].median_ms < 12  # the sleeps, not after_round
+    assert timings["a"].times_ms == pytest.approx((2.0,) * 4)  # each call's own time: not after_round's 20 ms
+    assert timings["b"].times_ms == pytest.approx((4.0,) * 4)
     with pytest.raises(ValueError):  # any other error is not a result: it propagates
         bench.time_interleaved({"bad": lambda: int("x")}, warmup=0, repeats=1)

@@ -31,11 +31,10 @@ def no_measuring(monkeypatch):
 
 
 def _bad(capsys, argv, option):
-    t0 = time.perf_counter()
+    """Exit 2 with one line naming `option` (the `no_measuring` fixture fails the test if anything was measured)."""
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith(f"error: {option}:"), err
-    assert time.perf_counter() - t0 < 5
 
 
 def test_a_folder_given_as_out_is_refused_first(tmp_path, capsys, no_measuring):
@@ -56,15 +55,11 @@ def test_a_parent_that_cannot_be_created_is_refused_first(tmp_path, capsys, no_m
     _bad(capsys, ["reference", "--only", "kv_cache", "--out-dir", str(tmp_path), "--log", str(tmp_path)], "--log")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
-def test_a_place_that_cannot_be_written_is_refused_first(tmp_path, capsys, no_measuring):
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    locked.chmod(0o500)
-    try:
-        _bad(capsys, [*TINY, "--out", str(locked / "a.csv")], "--out")
-    finally:
-        locked.chmod(0o700)
+def test_a_place_that_cannot_be_written_is_refused_first(capsys, no_measuring):
+    """A folder that exists but takes no new file, for root too (CI runs as root, who passes any mode bits):
+    /proc/self, where the kernel refuses to create files whoever asks."""
+    _bad(capsys, [*TINY, "--out", "/proc/self/a.csv"], "--out")
+    _bad(capsys, [*TINY, "--out-dir", "/proc/self"], "--out-dir")
 
 
 def test_the_checks_name_the_problem(tmp_path):
@@ -110,9 +105,7 @@ def test_a_failure_keeps_the_rows_and_ends_the_csv_with_a_status_row(tmp_path, c
 def test_the_time_limit_keeps_the_rows(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("LAB_INJECT", "gradient_reach=hang")
     out = tmp_path / "g.csv"
-    t0 = time.perf_counter()
-    assert main([*TINY, "--out", str(out), "--time-limit", "1.5"]) == 124
-    assert time.perf_counter() - t0 < 10
+    assert main([*TINY, "--out", str(out), "--time-limit", "1.5"]) == 124  # the hang was ended by the limit
     df = pd.read_csv(out)
     assert len(df) == 17 and df.status.iloc[-1] == "stopped" and "time limit of 2 s" in df.note.iloc[-1]
 
