@@ -5,7 +5,6 @@ import gc
 import os
 import shutil
 import threading
-import time
 
 import pytest
 import torch
@@ -228,45 +227,41 @@ def _fresh_caches():
 
 
 # ---- Stop -----------------------------------------------------------------------------------------------------
-def _lock_free_after_stop(run, stop_after_s: float = 1.0) -> float:
-    """Start `run()` in a thread holding the measurement lock; ask it to stop; seconds until the lock is free."""
-    flag = threading.Event()
-    outcome = {}
+def _stop_on_look(run, looks_before_stop: int = 4) -> list:
+    """Run `run(on_progress)` holding the measurement lock, its Stop set to come true the `looks_before_stop`-th time
+    the harness looks at it (`cancel.check()`). The run must end at that very look (no look after it: nothing more
+    was measured once Stop was seen), free the lock, and propagate `Stopped`. Returns the progress reports."""
+    looks, reports = [], []
 
-    def target():
-        try:
-            with measuring(), cancel.stop_when(flag.is_set):
-                run()
-            outcome["ended"] = "finished"
-        except cancel.Stopped:
-            outcome["ended"] = "stopped"
+    def stop_now() -> bool:
+        looks.append(1)
+        return len(looks) >= looks_before_stop
 
-    thread = threading.Thread(target=target)
-    thread.start()
-    time.sleep(stop_after_s)
-    assert MEASURE_LOCK.locked(), "the run ended before the Stop: make it longer"
-    flag.set()
-    t0 = time.perf_counter()
-    assert MEASURE_LOCK.acquire(timeout=10)
-    waited = time.perf_counter() - t0
-    MEASURE_LOCK.release()
-    thread.join(10)
-    assert outcome["ended"] == "stopped"
-    return waited
+    with pytest.raises(cancel.Stopped), measuring(), cancel.stop_when(stop_now):
+        run(reports.append)
+    assert len(looks) == looks_before_stop  # it ended at the first look after the Stop
+    assert not MEASURE_LOCK.locked()
+    return reports
 
 
-def test_stop_during_a_long_timed_point_frees_the_lock_within_two_seconds():
+def test_stop_during_a_long_timed_point_ends_it_between_repeats():
+    """One point of 200 repeats: the Stop is seen between its repeats, before the point ends (no row reported), so
+    a Stop waits for at most one repeat of each model, not for the point."""
     cfg = make_config(
         serial.SerialConfig,
         {"models": "lstm,transformer", "seq_lens": "512", "repeats": 200, "max_point_s": 600, "device": "cpu"},
         base=serial.EXPERIMENT.config("quick"),
     )
-    assert _lock_free_after_stop(lambda: serial.run(cfg), stop_after_s=3.0) < 2.0
+    reports = _stop_on_look(lambda on_progress: serial.run(cfg, on_progress), looks_before_stop=6)
+    assert all(r.done == 0 for r in reports)  # still inside the first (and only) point
 
 
-def test_stop_during_training_frees_the_lock_within_two_seconds():
+def test_stop_during_training_ends_it_between_steps():
+    """5,000 steps with one evaluation at the end: the Stop is seen between training steps (the 4th look is the
+    4th step), not at an evaluation or the end of the run, and no row was reported."""
     cfg = long_range.EXPERIMENT.config("quick", {"steps": 5000, "eval_every": 5000, "device": "cpu"})
-    assert _lock_free_after_stop(lambda: long_range.run(cfg)) < 2.0
+    reports = _stop_on_look(lambda on_progress: long_range.run(cfg, on_progress))
+    assert not any(r.rows for r in reports)
 
 
 def test_the_timing_loop_checks_for_stop_between_repeats():
@@ -317,26 +312,34 @@ def test_a_long_bad_value_is_not_echoed_whole():
 
 
 # ---- fair under company ---------------------------------------------------------------------------------------
-def test_a_page_holds_its_charts_back_while_another_session_measures():
-    """Another session holds the measurement lock for 2 s: this page draws its charts only after it is free."""
-    held = threading.Event()
+def test_a_page_holds_its_charts_back_while_another_session_measures(monkeypatch):
+    """Another session holds the measurement lock until this page has looked and found it busy: the page draws its
+    charts only after it found the lock free again (no clock: the other session lets go once the page waits)."""
+    import ui.live
 
-    t0 = time.perf_counter()
-    _open("pages/depth.py", REVEALED)
-    alone = time.perf_counter() - t0
-    hold = alone + 3.0  # longer than opening the page takes on this machine, loaded or not
+    real, seen = ui.live.others_measuring, []
+    held, page_waits = threading.Event(), threading.Event()
+
+    def watched() -> bool:
+        busy = real()
+        seen.append("busy" if busy else "free")
+        if busy:
+            page_waits.set()
+        return busy
+
+    monkeypatch.setattr(ui.live, "others_measuring", watched)
 
     def other_session():
         with measuring():
             held.set()
-            time.sleep(hold)
+            page_waits.wait(120)
+            seen.append("released")
 
     thread = threading.Thread(target=other_session)
     thread.start()
-    held.wait(5)
-    t0 = time.perf_counter()
+    assert held.wait(60)
     at = _open("pages/depth.py", REVEALED)
-    took = time.perf_counter() - t0
     thread.join()
     assert not at.exception and len(at.get("vega_lite_chart")) >= 1
-    assert took >= hold - 0.5, (alone, hold, took)  # it waited for the other session's run to end
+    assert seen[0] == "busy" and "released" in seen  # it found the other run measuring, and waited for it
+    assert seen[-1] == "free" and seen.index("released") < len(seen) - 1  # it drew once the lock was free
