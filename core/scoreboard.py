@@ -18,6 +18,7 @@ from core.findings import depth as depth_findings
 from core.findings import long_range as long_range_findings
 from core.findings import serial as serial_findings
 from core.fit import exponent_text
+from core.home_summary import EXPERIMENTS  # noqa: F401 - the experiments the home page reads, re-exported
 from core.models import mixers, registry
 from core.models.registry import ATTENTION, RECURRENT
 
@@ -33,8 +34,6 @@ TABLE1 = (
     ("recurrent_attention", "O(n·d² + n²·d)", "O(n)", "O(1)"),
 )
 ANSWERS_PAGE = "answers"  # the page whose rows fill the last three rows (their cells link to it)
-# the experiments whose rows the home page reads (a live run of this session, else the shipped reference)
-EXPERIMENTS = ("serial", "gradient_reach", "long_range", "depth", "attention_cost", "answers_speed", "answers_reach")
 
 
 def _ok(df: pd.DataFrame | None) -> pd.DataFrame:
