@@ -6,7 +6,9 @@
 Starts `streamlit run dashboard.py`; for each page, `--runs` times: a new browser tab (a new visitor) opens the
 page, presses the main form's Run (the quick preset), waits for the run to end, and closes. The server's resident
 set size is read after every run. Prints one Markdown row per page for the README: RSS after the 2nd and the last
-run, and their difference (the issue's bar: within 150 MiB).
+run, and their difference (the issue's bar: within 150 MiB). Each tab opens its page as a revealed link
+(`?predict.<page>=show`, the prediction question answered "just show me"), so the reference charts show at once.
+The server (its whole process group) is stopped whatever happens.
 """
 
 from __future__ import annotations
@@ -14,12 +16,11 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import signal
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_startup import ARGS, ROOT, rss_mib, start
+from bench_startup import ARGS, ROOT, rss_mib, start, stop_all
 
 
 def one_run(browser, url: str, key: str, timeout_s: float = 300) -> float:
@@ -63,9 +64,9 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     extra = () if args.session_ttl is None else ("--server.disconnectedSessionTTL", str(args.session_ttl))
-    proc, url, _ = start("dashboard.py", ROOT, extra)
     rows = []
     try:
+        proc, url, _ = start("dashboard.py", ROOT, extra)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
             for key in args.pages.split(","):
@@ -83,8 +84,7 @@ def main() -> int:
                 rows.append((key, rss, secs, settled))
             browser.close()
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait()
+        stop_all()
     print(
         f"| page ({args.runs} quick runs, one server) | RSS after run 2 | after run {args.runs} | growth "
         f"| {args.settle:.0f} s later |"

@@ -121,3 +121,22 @@ def test_scoreboard_and_ui_import_no_torch():
     )
     for c in (code, code2, code3):
         assert subprocess.run([sys.executable, "-c", c], check=False, capture_output=True).returncode == 0
+
+
+def test_the_home_page_draws_without_importing_torch():
+    """The whole home page (device card, cards, Table 1) in a fresh process imports no torch: only the warm-up
+    thread it starts once drawn does (switched off here). The device card once imported torch through core.guard."""
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = (
+        "import sys, ui.frame\n"
+        "ui.frame.warm_up_torch = lambda: None\n"
+        "from streamlit.testing.v1 import AppTest\n"
+        f"at = AppTest.from_file({os.path.join(root, 'dashboard.py')!r}, default_timeout=60).run()\n"
+        "assert not at.exception, at.exception\n"
+        "assert at.table, 'no Table 1'\n"
+        "assert 'torch' not in sys.modules, 'the home page imported torch'\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=root)
+    assert r.returncode == 0, r.stderr[-2000:]

@@ -116,7 +116,7 @@ _WARMING = False
 
 def device_card_ui(tr, where=None) -> dict:
     from core.device import physical_cores
-    from core.guard import format_bytes
+    from core.memory_formulas import format_bytes
     from core.i18n import threads_words
 
     facts = _device_facts()
