@@ -294,6 +294,9 @@ def parser() -> argparse.ArgumentParser:
     ref.add_argument("--time-limit", action="append", default=[], metavar="[NAME=]SECONDS",
                      help="per experiment (repeatable): its rows so far are kept and the next one starts")  # fmt: skip
     ref.add_argument("--log", default=None, help="one line per experiment (default: OUT_DIR/reference.log)")
+    ref.add_argument("--deadline", default=None, metavar="EPOCH_SECONDS",
+                     help="the whole run ends by then: each experiment may use the time the ones before it left, "
+                          "never the time given to those after it")  # fmt: skip
     sm = sub.add_parser("smoke", help="a short test of the risky paths (SDPA backends, fused RNNs, memory, OOM)")
     sm.add_argument("--device", default="auto")
     sm.add_argument("--out-dir", default=None)

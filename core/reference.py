@@ -22,8 +22,17 @@ from core.cli import Terminated, positive_seconds
 from core.outputs import add_stop_row, check_out_dir, summary
 
 ROOT = Path(__file__).resolve().parent.parent
-GRACE_S = 15  # after SIGTERM, this long for the child to write its rows before SIGKILL
-SOFT_MARGIN_S = 15  # the child's own limit ends this long before the parent's (or at half of a short one)
+GRACE_S = 15  # after SIGTERM, at most this long for the child to write its rows before SIGKILL …
+SOFT_MARGIN_S = 15  # … and the child's own limit ends at most this long before the SIGTERM
+SHORT_SHARE = 0.1, 0.15  # a short limit's grace and margin: these shares of it (at least 1 s each)
+
+
+def stops(limit: float) -> tuple[float, float]:
+    """(the child's own time limit, when the parent sends SIGTERM), in seconds from the start, for an experiment
+    allowed `limit` seconds in all: SIGKILL comes at `limit`, so nothing outlives it."""
+    grace = min(GRACE_S, max(1.0, SHORT_SHARE[0] * limit))
+    margin = min(SOFT_MARGIN_S, max(1.0, SHORT_SHARE[1] * limit))
+    return max(limit - grace - margin, 0.5 * limit), limit - grace
 
 
 class Log:
@@ -75,10 +84,23 @@ def cli(args) -> int:
             raise ValueError(f"--log: {str(log_path)!r} is a folder; give a file name")
         check_out_dir("--log", log_path.parent)
     log = Log(log_path)
-    done = 0
-    for name in names:
+    deadline = _deadline(args.deadline)
+    done, outcomes = 0, []
+    for i, name in enumerate(names):
+        limit = limits[name]
+        if deadline is not None:  # this one may use what the ones before left, never what the later ones are given
+            promised = sum(limits[later] or 0 for later in names[i + 1 :])
+            limit = deadline - time.time() - promised  # wall clock on purpose: the deadline is the script's
+            if limit < MIN_TURN_S:
+                note = f"not started: the session's time ran out ({max(limit, 0):,.0f} s left for it)"
+                where = add_stop_row(out_dir / f"{name}-{args.device}-not-started.csv", note, {"device": args.device})
+                log(f"NOT STARTED {name}: {note}; status row in {where}")
+                outcomes.append((name, "NOT STARTED", 0.0, limit, 1, {status.STOPPED: 1}))
+                continue
         try:
-            done += run_isolated(name, args.preset, args.device, out_dir, limits[name], log)
+            ok, outcome = run_isolated(name, args.preset, args.device, out_dir, limit, log)
+            done += ok
+            outcomes.append(outcome)
         except Terminated:
             log(f"stopped from outside during {name}: the experiments after it were not started")
             raise
@@ -89,31 +111,55 @@ def cli(args) -> int:
             except OSError:
                 where = "no file (nothing could be written)"
             log(f"FAILED {name}: {note}; status row in {where}")
+            outcomes.append((name, "FAILED", 0.0, limit, 1, {status.STOPPED: 1}))
+    for name, outcome, seconds, limit, rows, counts in outcomes:
+        allowed = f" of {limit:,.0f} s" if limit else ""
+        counted = ", ".join(f"{k} {v}" for k, v in counts.items()) or "none"
+        log(f"summary {name}: {outcome}, {seconds:,.0f} s{allowed}, {rows} rows ({counted})")
     log(f"finished: {done} of {len(names)} experiments complete, results in {out_dir}")
     return 0 if done == len(names) else 1
 
 
-def run_isolated(name: str, preset: str, device: str, out_dir: Path, limit: float | None, log: Log) -> bool:
-    """Run one experiment in a child process under `limit` seconds; True if it finished normally."""
+MIN_TURN_S = 5.0  # under this, an experiment cannot even import torch: it is not started
+
+
+def _deadline(value) -> float | None:
+    """--deadline: the whole session's end, in seconds since the epoch (the script's start plus its plan)."""
+    if value in (None, ""):
+        return None
+    try:
+        deadline = float(value)
+    except ValueError:
+        raise ValueError(f"--deadline: {value!r} is not a time in seconds since the epoch") from None
+    if not time.time() - 86400 < deadline < time.time() + 86400 * 30:
+        raise ValueError(f"--deadline: {value!r} is not within a day before and 30 days after now")
+    return deadline
+
+
+def run_isolated(name: str, preset: str, device: str, out_dir: Path, limit: float | None, log: Log) -> tuple:
+    """Run one experiment in a child process for at most `limit` seconds in all: (True if it finished normally,
+    (name, outcome, seconds, limit, rows, count per status))."""
     cmd = [sys.executable, "-m", "core", "run", name, "--preset", preset, "--device", device, "--out-dir", str(out_dir)]
-    if limit is not None:
-        cmd += ["--time-limit", f"{max(limit - SOFT_MARGIN_S, 0.5 * limit):.1f}"]
+    own, term = stops(limit) if limit is not None else (None, None)
+    if own is not None:
+        cmd += ["--time-limit", f"{own:.1f}"]
     log(f"start {name}: preset {preset}, device {device}" + (f", time limit {limit:,.0f} s" if limit else ""))
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=ROOT)
     killed, outer = None, None
     try:
-        rc = proc.wait(timeout=limit)
+        rc = proc.wait(timeout=term)
     except (subprocess.TimeoutExpired, Terminated) as stop:  # its limit, or this runner was told to stop
         outer = stop if isinstance(stop, Terminated) else None
         proc.terminate()  # the child writes its rows and a status row on SIGTERM
+        grace = GRACE_S if limit is None or outer else max(limit - (time.monotonic() - t0), 0.5)
         try:
-            rc = proc.wait(timeout=GRACE_S)
+            rc = proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             proc.kill()
             rc = proc.wait()
-            killed = f"killed: still running {GRACE_S} s after " + ("the runner was stopped" if outer else
-                                                                    f"its time limit of {limit:,.0f} s")  # fmt: skip
+            killed = f"killed: still running {grace:,.0f} s after " + ("the runner was stopped" if outer else
+                                                                       f"its SIGTERM, at its time limit of {limit:,.0f} s")  # fmt: skip
     seconds = time.monotonic() - t0
     path = _written(out_dir, name, t0)
     rows, counts, last = summary(path) if path is not None else (0, {}, {})
@@ -128,7 +174,7 @@ def run_isolated(name: str, preset: str, device: str, out_dir: Path, limit: floa
         + (f"; {last.get('note', '')}" if rc != 0 else ""))  # fmt: skip
     if outer is not None:
         raise outer  # the experiments after this one are not started
-    return rc == 0
+    return rc == 0, (name, outcome, seconds, limit, rows, counts)
 
 
 def _written(out_dir: Path, name: str, since: float) -> Path | None:

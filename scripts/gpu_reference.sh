@@ -1,56 +1,89 @@
 #!/usr/bin/env bash
-# The whole GPU session as one prepared script: the environment, a short smoke test of the risky paths, then the
-# experiments in the order that matters most, each in a process of its own under its own time limit, everything
-# written under OUT_DIR (on a borrowed GPU machine only that folder comes back). Two parts, each under 10 minutes:
+# The whole GPU session as one command that fits a short borrowed slot (a free notebook tier, a spot instance, a
+# machine lent for ~15 minutes counting its start): at most 7 minutes of wall time, everything under OUT_DIR.
 #
-#   bash scripts/gpu_reference.sh OUT_DIR --part 1   # environment, smoke, serial, attention_cost, kv_cache, gradient_reach, checkpoint
-#   bash scripts/gpu_reference.sh OUT_DIR --part 2   # long_range, depth (the longest and least device-dependent)
+#   bash scripts/gpu_reference.sh OUT_DIR            # measure (default: --device auto --preset gpu)
+#   bash scripts/gpu_reference.sh --plan             # print the steps, their limits and the total; run nothing
 #
-# Without --part both run, one after the other (a learner's own GPU machine). Options: --device auto|cuda|mps|cpu
-# (default auto), --preset full|quick|tiny (default full; tiny only tests this script, on a CPU in seconds).
-# Set PYTHON to choose the interpreter (default: the first of python3, python, .venv/bin/python whose torch sees a
-# GPU, else the first that has torch). LAB_LIMIT_SCALE=0.5 halves every time limit (a shorter session).
+# The steps, in the order that matters most, each with its own limit in seconds (the limits add up to 420):
+#   environment 15 + smoke test 40 (together 55: python -m core env, nvidia-smi, the risky paths)
+#   serial 45, attention_cost 55, answers_speed 50, answers_decode 30, checkpoint 25, kv_cache 20,
+#   gradient_reach 20, long_range 50, depth 40, recall_frontier 30
+# Each experiment runs in a process of its own (`python -m core reference`), which writes its rows as they are
+# measured; at its limit it is stopped (its own limit first, then SIGTERM, then SIGKILL at the limit itself), keeps
+# its rows and ends its CSV with a status row ('stopped', the reason in 'note'). A step that finishes early leaves
+# its time to the ones after it — so depth and recall_frontier, last, get whatever is left — but no step ever takes
+# the time given to a later one, and the session ends by its start + 420 s whatever happens.
 #
-# What lands in OUT_DIR: session.log (everything printed), reference.log (one line per experiment: done, FAILED or
-# TIME LIMIT, rows and statuses), smoke-<device>.csv, <experiment>-<device>.csv. Rows are written as they are
-# measured; an experiment that fails or reaches its limit keeps its rows and ends its CSV with a status row
-# (status 'stopped', the reason in 'note'), and the next experiment runs.
+# The `gpu` presets are sized for these limits (each preset's comment in core/experiments/ says how, from op counts
+# and the shipped CPU reference's times, read against a host that launches one small kernel in ~10-20 µs).
 #
-# Time limits (seconds; the experiment is stopped there, keeping its rows) and what they are based on — op counts
-# and the shipped CPU reference's times, read against an H200 whose host launches one small kernel in ~10 µs:
-#   part 1: environment 30, smoke 75, serial 120 (est. 30-60), attention_cost 150 (est. 60-100), kv_cache 45
-#           (est. 10-20), gradient_reach 45 (est. 10-20), checkpoint 45 (est. 10-30): at most ~9 min, typically 4
-#   part 2: long_range 240 (est. 100-150; ~345 if no run is solved early), depth 270 (est. 230-340, host-bound
-#           like the CPU's ~7 min, so its deepest runs may be cut): at most ~8.6 min, typically 6-8
-# (A child that ignores SIGTERM is killed 15 s after its limit: +1 min in part 1, +30 s in part 2 at worst.)
+# What lands in OUT_DIR: session.log (everything printed), reference.log (one line per experiment: done, FAILED,
+# TIME LIMIT or NOT STARTED, rows and statuses; then a summary line per experiment), smoke-<device>.csv,
+# <experiment>-<device>.csv. The summary is printed at the end too. The exit status is non-zero (1) only after
+# every step had its turn, when one of them failed, was cut or was not started.
+#
+# Options: --device auto|cuda|mps|cpu, --preset gpu|quick|full|tiny (tiny only tests this script, on a CPU in about a
+# minute). PYTHON chooses the interpreter (default: the first of python3, python, .venv/bin/python whose torch sees a
+# GPU, else the first that has torch). LAB_LIMIT_SCALE=0.5 scales every limit (and so the total).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
-usage() { echo "usage: bash scripts/gpu_reference.sh OUT_DIR [--part 1|2|all] [--device D] [--preset P]" >&2; exit 2; }
+# step:limit, in order; environment and smoke run here, the experiments in one `python -m core reference`
+PLAN="env:15 smoke:40 serial:45 attention_cost:55 answers_speed:50 answers_decode:30 checkpoint:25 kv_cache:20
+gradient_reach:20 long_range:50 depth:40 recall_frontier:30"
+
+usage() { echo "usage: bash scripts/gpu_reference.sh OUT_DIR [--device D] [--preset P] | --plan" >&2; exit 2; }
+
+limit() {  # the limit of one step, scaled by LAB_LIMIT_SCALE
+  local item
+  for item in $PLAN; do
+    if [ "${item%%:*}" = "$1" ]; then
+      awk -v s="${item##*:}" -v k="${LAB_LIMIT_SCALE:-1}" 'BEGIN { v = int(s * k); print (v < 5 ? 5 : v) }'
+      return
+    fi
+  done
+  echo "no step named $1 in the plan" >&2; exit 2
+}
+
+steps() { local item; for item in $PLAN; do echo "${item%%:*}"; done; }
+
+print_plan() {
+  local name total=0 s
+  printf '%-16s %s\n' step "limit (s)"
+  for name in $(steps); do
+    s=$(limit "$name")
+    total=$((total + s))
+    printf '%-16s %5d\n' "$name" "$s"
+  done
+  printf '%-16s %5d  (%d min %02d s; a step that ends early leaves its time to the later ones)\n' total "$total" \
+    $((total / 60)) $((total % 60))
+}
+
 [ $# -ge 1 ] || usage
+if [ "$1" = "--plan" ]; then
+  [ $# -eq 1 ] || usage
+  print_plan
+  exit 0
+fi
 OUT=$1
 shift
-PART=all DEVICE=auto PRESET=full
+DEVICE=auto PRESET=gpu
 while [ $# -gt 0 ]; do
   case $1 in
-    --part) PART=${2:-}; shift 2 || usage ;;
     --device) DEVICE=${2:-}; shift 2 || usage ;;
     --preset) PRESET=${2:-}; shift 2 || usage ;;
+    --plan) echo "--plan takes no OUT_DIR: bash scripts/gpu_reference.sh --plan" >&2; exit 2 ;;
     *) echo "unknown option: $1" >&2; usage ;;
   esac
 done
-case $PART in 1|2|all) ;; *) echo "--part: $PART is not one of 1, 2, all" >&2; exit 2 ;; esac
 mkdir -p "$OUT" 2>/dev/null && [ -w "$OUT" ] || { echo "OUT_DIR: cannot create or write $OUT" >&2; exit 2; }
 OUT=$(cd "$OUT" && pwd)
 
-limit() {  # the time limit of one step, scaled by LAB_LIMIT_SCALE
-  local s
-  case $1 in
-    env) s=30 ;; smoke) s=75 ;; serial) s=120 ;; attention_cost) s=150 ;; kv_cache) s=45 ;; gradient_reach) s=45 ;; checkpoint) s=45 ;;
-    long_range) s=240 ;; depth) s=270 ;; *) s=120 ;;
-  esac
-  awk -v s="$s" -v k="${LAB_LIMIT_SCALE:-1}" 'BEGIN { v = int(s * k); print (v < 5 ? 5 : v) }'
-}
+TOTAL=0
+for name in $(steps); do TOTAL=$((TOTAL + $(limit "$name"))); done
+START=$(date +%s)
+DEADLINE=$((START + TOTAL))
 
 pick_python() {  # the interpreter to use: $PYTHON, else one whose torch sees a GPU, else one with torch
   if [ -n "${PYTHON:-}" ]; then echo "$PYTHON"; return; fi
@@ -68,54 +101,64 @@ pick_python() {  # the interpreter to use: $PYTHON, else one whose torch sees a 
 
 PY=$(pick_python)
 TIMEOUT=""
-command -v timeout >/dev/null 2>&1 && TIMEOUT=timeout  # macOS has none: the per-experiment limits still hold
+command -v timeout >/dev/null 2>&1 && TIMEOUT=timeout  # macOS has none: the runner's own limits still hold
 exec > >(tee -a "$OUT/session.log") 2>&1
 TEE=$!
 STATUS=0
+SUMMARY=()
 
 say() { echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $*"; }
-bounded() {  # bounded SECONDS CMD...: run it, killed after SECONDS (+10 s grace) where `timeout` exists
+bounded() {  # bounded SECONDS CMD...: run it, SIGTERM at SECONDS and SIGKILL 2 s later, where `timeout` exists
   local s=$1; shift
-  if [ -n "$TIMEOUT" ]; then "$TIMEOUT" -k 10 "$s" "$@"; else "$@"; fi
+  if [ -n "$TIMEOUT" ]; then "$TIMEOUT" -k 2 "$s" "$@"; else "$@"; fi
+}
+step() {  # step NAME CMD...: one bounded step of this script, its outcome kept for the summary
+  local name=$1 t0=$SECONDS rc; shift
+  bounded "$(( $(limit "$name") - 2 ))" "$@"
+  rc=$?
+  LAST_RC=$rc
+  local outcome=done
+  [ $rc -eq 0 ] || { outcome="FAILED (exit $rc)"; [ $rc -eq 124 ] && outcome="TIME LIMIT"; STATUS=1; }
+  SUMMARY+=("$(printf '%-16s %s, %d s of %d s' "$name" "$outcome" $((SECONDS - t0)) "$(limit "$name")")")
 }
 
-experiments() {  # one `reference` process; each experiment in a child of its own, under its own limit
-  local args=() total=20 name
-  for name in "$@"; do
-    args+=(--time-limit "$name=$(limit "$name")")
-    total=$((total + $(limit "$name") + 20))
-  done
-  bounded "$total" "$PY" -m core reference --only "$@" --device "$DEVICE" --preset "$PRESET" --out-dir "$OUT" "${args[@]}"
-  local rc=$?
-  [ $rc -eq 0 ] || { STATUS=1; say "reference: exit $rc (see reference.log; the rows each experiment measured are kept)"; }
-}
-
-part1() {
-  say "part 1 on $(hostname 2>/dev/null || uname -n): $PY, device $DEVICE, preset $PRESET, results in $OUT"
-  say "environment"
-  bounded "$(limit env)" "$PY" -m core env --device "$DEVICE" || { STATUS=1; say "environment: exit $?"; }
+say "GPU session on $(hostname 2>/dev/null || uname -n): $PY, device $DEVICE, preset $PRESET, results in $OUT"
+say "plan ($TOTAL s in all; ends by $(date -u -d "@$DEADLINE" +%H:%M:%SZ 2>/dev/null || echo "$DEADLINE"))"
+print_plan
+say "environment"
+env_step() {
+  "$PY" -m core env --device "$DEVICE" || return $?
   if command -v nvidia-smi >/dev/null 2>&1; then
-    bounded 20 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,temperature.gpu,power.draw \
+    nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,temperature.gpu,power.draw \
       --format=csv || true
   fi
-  say "smoke test"
-  bounded "$(limit smoke)" "$PY" -m core smoke --device "$DEVICE" --out-dir "$OUT" \
-    || { STATUS=1; say "smoke test: exit $? (a check failed or it ran out of time); the experiments run anyway"; }
-  experiments serial attention_cost kv_cache gradient_reach checkpoint
-  say "part 1 finished"
 }
+export -f env_step 2>/dev/null
+export PY DEVICE
+step env bash -c env_step
+say "smoke test"
+step smoke "$PY" -m core smoke --device "$DEVICE" --out-dir "$OUT"
+[ "$LAST_RC" -eq 0 ] || say "the smoke test did not pass (see above); the experiments run anyway"
 
-part2() {
-  say "part 2 on $(hostname 2>/dev/null || uname -n): $PY, device $DEVICE, preset $PRESET, results in $OUT"
-  experiments long_range depth
-  say "part 2 finished"
-}
+EXPERIMENTS=() LIMITS=()
+for name in $(steps); do
+  case $name in env|smoke) continue ;; esac
+  EXPERIMENTS+=("$name")
+  LIMITS+=(--time-limit "$name=$(limit "$name")")
+done
+say "experiments: ${EXPERIMENTS[*]}"
+LEFT=$((DEADLINE - $(date +%s)))
+[ $LEFT -gt 5 ] || LEFT=5
+# the runner enforces every limit and the deadline itself; this is the backstop if the runner itself hangs
+bounded "$((LEFT + 3))" "$PY" -m core reference --only "${EXPERIMENTS[@]}" --device "$DEVICE" --preset "$PRESET" \
+  --out-dir "$OUT" --deadline "$DEADLINE" "${LIMITS[@]}"
+rc=$?
+[ $rc -eq 0 ] || { STATUS=1; say "reference: exit $rc (see reference.log; the rows each experiment measured are kept)"; }
 
-case $PART in
-  1) part1 ;;
-  2) part2 ;;
-  all) part1; part2 ;;
-esac
+say "summary (the whole session took $(( $(date +%s) - START )) s of $TOTAL s)"
+for line in "${SUMMARY[@]}"; do echo "$line"; done
+grep -h ' summary ' "$OUT/reference.log" 2>/dev/null | sed 's/^[^ ]* summary //' \
+  | awk -F': ' '{ printf "%-16s %s\n", $1, substr($0, length($1) + 3) }'
 say "files in $OUT:"
 ls -l "$OUT"
 exec >&- 2>&-  # let tee write the last lines of session.log before the script ends

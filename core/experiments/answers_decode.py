@@ -68,6 +68,12 @@ class AnswersDecodeConfig:
 PRESETS = {
     "quick": {"context_lens": (64, 256, 1024, 4096), "gen_tokens": 8},
     "tiny": {"context_lens": (4, 16), "gen_tokens": 2, "d_model": 16, "window": 4, "levels": 3},
+    # scripts/gpu_reference.sh's preset, for its limit of 30 s on a GPU such as an H200, where these small models
+    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. A prefill
+    # reads 1,024 tokens a call in each mixer's parallel form (~30 ops, ~0.5 ms), so 64 calls at 65,536 tokens; then
+    # 32 timed tokens of ~30 ops each (~0.5 ms a token): ~50 ms a context and mixer, ~3 s for 10 mixers and 5
+    # contexts, ~10 s with the process start. A KV cache of 65,536 tokens at width 128 is 64 MiB.
+    "gpu": {"context_lens": (256, 1024, 4096, 16384, 65536), "gen_tokens": 32},
     "full": {"context_lens": (64, 256, 1024, 4096, 16384, 32768), "gen_tokens": 32},
 }
 

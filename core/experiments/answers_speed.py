@@ -87,6 +87,13 @@ PRESETS = {
         "repeats": 1,
         "max_point_s": 0.1,
     },
+    # scripts/gpu_reference.sh's preset, for its limit of 50 s on a GPU such as an H200, where these small models
+    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. Each loop form
+    # costs ~30 ops per token forward and backward, ~0.45 ms a token: 0.06 s a step at n = 128, 0.23 s at 512 (Feng
+    # et al.'s length), 0.9 s at 2,048. One warm-up and up to max_point_s of repeats at each length, for the seven
+    # loops: ~3 s a loop at 2,048, ~1 s at 512, ~28 s in all; the scans, chunked and fused forms take a few ms a
+    # step (~5 s); with the process start ~38 s.
+    "gpu": {"seq_lens": (128, 512, 2048), "warmup": 1, "repeats": 3, "max_point_s": 2.0, "max_step_s": 2.0},
     "full": {"seq_lens": (128, 256, 512, 1024, 2048, 4096, 8192), "warmup": 1, "repeats": 5, "max_point_s": 8.0},
 }
 

@@ -75,6 +75,22 @@ PRESETS = {
     "quick": {"seq_lens": (256, 512, 1024, 2048), "warmup": 2, "repeats": 3, "max_point_s": 0.5},
     # a second or two: for testing the command line and scripts/gpu_reference.sh, not for reading
     "tiny": {"seq_lens": (32, 64), "backends": ("auto", "math"), "warmup": 0, "repeats": 1, "max_point_s": 0.1},
+    # scripts/gpu_reference.sh's preset, for its limit of 55 s on a GPU such as an H200, where these small models
+    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. Attention
+    # itself is device-bound and short even at 32K tokens (a bf16 score matrix of 8 GiB moves in a few ms at 4.8
+    # TB/s); the LSTM's state is the long pole: ~131,072 dependent cuDNN steps of ~5 µs forward and backward, ~2 s a
+    # call, so one warm-up and max_point_s 2 (2-3 calls) at 131,072 and 65,536 (~10 s). The wall is found by the
+    # guard, then checked just below and above it: ~30 s in all with the process start.
+    "gpu": {
+        "seq_lens": (128, 512, 2048, 8192, 16384, 32768, 65536, 131072),
+        "dtype": "auto",
+        "backends": BACKENDS,
+        "warmup": 1,
+        "repeats": 5,
+        "max_point_s": 2.0,
+        "time_limit_s": 6.0,
+        "verify_wall": True,
+    },
     # up to 128K: on a GPU the guard finds the wall; on a CPU the long points come back at once as rows saying
     # what they would need (memory) or take (time)
     "full": {

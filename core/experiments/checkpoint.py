@@ -57,6 +57,12 @@ class CheckpointConfig:
 PRESETS = {
     "quick": {"seq_lens": (256, 1024, 4096), "warmup": 1, "repeats": 3, "max_point_s": 1.0},
     "tiny": {"seq_lens": (8, 16), "d_model": 16, "batch_size": 2, "warmup": 0, "repeats": 1, "max_point_s": 0.1},
+    # scripts/gpu_reference.sh's preset, for its limit of 25 s on a GPU such as an H200, where these small models
+    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. The fused
+    # LSTM's step is ~5 µs a token forward and ~10 backward on cuDNN, so 0.25 s at n = 16,384, and a third more
+    # checkpointed (one more forward): 1 warm-up and 5 repeats of both at 4 lengths ≈ 4 s, plus the exact byte
+    # counts (one more step each) and the process start: ~12 s.
+    "gpu": {"seq_lens": (256, 1024, 4096, 16384), "warmup": 1, "repeats": 5, "max_point_s": 3.0},
     "full": {"seq_lens": (256, 1024, 4096, 16384), "warmup": 1, "repeats": 7, "max_point_s": 8.0},
 }
 

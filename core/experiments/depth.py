@@ -85,6 +85,20 @@ PRESETS = {
         "warmup_steps": (0, 2),
         "log_every": 2,
     },
+    # scripts/gpu_reference.sh's preset, for its limit of 40 s on a GPU such as an H200, where these small models
+    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. A training
+    # step is ~30 ops a layer forward and ~60 backward: ~1.4 ms a layer, so 100 steps take ~0.3 s at 2 layers and
+    # ~1.1 s at 8; five models × two warm-ups × two seeds at depths 2 and 8 ≈ 28 s, and the initialisation profiles
+    # up to 64 layers (one batch each) ~1 s; with the process start ~35 s. The CPU reference's 16 and 32 layers
+    # would take 4× and 8× the 8-layer time.
+    "gpu": {
+        "depths": (2, 8),
+        "init_depths": (1, 2, 4, 8, 16, 32, 64),
+        "steps": 100,
+        "warmup_steps": (0, 30),
+        "seeds": 2,
+        "log_every": 5,
+    },
     # ~7 min on one CPU thread; per-layer rows for one seed keep the CSV near 2.5 MB (~14k rows)
     "full": {
         "depths": (2, 8, 16, 32),

@@ -73,6 +73,11 @@ class GradientReachConfig:
 PRESETS = {
     "quick": {"seq_len": 200, "d_model": 64},
     "tiny": {"seq_len": 16, "d_model": 8},  # for testing the command line and scripts/gpu_reference.sh
+    # scripts/gpu_reference.sh's preset, for its limit of 20 s on a GPU such as an H200, where these small models
+    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. One backward
+    # pass per model gives the gradient at every distance; the step-loop forms take ~30 ops a token, ~15 ms at 1,000
+    # tokens: the full preset's work is under a second, the process start ~5 s.
+    "gpu": {"seq_len": 1000, "d_model": 128},
     "full": {
         "seq_len": 1000,
         "d_model": 128,
@@ -222,7 +227,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     T = int(df["seq_len"].max())
     far = max(1, min(T - 1, 50))
     kinds = {}
-    for model in dict.fromkeys(df["model"]):
+    for model in dict.fromkeys(df["model"].dropna()):  # a status row ('stopped': a time limit) names no model
         name = tr(f"long_range.model.{model}")
         sub = df[(df["model"] == model) & (df["status"] == "ok")]
         if not len(sub):

@@ -113,6 +113,24 @@ PRESETS = {
         "eval_every": 2,
         "eval_size": 16,
     },
+    # scripts/gpu_reference.sh's preset, for its limit of 50 s on a GPU such as an H200, where these small models
+    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. A training
+    # step of these 2-layer models is ~100-200 ops (AdamW included): ~1.5 ms for the LSTM on cuDNN, ~3 ms for the
+    # Transformer and the hybrid. Two tasks × three distances × three models, one seed, 1,000 steps at most, ending
+    # once solved: solved runs stop in 100-900 steps (the CPU reference), the LSTM's failures take all 1,000 (~1.5 s
+    # each, six of them), ~25 s with the evaluations; with the process start ~32 s. One seed, not three: the
+    # takeaways say how many seeds they read.
+    "gpu": {
+        "lr": 1e-3,
+        "tasks": ("recall", "mqar"),
+        "seq_len": 48,
+        "distances": (2, 12, 36),
+        "steps": 1000,
+        "stop_when_solved": True,
+        "d_model": 64,
+        "eval_every": 50,
+        "eval_size": 512,
+    },
     # multi-query recall is learned suddenly, after a plateau of several hundred steps and at a different step for
     # each seed: a budget of 3000 steps, stopping each run once solved, and three seeds read by their median.
     # lr 1e-3 for both models: at 3e-3 the Transformer stayed on its plateau (41–79% after 3000 steps) in three of

@@ -132,6 +132,11 @@ PRESETS = {
         "eval_every": 2,
         "eval_size": 16,
     },
+    # scripts/gpu_reference.sh's preset, for its limit of 30 s on a GPU such as an H200, where these small models
+    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. The quick
+    # preset's four models and three runs each (300 steps at most, ending once solved) at ~3-5 ms a training step
+    # (~200-300 ops) is ~15 s, ~20 s with the process start; it gets whatever time the steps before it left.
+    "gpu": {},
     # 64 tokens, 64 keys, 4 to 16 pairs, every sequence 16 questions across a gap of 17; every model 1,500 steps at
     # lr 3e-3, two seeds. The Transformer is the slowest to learn MQAR (a plateau, then a sudden rise): at width 16
     # with 16 pairs it reached 69% and 97% (two seeds) after 1,500 steps at lr 1.5e-3, 98% and 99.6% at 3e-3; runs

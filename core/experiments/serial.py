@@ -61,6 +61,13 @@ PRESETS = {
     "quick": {"seq_lens": (32, 128, 512, 1024), "warmup": 1, "repeats": 5, "max_point_s": 1.0},
     # a second or two: for testing the command line and scripts/gpu_reference.sh, not for reading
     "tiny": {"seq_lens": (8, 16), "d_model": 16, "batch_size": 2, "warmup": 0, "repeats": 1, "max_point_s": 0.1},
+    # scripts/gpu_reference.sh's preset, for its limit of 45 s on a GPU such as an H200, where these small models
+    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. The step loop
+    # is the long pole: ~24 ops per token forward and backward, ~0.4 ms a token, so 0.4 s a step at n = 1,024 and
+    # 1.5 s at 4,096 (2 warm-ups, then repeats until max_point_s). The other five models take a 50 ms sample each
+    # (MIN_SAMPLE_S): 5 × 5 lengths × 7 samples ≈ 9 s. With the process start (~5 s), the counted bytes and the
+    # ceiling: ~25 s.
+    "gpu": {"seq_lens": (16, 64, 256, 1024, 4096), "warmup": 2, "repeats": 5, "max_point_s": 3.0},
     "full": {
         "seq_lens": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096),
         "warmup": 2,
