@@ -52,9 +52,9 @@ def _texts_hash(keys, lang: str) -> str:
     return hashlib.sha256(json.dumps([[k, cat.get(k)] for k in sorted(keys)], ensure_ascii=False).encode()).hexdigest()
 
 
-def reference_frames(folder: Path, kind: str) -> dict:
+def reference_frames(folder: Path, kind: str, strict: bool = False) -> dict:
     """What the home page reads from the reference on a machine of `kind` (ui.data.latest_rows without live rows):
-    per experiment, the rows of its first reference device of that kind, else of its first device."""
+    per experiment, the rows of its first reference device of that kind, else (unless `strict`) of its first device."""
     from core.results import load_reference
 
     frames = {}
@@ -64,20 +64,25 @@ def reference_frames(folder: Path, kind: str) -> dict:
             frames[name] = None
             continue
         devices = list(dict.fromkeys(ref["device"]))
-        device = ([d for d in devices if str(d).startswith(kind)] or devices)[0]
+        same = [d for d in devices if str(d).startswith(kind)]
+        if strict and not same:
+            frames[name] = None
+            continue
+        device = (same or devices)[0]
         frames[name] = ref[ref["device"] == device]
     return frames
 
 
-def compute(folder: Path = REFERENCE_DIR) -> dict:
+def compute(folder: Path | None = None) -> dict:
     """The summary of the reference in `folder`: findings, Table 1 and the serial page's peak FLOP/s per kind and
     language, with what they were computed from."""
     from core import scoreboard
 
-    folder = Path(folder)
+    folder = Path(folder or REFERENCE_DIR)  # read when called: a test may point it elsewhere
     kinds = {}
     for kind in KINDS:
         frames = reference_frames(folder, kind)
+        gpu = None if kind == "cuda" else reference_frames(folder, "cuda", strict=True)  # Table 1's GPU column
         serial = scoreboard.serial_facts(frames["serial"])
         kinds[kind] = {"peak_flops_per_s": serial.get("peak_flops_per_s")}
         for lang in LANGS:
@@ -87,7 +92,7 @@ def compute(folder: Path = REFERENCE_DIR) -> dict:
                 _used.add(key)
                 return t(key, lang=_lang, **values)
 
-            table = scoreboard.table1(frames, tr)
+            table = scoreboard.table1(frames, tr, gpu)
             kinds[kind][lang] = {
                 "findings": scoreboard.findings(frames, tr),
                 "table1": {"columns": list(table.columns), "rows": table.astype(str).values.tolist()},
@@ -97,9 +102,9 @@ def compute(folder: Path = REFERENCE_DIR) -> dict:
     return {"version": VERSION, "sources": _sources(folder), "kinds": kinds}
 
 
-def write(folder: Path = REFERENCE_DIR) -> Path:
+def write(folder: Path | None = None) -> Path:
     """Compute the summary of `folder`'s reference and write it there as home.json (atomically)."""
-    folder = Path(folder)
+    folder = Path(folder or REFERENCE_DIR)  # read when called: a test may point it elsewhere
     path = folder / FILE
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(compute(folder), ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -107,10 +112,10 @@ def write(folder: Path = REFERENCE_DIR) -> Path:
     return path
 
 
-def read(kind: str, lang: str, folder: Path = REFERENCE_DIR) -> dict | None:
+def read(kind: str, lang: str, folder: Path | None = None) -> dict | None:
     """{'findings', 'table1', 'peak_flops_per_s'} for a machine of `kind` in `lang`, or None when the summary is
     missing, damaged, or no longer matches the reference CSVs or the catalogue's sentences."""
-    folder = Path(folder)
+    folder = Path(folder or REFERENCE_DIR)  # read when called: a test may point it elsewhere
     try:
         data = json.loads((folder / FILE).read_text(encoding="utf-8"))
         entry = data["kinds"][kind]

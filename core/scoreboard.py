@@ -210,22 +210,28 @@ def _link(text: str) -> str:
     return f"[{text}]({ANSWERS_PAGE})"
 
 
-def table1(frames: dict, tr) -> pd.DataFrame:
+def table1(frames: dict, tr, gpu: dict | None = None) -> pd.DataFrame:
+    """The paper's Table 1 with the measured columns; `gpu`: the same experiments' rows from a GPU (a shipped
+    reference) when `frames` are not from one, for one more column, the GPU's measured cost (the dependent steps
+    and the gradient's path are the same on any device)."""
     cells = measured_cells(frames, tr)
+    devices = [str(df["device"].iloc[0]) for df in (gpu or {}).values() if df is not None and len(df)]
+    gpu_cells = measured_cells(gpu, tr) if devices else {}
     rows = []
     for key, cost, seq, path in TABLE1:
         m = cells.get(key, (tr("home.t1.not_here"),) * 3)
-        rows.append(
-            {
-                tr("home.t1.layer"): tr(f"home.t1.{key}"),
-                tr("home.t1.complexity"): cost,
-                tr("home.t1.sequential"): seq,
-                tr("home.t1.path"): path,
-                tr("home.t1.m_cost"): m[0],
-                tr("home.t1.m_steps"): m[1],
-                tr("home.t1.m_path"): m[2],
-            }
-        )
+        row = {
+            tr("home.t1.layer"): tr(f"home.t1.{key}"),
+            tr("home.t1.complexity"): cost,
+            tr("home.t1.sequential"): seq,
+            tr("home.t1.path"): path,
+            tr("home.t1.m_cost"): m[0],
+            tr("home.t1.m_steps"): m[1],
+            tr("home.t1.m_path"): m[2],
+        }
+        if devices:
+            row[tr("home.t1.m_cost_gpu", device=devices[0])] = gpu_cells.get(key, (tr("home.t1.not_here"),))[0]
+        rows.append(row)
     return pd.DataFrame(rows)
 
 

@@ -27,7 +27,9 @@ live = ui.live_run_ui(
 with reveal:
     both, primary = ui.shown_data(tr, "answers_speed", live)
     lines = findings.speed_takeaways(primary, tr) if len(primary) else []
-    ui.verdict_ui(tr, prediction, verdicts.answers(primary), lines[1:2])  # why: the explanation after the headline
+    gpu = ui.gpu_reference(both, primary)
+    gpu_verdict = verdicts.answers(gpu) if len(gpu) else None
+    ui.verdict_ui(tr, prediction, verdicts.answers(primary), lines[1:2], gpu_verdict)  # why: the headline's reason
     st.subheader(tr("answers.speed_header"))
     st.markdown(tr("answers.speed_intro"))
     if not len(both):

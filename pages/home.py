@@ -56,7 +56,8 @@ else:
 st.subheader(tr("home.t1.title"))
 st.caption(tr("home.t1.caption"))
 if summary is None:
-    table1 = scoreboard.table1(frames, tr)
+    gpu = {name: ui.gpu_reference_rows(name, frames[name]) for name in home_summary.EXPERIMENTS}
+    table1 = scoreboard.table1(frames, tr, gpu)
 else:
     table1 = ui.pd.DataFrame(summary["table1"]["rows"], columns=summary["table1"]["columns"])
 st.table(table1.set_index(tr("home.t1.layer")))

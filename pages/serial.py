@@ -28,8 +28,12 @@ with reveal:
     lines = findings.takeaways(primary, tr) if len(primary) else []
     pair = findings.comparison(primary) if len(primary) else None
     why = findings.explanation(pair, tr) if pair is not None else []  # the roofline's reason, from the takeaways
-    ui.verdict_ui(tr, prediction, verdicts.serial(primary) if len(primary) else None, why or lines)
-    gpu_rows = both[both["device_type"] == "cuda"] if len(both) else both  # GPU rows shipped or uploaded
+    gpu = ui.gpu_reference(both, primary)
+    gpu_verdict = verdicts.serial(gpu) if len(gpu) else None
+    ui.verdict_ui(tr, prediction, verdicts.serial(primary) if len(primary) else None, why or lines, gpu_verdict)
+    # GPU rows shipped or uploaded, of one run (reference first): a story told from two files at once is no one's
+    gpu_runs = both.loc[both["device_type"] == "cuda", "run"] if len(both) else []
+    gpu_rows = both[both["run"] == gpu_runs.iloc[0]] if len(gpu_runs) else both.iloc[:0]
     if not len(both):
         st.info(tr("ui.no_data"))
     elif prediction.revealed:  # the slopes table and the model's section, like the charts, wait for an answer

@@ -160,7 +160,7 @@ def test_the_verdict_reads_the_paired_speed_up_and_names_the_gpu_off_one():
     assert verdicts.answers(_pair(500.0, 100.0, 4.0, 6.0)).option == 1
     assert verdicts.answers(_pair(5000.0, 100.0, 40.0, 60.0, device_type="cuda")).option == 2
     assert verdicts.answers(_pair(200.0, 100.0, 1.5, 2.5)).option is None  # the spread straddles 2×
-    assert "**Measured here**" in tr(slow.key, **slow.values)
+    assert "**Measured here**" in verdicts.sentence(slow, tr)
     assert "scan took **1.4× the time** of its own" in findings.headline_text(
         findings.headline(_pair(70.0, 100.0, 0.6, 0.8)), tr
     )

@@ -34,7 +34,7 @@ def test_serial_on_the_shipped_cpu_reference_names_the_fused_lstm():
     assert v.option == 1 and v.values["T"] == 1024  # the question's ~1,000 tokens, not the longest length
     assert float(v.values["lo"]) > 1  # the paired spread excludes "the same"
     assert v.other_device == "verdict.serial.other_gpu"  # the roofline's GPU predicts the other answer
-    assert "the LSTM was the faster one" in tr(v.key, **v.values)
+    assert "the LSTM was the faster one" in verdicts.sentence(v, tr)
 
 
 def test_serial_names_the_transformer_where_it_is_faster_and_says_same_across_one():

@@ -116,8 +116,8 @@ _WARMING = False
 
 def device_card_ui(tr, where=None) -> dict:
     from core.device import physical_cores
-    from core.memory_formulas import format_bytes
     from core.i18n import threads_words
+    from core.memory_formulas import format_bytes
 
     facts = _device_facts()
     box = where or st.sidebar

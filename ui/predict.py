@@ -85,9 +85,11 @@ def predict_ui(tr, page: str, n_options: int) -> Prediction:
     return Prediction(page, choice, revealed, slot)
 
 
-def verdict_ui(tr, prediction: Prediction, verdict, why: list[str]) -> None:
+def verdict_ui(tr, prediction: Prediction, verdict, why: list[str], gpu=None) -> None:
     """Under the question, once revealed: what the learner predicted, what this device measured (the verdict's
-    sentence, with its number), whether they agree, and why (the page's first computed takeaway)."""
+    sentence, with its number), whether they agree, and why (the page's first computed takeaway). `gpu`: the same
+    question's verdict from a shipped GPU reference when the run shown is not on a GPU; its measured line then
+    replaces any model's or paper's word on what a GPU would answer."""
     tally = st.session_state.setdefault("predict_tally", {})
     tally[prediction.page] = {
         "choice": prediction.choice,
@@ -101,11 +103,13 @@ def verdict_ui(tr, prediction: Prediction, verdict, why: list[str]) -> None:
     def option(i):
         return tr(f"{page}.predict.o{i + 1}")
 
+    from core.findings import verdicts
+
     with prediction.slot:
         if verdict is None:
             st.caption(tr("ui.verdict.none"))
             return
-        lines = [tr(verdict.key, **verdict.values)]
+        lines = [verdicts.sentence(verdict, tr)]
         if prediction.choice is None:
             lines.insert(0, tr("ui.verdict.skipped"))
         else:
@@ -118,7 +122,11 @@ def verdict_ui(tr, prediction: Prediction, verdict, why: list[str]) -> None:
             lines.append(tr("ui.verdict.agree"))
         else:
             lines.append(tr("ui.verdict.disagree", answer=option(verdict.option)))
-        if verdict.other_device:
+        if gpu is not None:
+            answer = option(gpu.option) if gpu.option is not None else tr("ui.verdict.gpu_unclear")
+            lines.append(tr("ui.verdict.gpu", answer=answer))
+            lines.append(verdicts.sentence(gpu, tr, where="gpu"))
+        elif verdict.other_device:
             lines.append(tr(verdict.other_device))
         if why:
             lines.append(tr("ui.verdict.why", why=why[0]))

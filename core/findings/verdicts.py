@@ -47,6 +47,12 @@ class Verdict:
     other_device: str | None = None  # catalogue key of a sentence on what another device would answer, if any
 
 
+def sentence(verdict: Verdict, tr, where: str = "here") -> str:
+    """The verdict's measured sentence, led by where it was measured: 'here' (the run shown) or 'gpu' (a shipped GPU
+    reference read beside it)."""
+    return tr(verdict.key, where=tr(f"ui.verdict.where.{where}"), **verdict.values)
+
+
 def serial(df: pd.DataFrame) -> Verdict | None:
     """'Which trains faster at ~1,000 tokens?': the chapter's pair at the length both ran nearest to 1,000, by their
     paired ratio (0 Transformer, 1 LSTM, 2 about the same); off a GPU, the roofline's GPU prediction beside it."""
