@@ -20,16 +20,44 @@ from core import status
 
 MAX_BYTES = 5 * 2**20  # a full-preset reference is ~3 MiB at most (depth); more is not one of ours
 MAX_ROWS = 100_000
+# What one session keeps (ui.upload): every shipped reference is 12 files, ~6 MiB; a GPU session writes fewer.
+MAX_FILES = 24
+MAX_SESSION_BYTES = 32 * 2**20
 ENV = ("device", "device_type", "status")
-TEXT = ("device", "device_type", "status", "git_commit", "date", "torch_version", "note", "cudnn_version")
+
+# What each column holds, by its name (a name means the same in every experiment's rows): text, a yes/no flag, else a
+# number. Declared here from what the experiments write, not read off a shipped file, where a column that happens to
+# be empty (every `note` of a run that went well) reads as numbers.
+TEXT = ("device", "device_type", "status", "git_commit", "date", "torch_version", "note", "cudnn_version", "tf32",
+        "model", "impl", "mixer", "task", "form", "family", "phase", "scheme", "kind", "mode", "dtype", "backend",
+        "requested_backend", "peak_kind", "point", "bptt", "flop_convention", "ratio_base", "fit_flag")  # fmt: skip
+FLAGS = ("noisy", "above_ceiling", "clipped", "causal", "fits_budget", "hypothetical")
+_TRUE, _FALSE = ("true", "1", "1.0", "yes"), ("false", "0", "0.0", "no")
+# Never blank: the device and status of every row, and in a measured row (status ok) what was measured.
+KEYS = ("device", "status")
+POINT_KEYS = ("model", "impl", "mixer", "task", "phase", "form", "scheme", "seq_len", "context_len")
 NON_NEGATIVE_SUFFIXES = ("_ms", "_bytes", "_s", "_flops", "_per_s")
 NON_NEGATIVE = ("seq_len", "threads", "step", "distance", "n_layers", "batch_size", "d_model", "params", "layer")
 SHARES = ("utilization", "accuracy", "chance")  # fractions of a whole: 0..1
+HUGE = 1e30  # no quantity the lab writes comes near (its largest: hypothetical KV caches of ~3e12 bytes)
+
+# Physics: what no device measures. The fastest accelerators' published dense peaks are ~2.3 PFLOP/s in bf16 and
+# ~9 PFLOP/s in fp4 (NVIDIA B200 datasheet: 2.25 PFLOPS dense BF16, 4.5 FP8, 9 FP4; the sparse figures are twice
+# these); the lab times fp32 and bf16, so a row above 10 PFLOP/s is not a measurement.
+MAX_FLOPS_PER_S = 1e16
+# A step of any model here runs at least one kernel, and launching one costs microseconds (NVIDIA's CUDA C++ Best
+# Practices Guide puts a launch at a few microseconds; the lab's own `step_latency_s` read 1.8 µs on the reference
+# CPU): a median step time below one microsecond is not a measurement.
+MIN_STEP_MS = 1e-3
+STEP_TIMES = ("train_ms", "time_ms", "ms_per_token", "compute_ms")
+FLOPS_PER_S = ("achieved_flops_per_s", "peak_flops_per_s", "peak_before_flops_per_s", "peak_after_flops_per_s")
 
 
 @dataclasses.dataclass(frozen=True)
 class Rejected:
-    kind: str  # empty, too_large, unreadable, unknown_experiment, missing_columns, wrong_type, absurd, bad_status
+    # empty, too_large, unreadable, unknown_experiment, missing_columns, wrong_type, blank_key, bad_status, absurd,
+    # implausible
+    kind: str
     detail: str = ""  # English specifics: the column, the value
 
 
@@ -83,7 +111,7 @@ def check(data: bytes, file_name: str, reference: pd.DataFrame | None = None, ex
     if len(data) > MAX_BYTES:
         return Rejected("too_large", f"{len(data) / 2**20:.1f} MiB; at most {MAX_BYTES // 2**20} MiB")
     try:  # text columns stay text: a commit hash such as '1e16545' would otherwise read as a number (inf)
-        df = pd.read_csv(io.BytesIO(data), nrows=MAX_ROWS + 1, dtype=dict.fromkeys(TEXT, str))
+        df = pd.read_csv(io.BytesIO(data), nrows=MAX_ROWS + 1, dtype=dict.fromkeys((*TEXT, *FLAGS), str))
     except Exception as err:  # noqa: BLE001 - anything pandas cannot parse as a CSV is simply not one
         return Rejected("unreadable", type(err).__name__)
     if not len(df):
@@ -102,29 +130,94 @@ def check(data: bytes, file_name: str, reference: pd.DataFrame | None = None, ex
     if reference is None:
         reference = load_reference(name)[0]
     missing = [c for c in required(name, schemas[name], reference) if c not in df.columns]
-    if missing:
+    if missing and not _measured_nothing(df):
         return Rejected("missing_columns", ", ".join(missing[:8]) + (" …" if len(missing) > 8 else ""))
-    for column in schemas[name]:
-        if reference is None or column not in reference or reference[column].dtype.kind not in "fi":
+    df = df.assign(**dict.fromkeys(missing, math.nan))  # a run stopped before its first point: its status row only
+    problem = _typed(df, schemas[name]) or _blank(df) or _unknown_status(df) or _absurd(df) or _implausible(df)
+    if problem:
+        return problem
+    return name, status.normalize(df.assign(source="uploaded"))
+
+
+def _measured_nothing(df: pd.DataFrame) -> bool:
+    """Only status rows (a run that stopped, or was refused, before measuring a point): no row is ok."""
+    return "status" in df and not (df["status"].astype(str).str.strip() == status.OK).any()
+
+
+def _first(values) -> str:
+    return str(values.iloc[0])[:30]
+
+
+def _typed(df: pd.DataFrame, schema) -> Rejected | None:
+    """Each of the experiment's columns as what it holds (TEXT, FLAGS, else numbers), converted in place."""
+    for column in schema:
+        if column not in df or column in TEXT:
             continue
-        numbers = pd.to_numeric(df[column], errors="coerce")
-        bad = numbers.isna() & df[column].notna()
+        given = df[column]
+        if column in FLAGS:
+            words = given.map(lambda v: str(v).strip().lower(), na_action="ignore")
+            bad = given.notna() & ~words.isin(_TRUE + _FALSE)
+            if bad.any():
+                return Rejected("wrong_type", f"{column} = {_first(given[bad])!r}")
+            df[column] = words.map(lambda w: w in _TRUE, na_action="ignore").astype(object)
+            continue
+        numbers = pd.to_numeric(given, errors="coerce")
+        bad = numbers.isna() & given.notna()
         if bad.any():
-            return Rejected("wrong_type", f"{column} = {str(df[column][bad].iloc[0])[:30]!r}")
+            return Rejected("wrong_type", f"{column} = {_first(given[bad])!r}")
         df[column] = numbers
+    return None
+
+
+def _blank(df: pd.DataFrame) -> Rejected | None:
+    """A row without its device or status, or a measured row without what it measured, cannot be drawn."""
+    measured = df["status"].astype(str).str.strip() == status.OK
+    for column in (*KEYS, *POINT_KEYS):
+        if column not in df:
+            continue
+        value = df[column]
+        blank = value.isna() | (value.astype(str).str.strip() == "")
+        if column in POINT_KEYS:
+            blank &= measured
+        if blank.any():
+            return Rejected("blank_key", f"{column}, row {int(blank.to_numpy().argmax()) + 2}")
+    return None
+
+
+def _unknown_status(df: pd.DataFrame) -> Rejected | None:
+    unknown = [s for s in status.unknown(df["status"]) if s != "skipped"]  # an older file's word is read as today's
+    return Rejected("bad_status", ", ".join(unknown[:3])) if unknown else None
+
+
+def _absurd(df: pd.DataFrame) -> Rejected | None:
+    """Values that cannot be at all: negative sizes and times, shares outside 0–1, infinities, numbers beyond HUGE."""
     for column in df.columns:
         if df[column].dtype.kind not in "fi" or column in TEXT:
             continue
         values = df[column].dropna()
+        wrong = values[(values.abs() > HUGE) | ~values.map(math.isfinite)]
         if column in SHARES:
             wrong = values[(values < 0) | (values > 1)]
         elif column in NON_NEGATIVE or column.endswith(NON_NEGATIVE_SUFFIXES):
-            wrong = values[(values < 0) | ~values.map(math.isfinite)]
-        else:
-            wrong = values[values.map(lambda v: math.isinf(v))]
+            wrong = pd.concat([wrong, values[values < 0]])
         if len(wrong):
             return Rejected("absurd", f"{column} = {wrong.iloc[0]:g}")
-    unknown = [s for s in status.unknown(df["status"]) if s != "skipped"]  # an older file's word is read as today's
-    if unknown:
-        return Rejected("bad_status", ", ".join(unknown[:3]))
-    return name, status.normalize(df.assign(source="uploaded"))
+    return None
+
+
+def _implausible(df: pd.DataFrame) -> Rejected | None:
+    """Values no device measures: a throughput above MAX_FLOPS_PER_S, a measured step below MIN_STEP_MS."""
+    measured = df["status"] == status.OK
+    rates = {c: df[c] for c in FLOPS_PER_S if c in df}
+    if "flops" in df and "train_ms" in df:  # what the row's own FLOP count and time imply
+        rates["flops / train_ms"] = df["flops"] / (df["train_ms"] / 1e3)
+    for column in STEP_TIMES:  # first: a step too short also implies a throughput too high
+        if column in df:
+            under = df.loc[measured & (df[column] < MIN_STEP_MS), column]
+            if len(under):
+                return Rejected("implausible", f"{column} = {under.iloc[0]:.3g} ms < {MIN_STEP_MS:g} ms")
+    for column, values in rates.items():
+        over = values[values > MAX_FLOPS_PER_S]
+        if len(over):
+            return Rejected("implausible", f"{column} = {over.iloc[0]:.3g} FLOP/s > {MAX_FLOPS_PER_S:.0e}")
+    return None

@@ -110,7 +110,7 @@ with shown:
         else:
             ratio, lo, hi = findings.spread_text(story)
             key = f"serial.scaling.gpu_story_{story['verdict']}"
-            st.caption(tr(key, device=str(story["att_row"]["device"]), T=story["T"], ratio=ratio, lo=lo, hi=hi))
+            st.caption(tr(key, device=ui.literal(story["att_row"]["run"]), T=story["T"], ratio=ratio, lo=lo, hi=hi))
         st.caption(tr("serial.scaling.fit_header", T=T))
         st.dataframe(scaling_charts.fits_table(s_both[s_both["seq_len"] == T], tr), hide_index=True)
     ui.method_ui(tr, "serial.scaling")

@@ -42,10 +42,14 @@ def shown_data(tr, name: str, live: pd.DataFrame | None) -> tuple[pd.DataFrame, 
         + " · "
         + both["device"].map(lambda d: device_text(tr, _short_device(d)))
     )
+    # The takeaways and verdicts speak of one run: live, else the reference. Uploaded rows are drawn (their `run` says
+    # "uploaded") but never join that run, even under the reference's device label.
     if live is not None and len(live):
         primary = both[both["source"] == "live"]
+    elif len(ref):
+        primary = both[(both["source"] == "reference") & (both["device"] == _reference_device(ref))]
     else:
-        primary = both[both["device"] == _reference_device(ref)]
+        primary = both.iloc[:0]
     return both, primary
 
 
@@ -99,8 +103,8 @@ def caption_source_ui(tr, primary: pd.DataFrame) -> None:
             tr(
                 "ui.showing",
                 source=tr(f"ui.source.{primary['source'].iloc[0]}"),
-                device=device_text(tr, primary["device"].iloc[0]),
-                date=str(primary.get("date", pd.Series([""])).iloc[0])[:10],
+                device=literal(device_text(tr, primary["device"].iloc[0])),
+                date=literal(str(primary.get("date", pd.Series([""])).iloc[0])[:10]),
             )
         )
 
@@ -118,7 +122,7 @@ def status_ui(tr, df: pd.DataFrame, shown_notes: int = 2) -> None:
     for status in statuses.BANNERED:
         bad = df[df["status"] == status]
         if len(bad):
-            notes = notes_text(bad.get("note", pd.Series(dtype=str)), tr)  # the raw note stays in the table
+            notes = notes_text(bad.get("note", pd.Series(dtype=str)), tr, literal)  # the raw note stays in the table
             text = "; ".join(notes[:shown_notes]) + (
                 tr("ui.more_notes", n=len(notes) - shown_notes) if len(notes) > shown_notes else ""
             )
@@ -161,9 +165,11 @@ def table_ui(tr, df: pd.DataFrame, name: str) -> None:
         return
     with st.expander(tr("ui.table"), expanded=False):
         st.dataframe(_readable(tr, df.drop(columns=["run"], errors="ignore")), hide_index=True)
+    from core.spreadsheet import csv_text
+
     st.download_button(
         tr("ui.download_csv"),
-        df.drop(columns=["run"], errors="ignore").to_csv(index=False),
+        csv_text(df.drop(columns=["run"], errors="ignore")),  # no cell a spreadsheet would run as a formula
         file_name=f"{name}.csv",
         mime="text/csv",
         key=f"dl:{name}",
@@ -218,20 +224,24 @@ def tooltip_titles(spec: dict, tr) -> dict:
 
 def chart_ui(chart, name: str | None = None) -> None:
     """Draw an Altair chart with PNG and SVG downloads beneath it (rendered only when clicked); nothing while the
-    page's question is unanswered (ui.predict)."""
+    page's question is unanswered (ui.predict). `chart` may be a function that builds it: then it is built only when
+    shown, and a chart that cannot be built or drawn becomes one warning instead of an exception, so the rest of the
+    page (the results table and its download) still appears."""
     import hashlib
 
     if not revealed_now():
         return
     from core.i18n import translator
-    from ui.live import wait_while_others_measure
 
     tr = translator(st.session_state.get("lang", "en"))
-    wait_while_others_measure(tr)  # fair to a run in another session
 
     import json
 
-    spec_dict = tooltip_titles(chart.to_dict(), tr)
+    try:
+        spec_dict = tooltip_titles((chart() if callable(chart) else chart).to_dict(), tr)
+    except Exception as err:  # noqa: BLE001 - one chart's failure is said, and costs nothing else on the page
+        st.warning(tr("ui.chart_failed", error=literal(f"{type(err).__name__}: {err}", limit=160)))
+        return
     st.vega_lite_chart(spec=spec_dict, width="stretch")
     spec = json.dumps(spec_dict)
     key = hashlib.sha1(spec.encode()).hexdigest()[:12]

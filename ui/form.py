@@ -39,8 +39,17 @@ def _query_name(page: str, name: str) -> str:
     return f"{page.split(':', 1)[1]}.{name}" if ":" in page else name
 
 
+URL_VALUE_CHARS = 300  # a field's value in a link at most (the longest list a form takes is well under 100)
+
+
 def _query_overrides(page: str, names: list[str]) -> dict:
-    return {n: st.query_params[_query_name(page, n)] for n in names if _query_name(page, n) in st.query_params}
+    """The form's fields given in the URL; ValueError naming the first whose value is longer than URL_VALUE_CHARS
+    (parsed, a value of thousands of digits reaches Python's limit on converting long numbers)."""
+    given = {n: st.query_params[_query_name(page, n)] for n in names if _query_name(page, n) in st.query_params}
+    for name, value in given.items():
+        if len(value) > URL_VALUE_CHARS:
+            raise ValueError(f"{name}: the link's value is {len(value):,} characters long; at most {URL_VALUE_CHARS}")
+    return given
 
 
 def config_form_ui(tr, experiment, page: str, fields: list[str], preset: str = "quick"):

@@ -50,7 +50,7 @@ def predict_ui(tr, page: str, n_options: int) -> Prediction:
         value = st.query_params.get(_param(page))
         if value == SHOW:
             st.session_state[shown_key] = True
-        elif value is not None and value.isascii() and value.isdigit() and 1 <= int(value) <= n_options:
+        elif value in {str(i) for i in range(1, n_options + 1)}:  # compared as text: a value of any length is safe
             st.session_state[key] = int(value) - 1
 
     def remember():

@@ -26,8 +26,6 @@ def uploaded(name: str):
 
 def upload_ui(tr) -> None:
     """The sidebar's 'Add results from another machine': accepts CSVs, one message per rejected file."""
-    from core import uploads
-
     with st.sidebar.expander(tr("ui.upload.title")):
         st.caption(tr("ui.upload.help"))
         files = st.file_uploader(
@@ -37,24 +35,42 @@ def upload_ui(tr) -> None:
             key="upload_files",
             help=tr("ui.upload.tip"),
         )
-        store = st.session_state.setdefault(_KEY, {})
-        for f in files or []:
-            data = f.getvalue()
-            outcome = uploads.check(data, f.name)
-            if isinstance(outcome, uploads.Rejected):
-                detail = f" ({literal(outcome.detail)})" if outcome.detail else ""
-                st.error(
-                    tr("ui.upload.rejected", file=literal(f.name), why=tr(f"upload.{outcome.kind}"), detail=detail)
-                )
-                continue
-            experiment, frame = outcome
-            store.setdefault(experiment, {})[f.name] = frame
-            devices = ", ".join(dict.fromkeys(map(str, frame["device"])))
-            st.success(tr("ui.upload.accepted", file=literal(f.name), n=len(frame), experiment=experiment,
-                          devices=literal(devices)))  # fmt: skip
-        names = {f.name for f in files or []}
-        gone = st.session_state.get("upload_names", set()) - names  # removed from the uploader: off the page too
-        st.session_state["upload_names"] = names
-        for experiment in store:
-            for file_name in gone & set(store[experiment]):
-                del store[experiment][file_name]
+        _take(tr, files or [])
+
+
+def _take(tr, files) -> None:
+    """Check each file once (its outcome is kept while it stays in the uploader, not re-parsed on every rerun), keep
+    the accepted ones within the session's bounds (core.uploads.MAX_FILES, MAX_SESSION_BYTES), say what became of each."""
+    from core import uploads
+    from core.memory_formulas import format_bytes
+
+    store = st.session_state.setdefault(_KEY, {})
+    checked = st.session_state.setdefault("upload_checked", {})  # file id → (size, outcome)
+    ids = {getattr(f, "file_id", None) or f"{f.name}:{f.size}": f for f in files}
+    for gone in set(checked) - set(ids):  # removed from the uploader: off the page too
+        del checked[gone]
+    names = {f.name for f in files}
+    gone = st.session_state.get("upload_names", set()) - names
+    st.session_state["upload_names"] = names
+    for experiment in store:
+        for file_name in gone & set(store[experiment]):
+            del store[experiment][file_name]
+    for file_id, f in ids.items():
+        if file_id not in checked:
+            kept = [size for size, outcome in checked.values() if not isinstance(outcome, uploads.Rejected)]
+            if len(kept) >= uploads.MAX_FILES or sum(kept) + f.size > uploads.MAX_SESSION_BYTES:
+                why = tr("upload.too_many", n=len(kept), size=format_bytes(sum(kept)), most_n=uploads.MAX_FILES,
+                         most_size=format_bytes(uploads.MAX_SESSION_BYTES))  # fmt: skip
+                st.error(tr("ui.upload.rejected", file=literal(f.name), why=why, detail=""))
+                continue  # not remembered: once another file is removed, this one is checked
+            checked[file_id] = (f.size, uploads.check(f.getvalue(), f.name))
+        outcome = checked[file_id][1]
+        if isinstance(outcome, uploads.Rejected):
+            detail = f" ({literal(outcome.detail)})" if outcome.detail else ""
+            st.error(tr("ui.upload.rejected", file=literal(f.name), why=tr(f"upload.{outcome.kind}"), detail=detail))
+            continue
+        experiment, frame = outcome
+        store.setdefault(experiment, {})[f.name] = frame
+        devices = ", ".join(dict.fromkeys(map(str, frame["device"])))
+        st.success(tr("ui.upload.accepted", file=literal(f.name), n=len(frame), experiment=experiment,
+                      devices=literal(devices)))  # fmt: skip

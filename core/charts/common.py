@@ -3,9 +3,39 @@
 from __future__ import annotations
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from core.i18n import device_words
+
+# Rows one chart draws at most. Altair refuses a chart of more than 5,000 rows (MaxRowsError), and a panel a few hundred
+# pixels wide cannot show more points than that anyway: a live depth run of 10,000 logged steps is drawn thinned.
+MAX_ROWS = 4_000
+
+
+def thin(df: pd.DataFrame, keys, x: str = "step", most: int = MAX_ROWS, per_series: int | None = None) -> pd.DataFrame:
+    """At most about `most` rows of `df` (and `per_series` per series), for drawing: each series (the rows sharing
+    `keys`) keeps points evenly spaced along `x`, its first and last among them, and every row whose status is not
+    'ok' (a divergence's mark). Nothing is averaged: each drawn point is a measured one. A frame that fits is
+    returned as it is."""
+    keys = [k for k in keys if k in df.columns]
+    if not len(df) or x not in df.columns:
+        return df
+    groups = list(df.groupby(keys, sort=False, dropna=False)) if keys else [((), df)]
+    cap = max(2, min(most // max(1, len(groups)), per_series or most))
+    if all(len(g) <= cap for _, g in groups):
+        return df
+    kept = []
+    for _, g in groups:
+        g = g.sort_values(x, kind="stable")
+        if len(g) > cap:
+            picks = np.zeros(len(g), dtype=bool)
+            picks[np.unique(np.linspace(0, len(g) - 1, cap).round().astype(int))] = True
+            if "status" in g.columns:
+                picks |= (g["status"] != "ok").to_numpy()
+            g = g[picks]
+        kept.append(g)
+    return pd.concat(kept).sort_index()
 
 
 def log_x(field: str, title: str) -> alt.X:

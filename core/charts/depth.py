@@ -8,7 +8,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from core.charts.common import device_subtitle, log_x, log_y
+from core.charts.common import device_subtitle, log_x, log_y, thin
 from core.findings.depth import UNDERFLOW, chain_entropy, init_profile, summarize, to_frame
 from core.findings.notes import note_text
 
@@ -20,6 +20,10 @@ OUTCOME_COLORS = {
     "skipped_time": "#7f7f7f",
     "oom": "#7f7f7f",
 }
+
+
+RUN_KEYS = ("run", "variant", "n_layers", "warmup", "seed")  # the rows of one training run: one line
+HEATMAP_STEPS = 200  # columns of the layer × step heat map at most (its panel is 520 px wide)
 
 
 def _title(tr, key: str, df: pd.DataFrame, **values) -> alt.TitleParams:
@@ -107,6 +111,7 @@ def grad_heatmap_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
             & (d["warmup_steps"] == first["warmup_steps"])
             & (d["seed"] == first["seed"])
         ]
+    d = thin(d, ["model", "layer"], per_series=HEATMAP_STEPS)  # every layer keeps the same steps
     d = _named(d[d["grad_norm"] > 0], tr)  # a log colour scale cannot show 0; blank is honest
     L = int(d["n_layers"].max()) if len(d) else 0
     cell = max(8, min(18, 160 // max(1, L)))
@@ -164,6 +169,7 @@ def loss_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
             for r in d.itertuples()
         ],
     )
+    d = thin(d, RUN_KEYS)  # after `cross`: a run's last loss is its last measured one
     if "note" in d:  # a divergence's note, said in the learner's language (the CSV keeps the raw one)
         d = d.assign(note=[note_text(n, tr) for n in d["note"]])
     base = alt.Chart()
@@ -204,6 +210,7 @@ def grad_norm_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     """Global gradient norm (before clipping) per recorded step, clipping events as filled points."""
     d = _named(_runs(df), tr)
     d = d[(d["status"] == "ok") & (d["grad_norm"] > 0)].assign(clipped=lambda x: x["clipped"].astype(bool))
+    d = thin(d, RUN_KEYS)
     base = alt.Chart()
     color = alt.Color("variant:N", title=tr("depth.axis.variant"), sort=_order(d) if len(d) else None)
     lines = base.mark_line(opacity=0.8).encode(

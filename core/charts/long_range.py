@@ -7,7 +7,7 @@ import json
 import altair as alt
 import pandas as pd
 
-from core.charts.common import device_subtitle, lines, log_y, titled
+from core.charts.common import device_subtitle, lines, log_y, thin, titled
 from core.findings.long_range import by_distance
 from core.models import registry
 
@@ -101,6 +101,7 @@ def curve_columns(panels: int, per_task: int, most: int = 4) -> int:
 def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Held-out accuracy against training step: one panel per (task, distance), one line per model, chance dashed."""
     d = _ok(df).assign(percent=lambda x: 100 * x["accuracy"], chance_pct=lambda x: 100 * x["chance"])
+    d = thin(d, ["run", "task", "distance", "model", "seed"])  # a long live run: Altair draws at most 5,000 rows
     d = d.assign(
         panel=d["task"].map(lambda t: tr(f"long_range.task.{t}")) + " · d=" + d["distance"].astype(int).astype(str)
     )

@@ -3,6 +3,10 @@
 The experiments write short fixed phrases (the guard's refusal, a time limit's extrapolation, a divergence, an
 underflow count); each is recognised here and said again through the catalogue (`note.*`). Anything else, such as an
 error message PyTorch raised, is not shown raw on a page: the sentence points to the results table, which keeps it.
+
+A note may come from a file another machine wrote (core.uploads), so every part of it that a sentence repeats passes
+through `quote` first: a page that draws the sentence as Markdown passes its escaping rule (ui.frame.literal), so a
+note such as "would need [x](http://…); budget 1 GiB" reads as those characters, never as a link.
 """
 
 from __future__ import annotations
@@ -22,60 +26,63 @@ _HOW = {
 
 
 def _how(text: str, tr) -> str:
-    m = re.fullmatch(r"extrapolated from n=(\d+)", text)
+    m = re.fullmatch(r"extrapolated from n=(\d{1,12})", text)
     if m:
         return tr("note.how.extrapolated", n=f"{int(m.group(1)):,}")
     return tr(_HOW[text]) if text in _HOW else tr("note.other")
 
 
-def _what(text: str, tr) -> str:
+def _what(text: str, tr, quote=str) -> str:
     """A training run's divergence: 'loss became nan at step 12' and its two siblings."""
-    m = re.fullmatch(r"(.*) at step (\d+)", text)
+    m = re.fullmatch(r"(.*) at step (\d{1,12})", text)
     if not m:
         return tr("note.other")
-    what, step = m.group(1), m.group(2)
+    what, step = m.group(1), quote(m.group(2))
     if mm := re.fullmatch(r"loss became (\S+)", what):
-        said = tr("note.loss_nonfinite", value=mm.group(1))
+        said = tr("note.loss_nonfinite", value=quote(mm.group(1)))
     elif mm := re.fullmatch(rf"loss ({_NUM}) rose above the bound ({_NUM})", what):
-        said = tr("note.loss_bound", value=mm.group(1), bound=mm.group(2))
+        said = tr("note.loss_bound", value=quote(mm.group(1)), bound=quote(mm.group(2)))
     elif mm := re.fullmatch(r"gradient norm became (\S+)", what):
-        said = tr("note.grad_nonfinite", value=mm.group(1))
+        said = tr("note.grad_nonfinite", value=quote(mm.group(1)))
     else:
         return tr("note.other")
     return tr("note.at_step", what=said, step=step)
 
 
-def note_text(note, tr) -> str:
-    """The sentence a page shows for one `note` value ('' for an empty one)."""
+def note_text(note, tr, quote=str) -> str:
+    """The sentence a page shows for one `note` value ('' for an empty one); `quote` is applied to every part of the
+    note the sentence repeats (pass ui.frame.literal where the sentence is drawn as Markdown)."""
     text = "" if note is None or (isinstance(note, float) and math.isnan(note)) else str(note).strip()
     if not text:
         return ""
     if m := re.fullmatch(r"would need (.+); budget (.+)", text):
-        return tr("note.guard", need=m.group(1), budget=m.group(2))
+        return tr("note.guard", need=quote(m.group(1)), budget=quote(m.group(2)))
     if m := re.fullmatch(rf"would take ~({_NUM}) s \((.+)\); limit ({_NUM}) s", text):
-        return tr("note.time", seconds=m.group(1), how=_how(m.group(2), tr), limit=m.group(3))
-    if m := re.fullmatch(rf"would take about ({_NUM}) s per step \(n\^({_NUM}) from n = (\d+)\)", text):
-        return tr("note.step_time", seconds=m.group(1), slope=m.group(2), n=f"{int(m.group(3)):,}")
-    if m := re.fullmatch(r"(\d+) distances below float32's smallest number \(exactly 0\)", text):
-        return tr("note.underflow", n=m.group(1))
-    if m := re.fullmatch(r"(\S+) (\S+) d=(\d+): (.+); this run stopped", text):
-        return tr("note.run_stopped", task=m.group(1), model=m.group(2), d=m.group(3), what=_what(m.group(4), tr))
+        return tr("note.time", seconds=quote(m.group(1)), how=_how(m.group(2), tr), limit=quote(m.group(3)))
+    if m := re.fullmatch(rf"would take about ({_NUM}) s per step \(n\^({_NUM}) from n = (\d{{1,12}})\)", text):
+        n = f"{int(m.group(3)):,}"
+        return tr("note.step_time", seconds=quote(m.group(1)), slope=quote(m.group(2)), n=quote(n))
+    if m := re.fullmatch(r"(\d{1,12}) distances below float32's smallest number \(exactly 0\)", text):
+        return tr("note.underflow", n=quote(m.group(1)))
+    if m := re.fullmatch(r"(\S+) (\S+) d=(\d{1,12}): (.+); this run stopped", text):
+        task, model, d = (quote(m.group(i)) for i in (1, 2, 3))
+        return tr("note.run_stopped", task=task, model=model, d=d, what=_what(m.group(4), tr, quote))
     if m := re.fullmatch(r"thread scaling is measured on the CPU; on (\S+) torch threads only drive the host", text):
-        return tr("note.host_threads", device=m.group(1))
+        return tr("note.host_threads", device=quote(m.group(1)))
     if text == "non-finite loss or gradient in float32":
         return tr("note.nonfinite32")
     if text.startswith("No viable backend for scaled_dot_product_attention"):
         return tr("note.no_backend")
     if "out of memory" in text.lower():
         return tr("note.oom")
-    if re.fullmatch(r".* at step \d+", text):
-        return _what(text, tr)
+    if re.fullmatch(r".* at step \d{1,12}", text):
+        return _what(text, tr, quote)
     return tr("note.other")
 
 
-def notes_text(notes, tr) -> list[str]:
+def notes_text(notes, tr, quote=str) -> list[str]:
     """The distinct sentences for a column of notes, in their first order, empty ones left out."""
-    return list(dict.fromkeys(s for s in (note_text(n, tr) for n in notes) if s))
+    return list(dict.fromkeys(s for s in (note_text(n, tr, quote) for n in notes) if s))
 
 
 def fresh_memory_text(df, tr, experiment: str, label: str = "model", time: str = "train_ms") -> str | None:
