@@ -3,8 +3,8 @@
 import streamlit as st
 
 from core import home_summary
+from core.device import light_facts
 from ui import common as ui
-from ui.frame import _device_facts
 
 tr = ui.page_ui("home")
 st.markdown(tr("home.story"))
@@ -14,7 +14,7 @@ st.markdown(tr("home.story"))
 # or a summary that no longer matches the reference CSVs or the sentences, is computed from the rows as before.
 live = any((st.session_state.get(f"live:{name}") or {}).get("rows") for name in home_summary.EXPERIMENTS)
 lang = st.session_state.get("lang") or ui.current_lang()
-summary = None if live else home_summary.read(_device_facts()["type"], lang)
+summary = None if live else home_summary.read(light_facts()["type"], lang)  # the kind ui.latest_rows picks
 if summary is None:
     from core import scoreboard
 
