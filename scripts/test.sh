@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Install what the tests need into .venv (and Debian's chromium for the browser test), then run the whole suite.
+#   bash scripts/test.sh          the full suite (what CI runs)
+#   bash scripts/test.sh --fast   the fast tier: every test not marked `slow` (no browser, no torch subprocess, no
+#                                 training or measuring beyond a second); any other arguments go to pytest
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
@@ -14,4 +17,8 @@ fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  exec .venv/bin/python -m pytest -q -m "not slow" "$@"
+fi
 exec .venv/bin/python -m pytest -q "$@"

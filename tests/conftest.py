@@ -11,6 +11,41 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 
+# The fast tier (`pytest -m "not slow"`) leaves out tests marked `slow`: a browser, a subprocess that imports torch,
+# training or measuring beyond a second, an AppTest that presses Run. A test says so itself (@pytest.mark.slow, or
+# `pytestmark` for a whole file); these files' tests are marked here, by name (None: every test of the file).
+SLOW_ELSEWHERE = {
+    "test_gpu_reference.py": None,  # runs scripts/gpu_reference.sh end to end: every experiment, in subprocesses
+    "test_upload_pages.py": None,  # uploads checked through whole pages (AppTests with real files)
+    "test_gpu_pages.py": {"test_every_page_draws_the_gpu_rows_beside_the_cpu_reference"},
+    "test_uploads.py": {
+        "test_an_accepted_file_is_drawn_beside_the_reference",
+        "test_a_malformed_upload_leaves_the_page_working",
+    },
+    "test_upload_safety.py": {
+        "test_uploads_per_session_are_bounded_in_count_and_size",
+        "test_an_upload_is_checked_once_not_on_every_rerun",
+        "test_a_form_value_of_thousands_of_characters_in_the_url_is_one_message_naming_the_field",
+        "test_an_upload_under_the_references_label_does_not_change_the_verdict",
+        "test_the_pages_download_quotes_an_uploads_formulas",
+        "test_the_shipped_references_reuploaded_unchanged_draw_as_uploaded",
+        "test_a_depth_run_of_10000_logged_steps_draws_thinned",
+        "test_the_depth_page_with_a_long_live_run_shows_charts_table_and_download",
+        "test_a_prediction_of_thousands_of_digits_in_the_url_is_ignored",
+        "test_every_file_the_cli_writes_is_accepted",
+        "test_a_cli_file_with_status_rows_draws_on_its_page",
+        "test_a_chart_that_cannot_be_drawn_is_a_warning_and_the_rest_still_shows",
+    },
+}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        names = SLOW_ELSEWHERE.get(item.path.name, ())
+        if names is None or getattr(item, "originalname", None) in names:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)

@@ -190,6 +190,7 @@ def test_home_table1_rows_are_filled_from_page_5s_rows(speed, decode):
     )
 
 
+@pytest.mark.slow
 def test_the_page_runs_live_in_both_languages():
     for lang in ("en", "zh"):
         at = app_test(default_timeout=120)

@@ -382,6 +382,7 @@ def test_cli_writes_the_columns(tmp_path, capsys):
     assert "• At n = 64, naive attention kept" in capsys.readouterr().out  # computed takeaways on stdout
 
 
+@pytest.mark.slow
 def test_the_cli_path_imports_no_ui_packages():
     code = (
         "import sys, core.cli, core.experiments.attention_cost, core.experiments.kv_cache; "
@@ -401,6 +402,7 @@ def test_cli_bad_input_exits_2_naming_the_field(capsys):
 # ---- the page ------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_page_runs_live_reports_bad_input_and_measures_the_kv_cache():
 
     at = app_test(default_timeout=90).run()

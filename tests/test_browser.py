@@ -33,6 +33,8 @@ ARGS = [
 CHART = "[data-testid='stVegaLiteChart'], .vega-embed"
 SHOWN = urllib.parse.urlencode(REVEALED)  # a shared link with every question answered "just show me"
 
+pytestmark = pytest.mark.slow  # a real browser and server: the full suite only
+
 if os.environ.get("LAB_SKIP_BROWSER") == "1":
     pytest.skip("LAB_SKIP_BROWSER=1", allow_module_level=True)
 

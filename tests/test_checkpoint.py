@@ -57,6 +57,7 @@ def test_only_a_stack_of_fused_recurrent_layers_can_be_checkpointed():
         SegmentCheckpointed(registry.get("transformer").build(16, 32, 1))
 
 
+@pytest.mark.slow
 def test_a_tiny_run_pairs_both_forms_and_splits_the_saved_bytes():
     cfg = experiment.EXPERIMENT.config("tiny", {"models": ("lstm", "gru"), "seq_lens": (16, 64), "device": "cpu"})
     df = experiment.run(cfg)
@@ -99,6 +100,7 @@ def test_takeaways_say_the_cut_the_price_and_the_untouched_chain():
     assert "did not change measurably" in same and "both sides of 1" in same
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(heap.minor_faults() is None, reason="this OS does not count page faults")
 def test_a_step_timed_in_a_thread_is_said_to_include_fresh_memory_and_in_the_main_thread_not():
     """The page's case, measured: a plain BPTT step at n = 4096 keeps ~270 MiB for backward. In a thread other

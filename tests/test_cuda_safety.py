@@ -40,6 +40,7 @@ def test_threads_mean_something_only_on_the_cpu():
     assert threads_used(torch.device("cuda")) is None and threads_used(torch.device("mps"), 1) is None
 
 
+@pytest.mark.slow
 def test_tf32_is_turned_off_for_matmuls_and_cudnn_and_the_flags_stay_consistent():
     """torch 2.13's defaults: full fp32 matmuls but TF32 cuDNN convolutions and RNNs. After configure_precision both
     are off, and the legacy getters (which raise when legacy and new settings disagree) still answer."""

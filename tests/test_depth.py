@@ -208,6 +208,7 @@ def test_bad_input_names_the_field(field, value):
         depth.EXPERIMENT.config("quick", {field: value})
 
 
+@pytest.mark.slow
 def test_cli_exit_2_on_bad_depth():
     code = "import sys; from core.cli import main; sys.exit(main(sys.argv[1:]))"
     r = subprocess.run(
@@ -314,6 +315,7 @@ def test_charts_encode_the_measurements(small):
 APP = os.path.join(ROOT, "dashboard.py")
 
 
+@pytest.mark.slow
 def test_page_runs_live_with_heat_map_takeaways_and_bad_input():
 
     at = app_test(default_timeout=90).run()

@@ -37,6 +37,7 @@ def test_every_field_at_its_edges_validates_or_names_a_field(name):
                 assert str(err).split(":")[0] in names, f"{name}.{info['name']}={value!r}: {err}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page_key, path", PAGES)
 def test_form_controls_at_their_minimum_run_or_explain(page_key, path):
     at = app_test(default_timeout=120).run()
@@ -59,6 +60,7 @@ def _crashed(at) -> list[str]:
     return [e.value for e in at.error if str(e.value).startswith(FAILED)]
 
 
+@pytest.mark.slow
 def test_a_crash_inside_core_is_caught_by_this_test(monkeypatch):
     """The check above can fail: a run that raises inside core shows the page's crash message, and _crashed sees it."""
     from core.experiments import serial

@@ -84,6 +84,7 @@ def test_recurrent_gradients_decay_exponentially_and_attention_stays_flat():
     assert any("no decay" in s for s in lines) and any("O(n) versus O(1)" in s for s in lines)
 
 
+@pytest.mark.slow
 def test_attention_over_an_lstm_falls_first_and_then_levels_off_not_flat():
     """At the quick preset's 200 tokens the hybrid's gradient falls ~30x from k = 1 before it holds: the takeaway
     says it levels off (the LSTM's path fading, attention's staying), not "no decay" as for attention alone."""
@@ -142,6 +143,7 @@ def test_a_nan_gradient_becomes_a_diverged_row_and_the_others_continue(monkeypat
     assert any("overflowed" in s for s in gr.takeaways(df, translator("en")))
 
 
+@pytest.mark.slow
 def test_cli_quick_preset_prints_columns(capsys):
     assert main(["run", "gradient_reach", "--device", "cpu", "--set", "seq_len=30", "--set", "d_model=8"]) == 0
     out = capsys.readouterr().out

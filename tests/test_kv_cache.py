@@ -181,6 +181,7 @@ def test_bad_config_names_the_field(overrides, field):
         kv.EXPERIMENT.config("quick", overrides)
 
 
+@pytest.mark.slow
 def test_cli_quick_preset_writes_the_columns(tmp_path):
     out = tmp_path / "kv.csv"
     r = subprocess.run(

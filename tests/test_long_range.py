@@ -92,6 +92,7 @@ def test_models_have_matched_parameter_counts():
         assert layer.rnn.bias_ih_l0.view(4, -1)[1].eq(1.0).all()
 
 
+@pytest.mark.slow
 def test_transformer_learns_recall_at_a_distance_where_the_lstm_stays_near_chance():
     """... and attention over the LSTM's own states learns it too (#17): the one-step path, not the recurrence."""
     cfg = _cfg(seq_len=32, distances="28", steps=120, eval_every=40, eval_size=128, batch_size=32, d_model=32,
@@ -212,6 +213,7 @@ def _page():
     return at.switch_page("pages/long_range.py").run()
 
 
+@pytest.mark.slow
 def test_page_draws_the_attention_map_at_once_and_reacts_to_a_typed_example():
     at = _page()
     assert not at.exception and not at.error
@@ -228,6 +230,7 @@ def test_page_draws_the_attention_map_at_once_and_reacts_to_a_typed_example():
     )
 
 
+@pytest.mark.slow
 def test_page_runs_live_and_reports_bad_input():
     at = _page()
     at.text_input(key="w:long_range:distances").set_value("2")
@@ -243,6 +246,7 @@ def test_page_runs_live_and_reports_bad_input():
     assert [unescaped(e.value) for e in at.error] == ["Cannot run: distances: 8 must be < seq_len (8)"]
 
 
+@pytest.mark.slow
 def test_charts_encode_the_physics():
     from core.charts import long_range as charts
     from core.experiments import gradient_reach as gr

@@ -18,7 +18,8 @@ def _texts(at) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+# English in the fast tier; 中文 too in the full suite (the browser test opens every page in both as well)
+@pytest.mark.parametrize("lang", ["en", pytest.param("zh", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("page", PAGE_FILES)
 def test_page_opens_without_exception(page, lang):
     at = app_test(default_timeout=60)
@@ -32,6 +33,7 @@ def test_page_opens_without_exception(page, lang):
     assert at.title and at.title[0].value
 
 
+@pytest.mark.slow
 def test_serial_page_runs_live_and_reports_bad_input():
     at = app_test(default_timeout=120).run()
     at.switch_page("pages/serial.py").run()
@@ -48,6 +50,7 @@ def test_serial_page_runs_live_and_reports_bad_input():
     assert [unescaped(e.value) for e in at.error] == ["Cannot run: seq_lens: 999999 is out of range; allowed 2..65535"]
 
 
+@pytest.mark.slow
 def test_page_restores_its_controls_from_the_url():
     at = app_test(default_timeout=60)
     at.query_params["seq_lens"] = "8,24"
@@ -58,6 +61,7 @@ def test_page_restores_its_controls_from_the_url():
     assert at.number_input(key="w:serial:d_model").value == 48
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key, path", PAGES)
 def test_every_page_restores_its_form_from_the_url(key, path):
     """A copied link reopens a page with the same controls: one numeric control per page, set through the URL."""

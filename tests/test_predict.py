@@ -86,6 +86,7 @@ def _charts(at) -> int:
     return len(at.get("vega_lite_chart"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key, path", PAGES)
 def test_results_wait_for_an_answer_then_the_verdict_quotes_a_number(key, path):
     at = app_test(default_timeout=120, revealed=False)
@@ -101,6 +102,7 @@ def test_results_wait_for_an_answer_then_the_verdict_quotes_a_number(key, path):
     assert at.query_params[f"predict.{key}"] == "1"  # the answer is in the link
 
 
+@pytest.mark.slow
 def test_just_show_me_reveals_and_a_shared_link_opens_revealed():
     at = app_test(default_timeout=120, revealed=False).run()
     at.switch_page("pages/depth.py").run()
@@ -114,6 +116,7 @@ def test_just_show_me_reveals_and_a_shared_link_opens_revealed():
     assert _charts(shared) >= 1 and shared.radio(key="predict:depth").value == 2
 
 
+@pytest.mark.slow
 def test_the_home_page_lists_this_sessions_predictions():
     at = app_test(default_timeout=120, revealed=False).run()
     at.switch_page("pages/depth.py").run()

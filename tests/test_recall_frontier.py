@@ -131,6 +131,7 @@ def test_a_tiny_run_has_the_issues_columns_and_final_rows():
     assert (df["chance"] == 1 / cfg.n_keys).all()
 
 
+@pytest.mark.slow
 def test_attention_recalls_what_an_element_wise_state_cannot():
     """The physics of the page in a few seconds: a 2-layer Transformer learns a small MQAR; a minGRU, whose state
     is a vector of independent channels, stays near chance with the same steps and batches."""

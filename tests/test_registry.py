@@ -103,6 +103,7 @@ def toy_kind():
         cat.pop("model.toy_wide_rnn", None)
 
 
+@pytest.mark.slow
 def test_a_new_kind_is_one_record_away_from_the_serial_experiment(toy_kind):
     from core.i18n import translator
     from core.models.layers import n_params

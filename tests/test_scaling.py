@@ -204,6 +204,7 @@ def test_the_chart_has_log2_threads_the_ideal_line_and_dashed_fits():
     assert any("extrapolated" in c for c in table.columns) and len(table) == 2
 
 
+@pytest.mark.slow
 def test_cli_run_writes_the_csv_with_the_extrapolation(tmp_path):
     out = tmp_path / "scaling.csv"
     args = ["run", "scaling", "--device", "cpu", "--set", "models=lstm,transformer", "--set", "seq_lens=8",
@@ -216,6 +217,7 @@ def test_cli_run_writes_the_csv_with_the_extrapolation(tmp_path):
     assert "gave these speed-ups" in r.stdout  # the takeaways, computed from the rows (tiny models may not speed up)
 
 
+@pytest.mark.slow
 def test_the_serial_page_runs_the_scaling_section_live():
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("pages/serial.py").run()

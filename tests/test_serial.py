@@ -129,6 +129,7 @@ def cli(*args, timeout=120):
     )
 
 
+@pytest.mark.slow
 def test_cli_run_writes_the_csv(tmp_path):
     out = tmp_path / "x.csv"
     r = cli(
@@ -153,6 +154,7 @@ def test_cli_run_writes_the_csv(tmp_path):
     assert "transformer" in r.stdout and "•" in r.stdout  # the table and the computed takeaways
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, field",
     [
@@ -171,6 +173,7 @@ def test_cli_bad_input_exits_2_with_one_line_naming_the_field(args, field):
     assert len(lines) == 1 and field in lines[0] and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_cli_absent_cuda_exits_2():
     import torch
 
@@ -180,6 +183,7 @@ def test_cli_absent_cuda_exits_2():
     assert r.returncode == 2 and "device: 'cuda' is not available" in r.stderr
 
 
+@pytest.mark.slow
 def test_cli_list_shows_fields_and_ranges():
     r = cli("list")
     assert r.returncode == 0

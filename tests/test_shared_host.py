@@ -51,6 +51,7 @@ def test_counting_saved_bytes_keeps_no_tensor_alive():
 RSS_MARGIN_MIB = 40  # the leak this guards against added ~20 MiB per run of this config, ~100 per quick run
 
 
+@pytest.mark.slow
 def test_repeated_runs_level_off_in_memory():
     """Run the attention sweep (naive attention's n² tensors) five times in one process, as a page's live run does
     (it returns freed memory after each run): RSS stops growing."""
@@ -90,6 +91,7 @@ print([out, inner, inside, held - rss(), [faults() for _ in range(3)]])
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="glibc's malloc on Linux")
 def test_timed_steps_reuse_freed_memory_and_hand_it_back_after():
     """A plain BPTT step at n = 4096 in a fresh process's main thread (glibc's main arena): as glibc leaves it,
@@ -189,6 +191,7 @@ def _open(page: str, query: dict | None = None) -> AppTest:
 PAGE_FILES = {"serial": "serial", "long_range": "long_range", "depth": "depth", "attention_cost": "attention_cost"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["junk", "wrong_type"])
 @pytest.mark.parametrize("page", list(PAGE_FILES))
 def test_a_page_with_a_damaged_reference_shows_one_warning_and_works(tmp_path, monkeypatch, page, how):
@@ -203,6 +206,7 @@ def test_a_page_with_a_damaged_reference_shows_one_warning_and_works(tmp_path, m
     assert len(warnings) == 1, warnings
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["empty", "truncated", "junk", "wrong_type"])
 def test_the_long_range_page_without_a_whole_checkpoint_still_works(tmp_path, monkeypatch, how):
     for name in checkpoints.MODELS:
@@ -271,6 +275,7 @@ def test_the_timing_loop_checks_for_stop_between_repeats():
     assert len(calls) == 3
 
 
+@pytest.mark.slow
 def test_a_link_sets_only_the_fields_the_form_shows(monkeypatch):
     import ui.live
 
@@ -312,6 +317,7 @@ def test_a_long_bad_value_is_not_echoed_whole():
 
 
 # ---- fair under company ---------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_page_holds_its_charts_back_while_another_session_measures(monkeypatch):
     """Another session holds the measurement lock until this page has looked and found it busy: the page draws its
     charts only after it found the lock free again (no clock: the other session lets go once the page waits)."""

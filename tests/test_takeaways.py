@@ -10,6 +10,7 @@ from core.results import load_reference
 CUTS = 15  # prefixes of the shipped run, as if Stop had been pressed there
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(EXPERIMENTS))
 def test_takeaways_survive_every_stopping_point(name):
     exp = EXPERIMENTS[name]
