@@ -129,10 +129,13 @@ def _why(err: BaseException, time_limit: float | None) -> str:
 
 
 def run_one(name: str, preset: str, device: str | None, seed: int | None, sets: dict, out: str | Path | None,
-            quiet: bool = False, time_limit: float | None = None, out_dir: Path | None = None) -> pd.DataFrame:  # fmt: skip
+            quiet: bool = False, time_limit: float | None = None, out_dir: Path | None = None,
+            threads: int | None = None, on_progress=None) -> pd.DataFrame:  # fmt: skip
     """Validate, run with its rows written as they come (to `out`, or into `out_dir` named like the reference files:
     <experiment>-<device type>-<device name>.csv), then print the table and the takeaways. An error, the time limit,
-    Ctrl-C or SIGTERM still writes the rows measured and a status row, then propagates."""
+    Ctrl-C or SIGTERM still writes the rows measured and a status row, then propagates. `threads`: torch's thread
+    count (default: one per core); `on_progress(p)`: called with every progress report (a page's worker sends it
+    on, core.worker)."""
     from core import cancel
     from core.device import configure_threads, device_label, environment, measuring, resolve_device
     from core.experiments import get
@@ -147,7 +150,7 @@ def run_one(name: str, preset: str, device: str | None, seed: int | None, sets: 
     if seed is not None:
         overrides["seed"] = seed
     cfg = exp.config(preset, overrides)  # bad input: ValueError, before anything runs
-    configure_threads()
+    configure_threads(threads)
     dev = resolve_device(getattr(cfg, "device", "auto"))
     env = environment(dev)
     if out_dir is not None:
@@ -162,6 +165,8 @@ def run_one(name: str, preset: str, device: str | None, seed: int | None, sets: 
     def progress(p):
         if writer is not None and p.rows:
             writer.add(p.rows)
+        if on_progress is not None:
+            on_progress(p)
         if inject and p.rows:
             _inject(inject, len(writer.rows) if writer else p.done)
         if not quiet:
@@ -255,6 +260,12 @@ def cmd_smoke(args) -> int:
         return run_smoke(args.device, out_dir)
 
 
+def cmd_worker(args) -> int:
+    from core.worker import serve
+
+    return serve()
+
+
 def cmd_env(args) -> int:
     from core.smoke import describe_environment
 
@@ -300,6 +311,7 @@ def parser() -> argparse.ArgumentParser:
     sm = sub.add_parser("smoke", help="a short test of the risky paths (SDPA backends, fused RNNs, memory, OOM)")
     sm.add_argument("--device", default="auto")
     sm.add_argument("--out-dir", default=None)
+    sub.add_parser("worker", help="a page's live run: one job (JSON) on stdin, its progress as JSON lines on stdout")
     ev = sub.add_parser("env", help="Python, torch, CUDA, cuDNN, the device and its free memory, TF32")
     ev.add_argument("--device", default="auto")
     ck = sub.add_parser("checkpoints", help="train the small recall models shipped in data/checkpoints/")
@@ -309,7 +321,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "reference": cmd_reference, "smoke": cmd_smoke, "env": cmd_env,
-            "checkpoints": cmd_checkpoints}  # fmt: skip
+            "checkpoints": cmd_checkpoints, "worker": cmd_worker}  # fmt: skip
 EXIT_CODES = ((RunFailed, 1), (TimeLimit, 124), (KeyboardInterrupt, 130), (Terminated, 143))
 
 

@@ -342,18 +342,16 @@ def test_page_runs_live_with_heat_map_takeaways_and_bad_input():
 
 
 def test_page_shows_the_rows_of_a_stopped_run(small):
+    from core.jobs import Job
 
     _, _, progress = small
     half = progress[: len(progress) // 2]  # as if Stop was pressed mid-way through training
     at = app_test(default_timeout=60).run()
     at.switch_page("pages/depth.py")
-    at.session_state["live:depth"] = {
-        "rows": [r for p in half for r in p.rows],
-        "done": half[-1].done,
-        "total": half[-1].total,
-        "finished": False,
-        "error": None,
-    }
+    rows = [r for p in half for r in p.rows]
+    job = Job(1, "test", "depth", {}, None, state="stopped", rows=rows, done=half[-1].done, total=half[-1].total,
+              kept=half[-1].done)  # fmt: skip
+    at.session_state["live:depth"] = {"rows": rows, "job": job}  # a run stopped after it sent these rows
     at.run()
     assert not at.exception, at.exception
     assert any("Stopped after" in w.value for w in at.warning)

@@ -41,7 +41,7 @@ def test_serial_page_runs_live_and_reports_bad_input():
     at.text_input(key="w:serial:seq_lens").set_value("16, 32")
     at.number_input(key="w:serial:d_model").set_value(16)
     at.button(key="FormSubmitter:form:serial-Run").click().run()
-    assert not at.exception and not at.error
+    assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("fastest training step" in m.value for m in at.markdown)
     assert at.query_params["seq_lens"] == "16,32"  # the URL now reproduces the run
     at.text_input(key="w:serial:seq_lens").set_value("16, 999999")

@@ -79,10 +79,9 @@ def language_ui() -> str:
 # ---- device ---------------------------------------------------------------------------------------------------
 @st.cache_resource(show_spinner=False)
 def _checked_device_facts() -> dict:
-    from core.device import configure_threads, light_facts, page_threads
+    from core.device import light_facts
 
-    configure_threads(page_threads())
-    return light_facts()
+    return light_facts()  # the server never sets torch's threads: a run's worker does (core.jobs)
 
 
 def _device_facts() -> dict:

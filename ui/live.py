@@ -1,6 +1,6 @@
-"""How does a page run an experiment live? The 'measure it yourself' section: the form, then a run with a moving
-progress bar and a Stop button, its rows kept in session state so a Stop or a rerun loses nothing, and a token so a
-stopped or replaced run ends without touching the next run's rows.
+"""How does a page run an experiment live? The 'measure it yourself' section: the form, then a run in a worker
+process (core.jobs) that the page follows: its place in the server's queue, a moving progress bar and a Stop button,
+its rows kept in session state as they arrive so a Stop, a rerun or a dead worker loses nothing already measured.
 """
 
 from __future__ import annotations
@@ -17,148 +17,108 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-PROGRESS_EVERY_S = 1.0  # the bar moves at least this far apart between the repeats of one point (see run_ui)
-START_SETTLE_S = 1.0  # before a live run times anything: the browser redraws the page for the rerun Run began
-SETTLE_S = 2.0  # after waiting for another session's run: let that page draw its results before timing starts
-CHART_WAIT_S = 90.0  # the longest a page holds its charts back while another session measures
-
-# Threads of this process inside a live measurement (Streamlit runs each session's script in its own thread).
-_measuring_threads: set[int] = set()
+POLL_S = 0.25  # how often a page looks at its job
+PROGRESS_EVERY_S = 1.0  # the bar's text changes at most this often between points (each change is a message the
+# browser draws on the cores the worker measures on; between points it always moves)
 
 
-def others_measuring() -> bool:
-    """True while another session's run holds the measurement lock (this thread's own run does not count)."""
-    import threading
+@st.cache_resource(show_spinner=False)
+def runner():
+    """The server's one queue of workers (core.jobs): every session's runs, one measuring at a time."""
+    import atexit
 
-    from core.device import MEASURE_LOCK
+    from core.jobs import Runner
 
-    return MEASURE_LOCK.locked() and threading.get_ident() not in _measuring_threads
+    r = Runner()
+    atexit.register(r.shutdown)
+    return r
 
 
-def wait_while_others_measure(tr) -> None:
-    """Hold this page's heavy drawing back while another session times its points, so building charts here does
-    not land in that session's timed region (on 2 cores it slowed its first points 5-9x); at most CHART_WAIT_S."""
-    import time
+def _session() -> tuple[str, bool]:
+    """(this session's id, whether its browser is still connected); AppTest has no runtime: connected."""
+    from streamlit import runtime
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    if not others_measuring():
-        return
-    with st.spinner(tr("ui.chart_wait")):
-        deadline = time.monotonic() + CHART_WAIT_S
-        while others_measuring() and time.monotonic() < deadline:
-            time.sleep(0.25)
+    ctx = get_script_run_ctx()
+    sid = ctx.session_id if ctx is not None else "local"
+    connected = not runtime.exists() or runtime.get_instance().is_active_session(sid)
+    return sid, connected
 
 
 def _live_state(page: str) -> dict:
-    return st.session_state.setdefault(
-        f"live:{page}", {"rows": [], "done": 0, "total": 0, "finished": False, "error": None}
-    )
-
-
-class _Superseded(Exception):
-    """Raised inside an experiment's progress callback to end a run that was stopped or replaced."""
+    return st.session_state.setdefault(f"live:{page}", {"rows": [], "job": None})
 
 
 def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
-    """Run `cfg` live (when given) with a moving progress bar and a Stop button; return this session's live rows.
+    """Run `cfg` live (when given) in a worker process, following it here: its place in the queue while it waits,
+    a moving progress bar and a Stop button while it measures; return this session's live rows.
 
-    Rows are kept in session state as they arrive, so a Stop (or any rerun) loses nothing already measured. Each
-    run owns the state through a token: Streamlit starts the next script run at once (a Stop, or Enter in the form
-    and then Run), while the old run's thread may still be inside a measurement; when it reports, it sees it was
-    stopped or replaced and ends, without touching the new run's rows.
+    The job outlives this script run: a Stop, a rerun or a visit to another page leaves it measuring, and the page
+    follows it again when it is drawn next. Its rows arrive as they are measured and stay in the session, so a Stop,
+    a failure or a worker's death loses nothing already measured.
     """
-    from core import cancel
-    from core.device import configure_threads, measuring, page_threads
-    from core.heap import return_freed_memory
+    import dataclasses
+
+    from core.device import page_threads
 
     state = _live_state(page)
+    r = runner()
+    r.prepare()  # a spare worker imports torch while the learner reads the form
     if cfg is not None:
-        token = object()
-        state.update(rows=[], done=0, kept=0, total=0, finished=False, error=None, token=token, stop=False)
-        configure_threads(page_threads())  # one core left to the server and the browser (core.device.page_threads)
-        stop = st.empty()  # the Stop button exists only while the run does
-        stop.button(
-            tr("ui.stop"),
-            key=f"stop:{page}",
-            help=tr("ui.stop_help"),
-            on_click=lambda: state.update(stop=True) if state.get("token") is token else None,
-        )
-        bar = st.progress(0.0, text=tr("ui.starting"))
-        shown = [0.0]  # when the bar last changed (time.monotonic)
-
-        def on_progress(p):
-            if state.get("token") is not token:
-                raise _Superseded
-            state["rows"].extend(p.rows)
-            state["done"], state["total"] = p.done, p.total
-            if p.rows:  # the count a Stop message gives is the work whose rows are shown, never more
-                state["kept"] = p.done
-            if state.get("stop"):
-                raise _Superseded
-            # Every update is a message the browser renders, on the cores the next timed repeat runs on: between
-            # points (a message with rows) always, between the repeats of one point at most every PROGRESS_EVERY_S
-            # (on 2 cores, an update per repeat flagged most points of a serial quick run as noisy)
-            now = time.monotonic()
-            if not p.rows and now - shown[0] < PROGRESS_EVERY_S:
-                return
-            shown[0] = now
-            bar.progress(
-                min(1.0, p.done / max(1, p.total)), text=tr("ui.progress", done=p.done, total=p.total, what=p.message)
-            )
-
-        waited = []
-
-        def on_wait():
-            if state.get("token") is not token or state.get("stop"):
-                raise _Superseded
-            waited.append(True)
-            bar.progress(0.0, text=tr("ui.waiting"))
-
-        def settle(seconds: float):
-            """Let a browser finish drawing before timing starts, checking for Stop meanwhile: after a wait for the
-            lock, the other session's page draws its results (SETTLE_S); at any start, this page redraws itself
-            for the rerun that Run began (START_SETTLE_S)."""
-            bar.progress(0.0, text=tr("ui.settling" if waited else "ui.settling_start"))
-            end = time.monotonic() + seconds
-            while time.monotonic() < end:
-                cancel.check()
-                time.sleep(0.1)
-
-        def stop_asked() -> bool:  # read by core.cancel.check() between timed repeats and training steps
-            return state.get("token") is not token or bool(state.get("stop"))
-
-        import threading
-
-        me = threading.get_ident()
-        try:
-            with measuring(on_wait), cancel.stop_when(stop_asked):
-                _measuring_threads.add(me)
-                settle(SETTLE_S if waited else START_SETTLE_S)
-                experiment.run(cfg, on_progress=on_progress)
-            state["finished"] = True
-        except (_Superseded, cancel.Stopped):
-            pass  # the lock is released on the way out; the rows measured so far stay in the state
-        except ValueError as err:
-            state["error"] = str(err)
-        except Exception as err:  # noqa: BLE001 - shown as a result, not a traceback; measured rows are kept
-            state["error"] = f"{type(err).__name__}: {err}"
-        finally:
-            _measuring_threads.discard(me)
-            return_freed_memory()  # a long-lived server levels off (core.heap.return_freed_memory)
-        if state.get("token") is not token:
-            return None  # a newer run of this page draws the results
-        bar.empty()
-        stop.empty()
-    if state["error"]:
-        st.error(tr("ui.run_failed", error=literal(state["error"])))
-    if not state["rows"]:
-        if state.get("stop"):
+        if state.get("job") is not None:
+            r.stop(state["job"])  # a new Run replaces this page's earlier one
+        sid, _ = _session()
+        job = r.submit(sid, experiment.name, dataclasses.asdict(cfg), threads=page_threads())
+        state.update(job=job, rows=job.rows)  # the same list: the rows as they arrive
+    job = state.get("job")
+    if job is not None and job.active:
+        _follow_ui(tr, r, job, page)
+    if job is None:
+        return None
+    if job.state == "bad_input":
+        st.error(tr("ui.bad_input", error=literal(job.error or "")))
+    elif job.state == "failed":
+        st.error(tr("ui.run_failed", error=literal(job.error or "")))
+    elif job.state == "died":
+        st.error(tr("ui.worker_died", why=literal(job.error or ""), n=len(job.rows)))
+    if not job.rows:
+        if job.state in ("stopped", "cancelled"):
             st.info(tr("ui.stopped_empty"))
         return None
     import pandas as pd
 
-    if not state["finished"] and not state["error"]:
-        st.warning(tr("ui.stopped", done=state.get("kept", 0), total=state["total"]))
-    return pd.DataFrame(list(state["rows"])).assign(source="live")  # a copy: see the docstring
+    if job.state in ("stopped", "cancelled") or job.active:
+        st.warning(tr("ui.stopped", done=job.kept, total=job.total))
+    return pd.DataFrame(list(job.rows)).assign(source="live")  # a copy: the job's list may still grow
+
+
+def _follow_ui(tr, r, job, page: str) -> None:
+    """Until `job` ends: its queue place and wait, or its progress; Stop (or cancel) ends it at once."""
+    stop = st.empty()
+    stop.button(tr("ui.stop"), key=f"stop:{page}", help=tr("ui.stop_help"), on_click=r.stop, args=(job,))
+    bar = st.progress(0.0, text=tr("ui.starting"))
+    shown_text, shown_step, shown_at = None, None, 0.0
+    while job.active:
+        _, connected = _session()
+        if not connected and job.state == "queued":
+            r.stop(job)  # a closed tab leaves the queue
+            break
+        r.touch(job)
+        if job.state == "queued":
+            place, wait = r.position(job)
+            step, fraction, text = ("queued", place), 0.0, tr("ui.queued", place=place, wait=f"{wait:,.0f}")
+        elif job.total:
+            step, fraction = ("running", job.done), min(1.0, job.done / job.total)
+            text = tr("ui.progress", done=job.done, total=job.total, what=job.message)
+        else:
+            step, fraction, text = ("running", 0), 0.0, tr("ui.starting")
+        now = time.monotonic()
+        if step != shown_step or (text != shown_text and now - shown_at >= PROGRESS_EVERY_S):
+            bar.progress(fraction, text=text)
+            shown_text, shown_step, shown_at = text, step, now
+        time.sleep(POLL_S)
+    bar.empty()
+    stop.empty()
 
 
 def live_run_ui(tr, experiment, page: str, fields: list[str]) -> pd.DataFrame | None:

@@ -1,0 +1,110 @@
+"""`python -m core worker`: a page's live run, in a process of its own, through the command line's own path.
+
+A run measured inside the web server shares it with every visitor: the server's threads, its heap (glibc maps
+every block above 64 MiB afresh in a thread other than the main one, which made checkpointing look free) and its
+life (a run that exhausts memory takes the server down with it). A worker measures in its own main thread, as
+`python -m core run` does, and can be stopped at once or die alone.
+
+The protocol, one JSON object per line:
+- the worker starts, imports the experiments (the slow part: a spare worker waits here, warm) and says
+  `{"type": "ready", "pid": …}`;
+- the server sends one job: `{"experiment": NAME, "config": {field: value, …}, "threads": N}`;
+- the worker says `{"type": "started"}`, then `{"type": "progress", "done", "total", "message", "rows": [...]}`
+  after every chunk of work,
+  and at the end one of `{"type": "done"}`, `{"type": "bad_input", "error": …}` (the config was refused) or
+  `{"type": "failed", "error": …}` (the rows measured before stay with the server).
+A SIGTERM ends the run at once (the rows already sent are the server's); what the run prints for a person (the
+table, the takeaways, a traceback) goes to stderr. The worker ends when its server does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def _die_with_parent(every_s: float = 1.0) -> None:
+    """End this worker if its server goes away mid-run (a waiting worker sees its stdin close). Not Linux's
+    PR_SET_PDEATHSIG: that fires when the *thread* that started the worker ends, and a page's script thread ends
+    after every rerun."""
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _plain(value):
+    """A value of a row as JSON holds it (numpy and torch scalars as Python numbers)."""
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, tuple):
+        return list(value)
+    return str(value)
+
+
+def encode(message: dict) -> str:
+    """One protocol line; NaN and infinities stay numbers (Python's json reads them back)."""
+    return json.dumps(message, default=_plain, allow_nan=True)
+
+
+def decode(line: str) -> dict:
+    message = json.loads(line)
+    if not isinstance(message, dict):
+        raise ValueError("a protocol line is a JSON object")  # noqa: TRY004 - bad input, like bad JSON
+    return message
+
+
+def serve(stdin=None, stdout=None) -> int:
+    """Wait for one job, run it, report; the exit status is 0 whatever the run did (the messages say it)."""
+    from core.cli import RunFailed, Terminated, _sigterm_raises
+
+    stdin = stdin or sys.stdin
+    proto = stdout or os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1, encoding="utf-8")
+    sys.stdout = sys.stderr  # what the run prints for a person is not the protocol
+
+    def send(message: dict) -> None:
+        proto.write(encode(message) + "\n")
+        proto.flush()
+
+    _die_with_parent()
+    import core.experiments  # noqa: F401 - torch and every experiment, before the job comes: a spare waits warm
+
+    send({"type": "ready", "pid": os.getpid()})
+    line = stdin.readline()
+    if not line.strip():
+        return 0  # the server went away, or let its spare go
+    try:
+        job = decode(line)
+        name, config = str(job["experiment"]), dict(job["config"])
+        threads = int(job.get("threads") or 0) or None
+    except (ValueError, KeyError, TypeError) as err:
+        send({"type": "bad_input", "error": f"not a job: {err}"})
+        return 0
+
+    send({"type": "started"})  # the job is in hand: what a page waits for beyond this is the run itself
+
+    def progress(p) -> None:
+        send({"type": "progress", "done": p.done, "total": p.total, "message": p.message, "rows": list(p.rows)})
+
+    from core.cli import run_one
+
+    try:
+        with _sigterm_raises():
+            run_one(name, "quick", None, None, config, None, quiet=True, threads=threads, on_progress=progress)
+    except ValueError as err:  # the config was refused before anything ran
+        send({"type": "bad_input", "error": str(err)})
+    except Terminated:
+        send({"type": "failed", "error": "stopped"})
+    except RunFailed as err:
+        send({"type": "failed", "error": str(err)})
+    else:
+        send({"type": "done"})
+    return 0

@@ -1,0 +1,90 @@
+"""What a live run in a worker process costs (a benchmark that prints figures, not a test): the time from a page's
+Run to the worker having the job in hand, with a fresh worker (it imports torch and every experiment first) and with the
+spare that waits warm; and how long a Stop takes to end a worker in the middle of a point that would run for
+minutes (lstm_loop at 65,535 tokens).
+
+    python scripts/bench_worker.py --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core import jobs
+
+TINY = {"models": ["lstm"], "seq_lens": [16], "d_model": 16, "batch_size": 2, "warmup": 0, "repeats": 1,
+        "max_point_s": 0.1, "device": "cpu"}  # fmt: skip
+LONG = {**TINY, "models": ["lstm_loop"], "seq_lens": [16, 65535], "d_model": 128, "batch_size": 8}
+
+
+def _first_report(runner: jobs.Runner, config: dict) -> tuple[float, jobs.Job]:
+    t0 = time.perf_counter()
+    job = runner.submit("bench", "serial", config, threads=1)
+    while job.active and job.in_hand is None:
+        time.sleep(0.005)
+    return time.perf_counter() - t0, job
+
+
+def _wait(job: jobs.Job) -> None:
+    while job.active:
+        time.sleep(0.01)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1].startswith("Z")
+    except OSError:
+        return True
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    cold, warm, stops = [], [], []
+    for _ in range(args.runs):
+        r = jobs.Runner(spare=False)
+        s, job = _first_report(r, TINY)
+        _wait(job)
+        cold.append(s)
+        r.shutdown()
+        r = jobs.Runner(spare=True)
+        r.prepare()
+        time.sleep(8)  # the learner reads the form while the spare imports torch
+        s, job = _first_report(r, TINY)
+        _wait(job)
+        warm.append(s)
+        job = r.submit("bench", "serial", LONG, threads=1)
+        while job.active and len(job.rows) < 1:  # the short point is done: now inside the long one
+            time.sleep(0.01)
+        time.sleep(3)
+        t0 = time.perf_counter()
+        r.stop(job)
+        while not _gone(job.pid):
+            time.sleep(0.002)
+        stops.append(time.perf_counter() - t0)
+        _wait(job)
+        assert job.state == "stopped" and len(job.rows) == 1, (job.state, len(job.rows))
+        r.shutdown()
+
+    def row(name, xs):
+        return f"| {name} | {statistics.median(xs):.2f} s | {min(xs):.2f}–{max(xs):.2f} s |"
+
+    print(f"{dt.date.today()}, {os.cpu_count()} cores, {args.runs} runs each (median, range):")
+    print("| measure | median | range |\n|---|---|---|")
+    print(row("Run → job in the worker's hands, fresh worker (imports torch)", cold))
+    print(row("Run → job in the worker's hands, spare worker (waiting warm)", warm))
+    print(row("Stop 3 s into a point of minutes → worker gone", stops))
+
+
+if __name__ == "__main__":
+    main()

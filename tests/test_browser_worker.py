@@ -1,0 +1,204 @@
+"""Live runs in worker processes, in a real browser (a server of its own, Debian's Chromium): the measuring happens
+in a child process of the server; Stop in the middle of a point that would last minutes ends that process and keeps
+what was measured; a worker killed from outside is a message, not an exception, and the next Run works; eight
+sessions that press Run together queue, each told its place, and every run completes."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+
+import pytest
+from conftest import REVEALED
+from test_browser import ARGS, CHROMIUM, _free_port, _settle
+
+pytestmark = pytest.mark.slow  # a real browser and server: the full suite only
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHOWN = urllib.parse.urlencode(REVEALED)
+LONG = "models=lstm_loop&seq_lens=16,65535"  # the step loop at 65,535 tokens: a point of minutes on 2 cores
+
+
+@pytest.fixture(scope="module")
+def server():
+    import urllib.request
+
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.headless", "true", "--server.port",
+         str(port)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    break
+        except OSError:
+            time.sleep(0.3)
+    yield url, proc.pid
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def _workers(server_pid: int) -> list[int]:
+    """The server's child processes that run `python -m core worker`."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(") ", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().split(b"\0")
+        except OSError:
+            continue
+        if int(fields[1]) == server_pid and fields[0] != "Z" and b"worker" in cmd and b"core" in cmd:
+            out.append(int(entry))
+    return out
+
+
+def _measuring(server_pid: int, before: set[int]) -> int:
+    """The worker that took this run: the one child that was not waiting as the spare before it."""
+    for _ in range(300):
+        new = [p for p in _workers(server_pid) if p not in before]
+        busy = [p for p in _workers(server_pid) if _cpu_ticks(p) > 0]
+        if new or busy:
+            return (new or busy)[0]
+        time.sleep(0.1)
+    raise AssertionError("no worker process measured the run")
+
+
+def _cpu_ticks(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(") ", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except OSError:
+        return 0
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1].startswith("Z")
+    except OSError:
+        return True
+
+
+def _open(browser, url: str, path: str):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{url}/{path}")
+    _settle(page)
+    return page
+
+
+def _run(page) -> None:
+    page.get_by_role("button", name="Run", exact=True).first.click(timeout=60000)
+
+
+def _no_exception(page) -> None:
+    errors = page.query_selector_all("[data-testid='stException']")
+    assert not errors, errors[0].inner_text()[:1500]
+
+
+def test_the_run_measures_in_a_child_process_and_stop_ends_it_in_the_middle_of_a_point(server, browser):
+    url, server_pid = server
+    page = _open(browser, url, f"serial?{SHOWN}&{LONG}")
+    spare = set(_workers(server_pid))
+    _run(page)
+    page.wait_for_selector("text=/1 of 2 done/", timeout=120000)  # n = 16 measured; now inside n = 65,535
+    worker = _measuring(server_pid, set())
+    assert worker in _workers(server_pid) and worker != server_pid  # a child of the server measures
+    assert spare <= {worker} | set(_workers(server_pid))
+    page.wait_for_timeout(3000)
+    page.get_by_test_id("stButton").get_by_role("button", name="Stop").click()
+    for _ in range(200):  # gone (SIGKILL after core.jobs.GRACE_S; scripts/bench_worker.py times it)
+        if _gone(worker):
+            break
+        time.sleep(0.05)
+    assert _gone(worker)
+    page.wait_for_selector("text=/Stopped after 1 of 2 steps of work/", timeout=30000)
+    _settle(page)
+    assert "your run" in page.inner_text("body")  # the point measured before the Stop is drawn
+    _no_exception(page)
+    page.close()
+
+
+def test_a_worker_killed_from_outside_is_a_message_and_the_next_run_completes(server, browser):
+    url, server_pid = server
+    page = _open(browser, url, f"serial?{SHOWN}&{LONG}")
+    _run(page)
+    page.wait_for_selector("text=/1 of 2 done/", timeout=120000)
+    os.kill(_measuring(server_pid, set()), signal.SIGKILL)
+    page.wait_for_selector("text=/ended before it finished/", timeout=30000)
+    _settle(page)
+    body = page.inner_text("body")
+    assert "SIGKILL" in body and "your run" in body  # what happened, and the row measured before it
+    _no_exception(page)
+    box = page.get_by_role("textbox", name="Sequence lengths").first
+    box.fill("16, 32")
+    page.wait_for_timeout(500)
+    _run(page)
+    page.wait_for_timeout(1500)
+    _settle(page, 120)
+    body = page.inner_text("body")
+    assert "ended before it finished" not in body and "Stopped after" not in body and "your run" in body
+    _no_exception(page)
+    page.close()
+
+
+EIGHT = [  # eight sessions, five pages, each run short (the fields a page's link may set)
+    f"serial?{LONG.replace('65535', '4096')}",  # the first: long enough that the others wait behind it
+    "serial?models=lstm,transformer&seq_lens=16,32&d_model=16",
+    "serial?models=lstm,transformer&seq_lens=16,32&d_model=32",
+    "long_range?distances=4&steps=20",
+    "depth?depths=2&steps=10&seeds=1",
+    "attention_cost?seq_lens=64,128",
+    "answers?seq_lens=16,32",
+    "serial?models=gru&seq_lens=16&d_model=24",
+]
+
+
+def test_eight_sessions_pressing_run_together_queue_and_all_complete(server, browser):
+    url, _ = server
+    pages, places = [], []
+    for path in EIGHT:
+        key, _, query = path.partition("?")
+        pages.append(_open(browser, url, f"{key}?{SHOWN}&{query}"))
+    for i, page in enumerate(pages):  # Run on every page within a few seconds
+        _run(page)
+        if i:
+            page.wait_for_selector("text=/in the queue/", timeout=30000)
+            text = page.inner_text("body")
+            places.append(int(re.search(r"number (\d+) in the queue", text).group(1)))
+    assert places and all(p >= 1 for p in places) and max(places) >= 2, places
+    for page in pages:
+        page.wait_for_timeout(500)
+        _settle(page, 240)
+        for _ in range(240):  # the last ones wait for every run before them
+            if "in the queue" not in page.inner_text("body") and not page.query_selector(
+                "[data-testid='stStatusWidget']"
+            ):
+                break
+            page.wait_for_timeout(1000)
+        body = page.inner_text("body")
+        assert "your run" in body and "ended before it finished" not in body, body[:2000]
+        _no_exception(page)
+    for page in pages:
+        page.close()

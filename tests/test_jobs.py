@@ -1,0 +1,212 @@
+"""core.jobs: live runs in worker processes, one at a time for the whole server. The queue, Stop, a worker's death
+and the spare are tested with a stand-in worker that speaks the protocol without torch (it measures nothing: a
+'point' is a row it sends, or a wait on a gate file the test opens), so these run in the fast tier; one test runs
+the real worker (`python -m core worker`) on a tiny serial config."""
+
+import os
+import signal
+import sys
+import textwrap
+import time
+
+import pytest
+
+from core import jobs
+
+FAKE = textwrap.dedent(
+    """
+    import json, os, signal, sys, time
+    print(json.dumps({"type": "ready", "pid": os.getpid()}), flush=True)
+    line = sys.stdin.readline()
+    if not line.strip():
+        sys.exit(0)
+    cfg = json.loads(line)["config"]
+    if cfg.get("ignore_term"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for i in range(cfg.get("points", 1)):
+        gate = cfg.get("gate")
+        while gate and not os.path.exists(gate + str(i)):  # a point that lasts until the test lets it end
+            time.sleep(0.01)
+        row = {"i": i, "pid": os.getpid(), "nan": float("nan")}
+        print(json.dumps({"type": "progress", "done": i + 1, "total": cfg.get("points", 1), "message": "p",
+                          "rows": [row]}), flush=True)
+        if cfg.get("die_after") == i + 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+    if cfg.get("fail"):
+        print(json.dumps({"type": "failed", "error": cfg["fail"]}), flush=True)
+    else:
+        print(json.dumps({"type": "done"}), flush=True)
+    """
+)
+
+
+@pytest.fixture
+def runner():
+    r = jobs.Runner(command=(sys.executable, "-c", FAKE), spare=False)
+    yield r
+    r.shutdown()
+
+
+def _until(condition, limit=20.0):
+    """Poll until `condition()` holds (a bound so a broken test ends; no assertion on how long it took)."""
+    end = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < end, "gave up waiting"
+        time.sleep(0.01)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:  # a zombie is gone for our purposes
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1].startswith("Z")
+    except OSError:
+        return True
+    return False
+
+
+def test_a_job_streams_its_rows_and_ends_done(runner):
+    job = runner.submit("a", "fake", {"points": 3})
+    _until(lambda: not job.active)
+    assert job.state == "done" and [r["i"] for r in job.rows] == [0, 1, 2] and job.kept == 3
+    assert job.rows[0]["pid"] == job.pid != os.getpid()  # measured in a process of its own
+    assert job.rows[0]["nan"] != job.rows[0]["nan"]  # NaN stays a number
+
+
+def test_one_job_at_a_time_and_the_queue_says_each_place(runner, tmp_path):
+    gate = str(tmp_path / "gate")
+    first = runner.submit("a", "fake", {"points": 1, "gate": gate})
+    second = runner.submit("b", "fake", {"points": 1})
+    third = runner.submit("c", "fake", {"points": 1})
+    _until(lambda: first.state == jobs.RUNNING)
+    assert (second.state, third.state) == (jobs.WAITING, jobs.WAITING)
+    assert runner.position(second)[0] == 1 and runner.position(third)[0] == 2
+    assert runner.position(third)[1] > runner.position(second)[1] > 0  # an estimate that grows with the queue
+    open(gate + "0", "w").close()
+    _until(lambda: not third.active)
+    assert [j.state for j in (first, second, third)] == ["done"] * 3
+    assert first.ended <= second.started and second.ended <= third.started  # one after another, never together
+    assert len({first.pid, second.pid, third.pid}) == 3 and not {r["pid"] for r in second.rows} & {first.pid}
+
+
+def test_rows_never_mix_between_jobs(runner):
+    a = runner.submit("a", "fake", {"points": 4})
+    b = runner.submit("b", "fake", {"points": 2})
+    _until(lambda: not b.active)
+    assert {r["pid"] for r in a.rows} == {a.pid} and {r["pid"] for r in b.rows} == {b.pid}
+    assert [r["i"] for r in a.rows] == [0, 1, 2, 3] and [r["i"] for r in b.rows] == [0, 1]
+
+
+def test_stop_in_the_middle_of_a_point_ends_the_worker_and_keeps_the_rows(runner, tmp_path):
+    """A point that never ends (a gate the test does not open) and a worker that ignores SIGTERM: Stop still
+    ends it (SIGKILL after GRACE_S), and the row measured before is kept; the next job runs."""
+    gate = str(tmp_path / "gate")
+    open(gate + "0", "w").close()  # the first point ends, the second never does
+    job = runner.submit("a", "fake", {"points": 2, "gate": gate, "ignore_term": True})
+    _until(lambda: len(job.rows) == 1)
+    runner.stop(job)
+    _until(lambda: _gone(job.pid) and not job.active)
+    assert job.state == "stopped" and [r["i"] for r in job.rows] == [0] and job.kept == 1
+    after = runner.submit("a", "fake", {"points": 1})
+    _until(lambda: not after.active)
+    assert after.state == "done"
+
+
+def test_a_waiting_job_can_be_cancelled_and_leaves_the_queue(runner, tmp_path):
+    gate = str(tmp_path / "gate")
+    first = runner.submit("a", "fake", {"points": 1, "gate": gate})
+    second = runner.submit("b", "fake", {"points": 1})
+    third = runner.submit("c", "fake", {"points": 1})
+    runner.stop(second)
+    assert second.state == "cancelled" and runner.position(third)[0] == 1
+    open(gate + "0", "w").close()
+    _until(lambda: not third.active)
+    assert first.state == third.state == "done" and second.pid is None  # never started
+
+
+def test_a_waiting_job_nobody_looks_at_leaves_the_queue(tmp_path):
+    """A closed tab stops touching its job: after TICKET_TTL_S it is dropped (a fake clock, no waiting)."""
+    now = [0.0]
+    r = jobs.Runner(command=(sys.executable, "-c", FAKE), spare=False, clock=lambda: now[0])
+    gate = str(tmp_path / "gate")
+    try:
+        first = r.submit("a", "fake", {"points": 1, "gate": gate})
+        left, kept = r.submit("b", "fake", {"points": 1}), r.submit("c", "fake", {"points": 1})
+        now[0] = jobs.TICKET_TTL_S - 1
+        r.touch(kept)
+        now[0] = jobs.TICKET_TTL_S + 1
+        r.touch(kept)
+        assert left.state == "cancelled" and kept.state == jobs.WAITING and r.position(kept)[0] == 1
+        open(gate + "0", "w").close()
+        _until(lambda: not kept.active)
+        assert first.state == kept.state == "done"
+    finally:
+        r.shutdown()
+
+
+def test_a_worker_killed_mid_run_is_a_died_job_with_its_rows_and_the_next_job_runs(runner):
+    job = runner.submit("a", "fake", {"points": 5, "die_after": 2})
+    _until(lambda: not job.active)
+    assert job.state == "died" and "SIGKILL" in job.error and [r["i"] for r in job.rows] == [0, 1]
+    after = runner.submit("a", "fake", {"points": 1})
+    _until(lambda: not after.active)
+    assert after.state == "done"
+
+
+def test_kill_minus_nine_from_outside(runner, tmp_path):
+    gate = str(tmp_path / "gate")
+    open(gate + "0", "w").close()
+    job = runner.submit("a", "fake", {"points": 2, "gate": gate})
+    _until(lambda: len(job.rows) == 1)
+    os.kill(job.pid, signal.SIGKILL)
+    _until(lambda: not job.active)
+    assert job.state == "died" and "SIGKILL" in job.error and len(job.rows) == 1
+
+
+def test_a_failure_the_worker_reports_is_a_failed_job(runner):
+    job = runner.submit("a", "fake", {"points": 1, "fail": "RuntimeError: boom"})
+    _until(lambda: not job.active)
+    assert job.state == "failed" and job.error == "RuntimeError: boom" and len(job.rows) == 1
+
+
+def test_the_spare_worker_takes_the_next_job(tmp_path):
+    r = jobs.Runner(command=(sys.executable, "-c", FAKE), spare=True)
+    try:
+        r.prepare()
+        spare = r._spare
+        assert spare is not None
+        job = r.submit("a", "fake", {"points": 1})
+        assert job.pid == spare.pid  # the waiting worker ran it
+        _until(lambda: not job.active and r._spare is not None)
+        assert r._spare.pid != job.pid  # a new spare, started after the run
+    finally:
+        r.shutdown()
+
+
+@pytest.mark.slow
+def test_the_real_worker_runs_a_page_config_through_the_command_lines_path():
+    """A spare started from a page's script thread (which ends after every rerun) still takes the job, and runs it
+    as `python -m core run` would, with the page's thread count; bad input is said, not run."""
+    import threading
+
+    r = jobs.Runner(spare=True)
+    try:
+        script_thread = threading.Thread(target=r.prepare)
+        script_thread.start()
+        script_thread.join()
+        config = {"models": ["lstm", "transformer"], "seq_lens": [16, 32], "d_model": 16, "batch_size": 2,
+                  "warmup": 0, "repeats": 1, "max_point_s": 0.1, "device": "cpu"}  # fmt: skip
+        job = r.submit("a", "serial", config, threads=1)
+        _until(lambda: not job.active, limit=120)
+        assert job.state == "done", job.error
+        assert [(row["model"], row["seq_len"]) for row in job.rows] == [("lstm", 16), ("transformer", 16),
+                                                                        ("lstm", 32), ("transformer", 32)]  # fmt: skip
+        assert {row["threads"] for row in job.rows} == {1} and all(row["status"] == "ok" for row in job.rows)
+        bad = r.submit("a", "serial", {**config, "seq_lens": [16, 999999]})
+        _until(lambda: not bad.active, limit=120)
+        assert bad.state == "bad_input" and "seq_lens" in bad.error and not bad.rows
+    finally:
+        r.shutdown()
