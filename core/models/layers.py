@@ -17,8 +17,6 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from core.models.registry import n_heads_for  # noqa: F401 - re-exported: a width's heads
-
 
 class Recurrent(nn.Module):
     """One fused recurrent layer (nn.RNN / nn.LSTM / nn.GRU: cuDNN or oneDNN where available) from a zero state."""
