@@ -8,7 +8,7 @@ backward, peak). `core.experiments.attention_cost` guards and sequences the poin
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
@@ -19,8 +19,19 @@ from core.memory_formulas import DTYPE_BYTES
 from core.models import attention
 from core.models.attention import Shape
 
-if TYPE_CHECKING:
-    from core.experiments.attention_cost import AttentionCostConfig
+
+class PointConfig(Protocol):
+    """What a point reads of its experiment's config (attention_cost's AttentionCostConfig, which imports this module)."""
+
+    batch_size: int
+    n_heads: int
+    head_dim: int
+    dtype: str
+    causal: bool
+    seed: int
+    warmup: int
+    repeats: int
+    max_point_s: float
 
 
 # ---- predictions (for the guard) ----------------------------------------------------------------------------
@@ -30,16 +41,16 @@ def elem_bytes(dtype: str) -> int:
     return int(DTYPE_BYTES[dtype])
 
 
-def shape_of(cfg: AttentionCostConfig, n: int) -> Shape:
+def shape_of(cfg: PointConfig, n: int) -> Shape:
     return Shape(cfg.batch_size, cfg.n_heads, n, cfg.head_dim, elem_bytes(cfg.dtype), cfg.causal)
 
 
-def predicted_bytes(impl: str, backend: str, cfg: AttentionCostConfig, n: int, device: torch.device) -> float:
+def predicted_bytes(impl: str, backend: str, cfg: PointConfig, n: int, device: torch.device) -> float:
     """A generous peak estimate for the guard: computed from the shape alone, before anything is allocated."""
     return attention.get(impl).predicted_bytes(shape_of(cfg, n), backend, device.type)
 
 
-def formula_saved(impl: str, backend: str, cfg: AttentionCostConfig, n: int) -> float:
+def formula_saved(impl: str, backend: str, cfg: PointConfig, n: int) -> float:
     """The exact bytes saved for backward by formula, where one is known (fp32); NaN otherwise."""
     formula = attention.get(impl).saved_formula
     if cfg.dtype != "float32" or formula is None:
@@ -50,7 +61,7 @@ def formula_saved(impl: str, backend: str, cfg: AttentionCostConfig, n: int) -> 
 # ---- measuring one point -------------------------------------------------------------------------------------
 
 
-def inputs(cfg: AttentionCostConfig, n: int, device: torch.device, requires_grad: bool = True):
+def inputs(cfg: PointConfig, n: int, device: torch.device, requires_grad: bool = True):
     g = torch.Generator().manual_seed(cfg.seed)
     dtype = getattr(torch, cfg.dtype)
     shape = (cfg.batch_size, cfg.n_heads, n, cfg.head_dim)  # (B, H, n, head_dim)
@@ -60,7 +71,7 @@ def inputs(cfg: AttentionCostConfig, n: int, device: torch.device, requires_grad
     return q, k, v, grad
 
 
-def measure_attention(impl: str, backend: str, cfg: AttentionCostConfig, n: int, device: torch.device) -> dict:
+def measure_attention(impl: str, backend: str, cfg: PointConfig, n: int, device: torch.device) -> dict:
     q, k, v, grad = inputs(cfg, n, device)
     record = attention.get(impl)
 
@@ -92,7 +103,7 @@ def measure_attention(impl: str, backend: str, cfg: AttentionCostConfig, n: int,
     }
 
 
-def measure_lstm(cfg: AttentionCostConfig, n: int, device: torch.device) -> dict:
+def measure_lstm(cfg: PointConfig, n: int, device: torch.device) -> dict:
     """An LSTM of the same width (H·head_dim) reads n tokens at inference, one step at a time, keeping only (h, c)."""
     d = cfg.n_heads * cfg.head_dim
     dtype = getattr(torch, cfg.dtype)
