@@ -23,7 +23,7 @@ FILE = "home.json"
 KINDS = ("cpu", "cuda", "mps")  # the kinds of machine a visitor's page may run on (core.device.light_facts' type)
 VERSION = 1
 # the experiments whose rows the home page reads (a live run of this session, else the shipped reference); kept here,
-# torch- and pandas-free, so reading the summary needs no scoreboard (core.scoreboard re-exports it)
+# torch- and pandas-free, so reading the summary needs no scoreboard
 EXPERIMENTS = ("serial", "gradient_reach", "long_range", "depth", "attention_cost", "answers_speed", "answers_reach")
 
 

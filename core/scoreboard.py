@@ -18,7 +18,6 @@ from core.findings import depth as depth_findings
 from core.findings import long_range as long_range_findings
 from core.findings import serial as serial_findings
 from core.fit import exponent_text
-from core.home_summary import EXPERIMENTS  # noqa: F401 - the experiments the home page reads, re-exported
 from core.models import mixers, registry
 from core.models.registry import ATTENTION, RECURRENT
 
