@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from core import status
-from core.cli import Terminated, positive_seconds
 from core.outputs import add_stop_row, check_out_dir, summary
+from core.runner import Terminated, positive_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 GRACE_S = 15  # after SIGTERM, at most this long for the child to write its rows before SIGKILL …

@@ -64,7 +64,7 @@ def decode(line: str) -> dict:
 
 def serve(stdin=None, stdout=None) -> int:
     """Wait for one job, run it, report; the exit status is 0 whatever the run did (the messages say it)."""
-    from core.cli import RunFailed, Terminated, _sigterm_raises
+    from core.runner import RunFailed, Terminated, run_one, sigterm_raises
 
     stdin = stdin or sys.stdin
     proto = stdout or os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1, encoding="utf-8")
@@ -94,10 +94,8 @@ def serve(stdin=None, stdout=None) -> int:
     def progress(p) -> None:
         send({"type": "progress", "done": p.done, "total": p.total, "message": p.message, "rows": list(p.rows)})
 
-    from core.cli import run_one
-
     try:
-        with _sigterm_raises():
+        with sigterm_raises():
             run_one(name, "quick", None, None, config, None, quiet=True, threads=threads, on_progress=progress)
     except ValueError as err:  # the config was refused before anything ran
         send({"type": "bad_input", "error": str(err)})

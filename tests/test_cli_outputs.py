@@ -12,9 +12,11 @@ import pandas as pd
 import pytest
 
 from core import device, results
-from core.cli import ENV_COLUMNS, main, table
+from core.cli import main
+from core.device import ENV_COLUMNS
 from core.experiments import gradient_reach
 from core.outputs import RowWriter, check_out_file, stop_row
+from core.runner import table
 
 TINY = ["run", "gradient_reach", "--preset", "tiny", "--device", "cpu"]
 
