@@ -1,7 +1,8 @@
 """The one import point for pages (`from ui import common as ui`): every helper they use, re-exported from the
-modules that answer one question each, plus the NAVIGATION_READY flag dashboard.py sets and the lazy `ui.pd`.
+modules that answer one question each, plus the page frame (`page_ui`), the NAVIGATION_READY flag dashboard.py sets
+and the lazy `ui.pd`. It sits above the other ui modules and none of them imports it.
 
-- ui.frame: language, device card, warm-up, the page list, page_ui, method_ui;
+- ui.frame: language, device card, warm-up, the page list, method_ui;
 - ui.form: an experiment's config as a form, round-tripping through the URL;
 - ui.live: the live run with progress and Stop;
 - ui.predict: the predict-first question that hides the results until answered, and the computed verdict;
@@ -14,6 +15,9 @@ torch nor pandas (the home page's cold start skips both).
 
 from __future__ import annotations
 
+import streamlit as st
+
+from core.i18n import translator
 from ui.data import (
     caption_source_ui,
     chart_ui,
@@ -39,11 +43,11 @@ from ui.frame import (
     language_ui,
     literal,
     method_ui,
-    page_ui,
     warm_up_torch,
 )
 from ui.live import live_run_ui, run_ui
-from ui.predict import predict_ui, revealed_now, tally_rows, verdict_ui
+from ui.predict import open_gate, predict_ui, revealed_now, tally_rows, verdict_ui
+from ui.upload import upload_ui
 
 __all__ = [
     "LANG_NAMES",
@@ -82,9 +86,29 @@ __all__ = [
 # Set by dashboard.py once it has built the navigation (`ui.NAVIGATION_READY = True` on this module). Until some
 # session has run dashboard.py, Streamlit serves a deep link (/serial) from the pages/ folder directly (its old
 # multipage mode), skipping the language switch and our navigation; a page that finds this flag unset reruns, and
-# the rerun goes through dashboard.py. It lives here, not in ui.frame, because this is the module dashboard.py
-# assigns to; ui.frame.page_ui reads it from here at call time.
+# the rerun goes through dashboard.py. page_ui, below, reads it at call time.
 NAVIGATION_READY = False
+
+
+def page_ui(page: str):
+    """Title, claim, and the sidebar's device card; returns the page's translator."""
+    if not NAVIGATION_READY:
+        # Calling st.navigation switches Streamlit out of its old pages/-folder mode for the whole server;
+        # the rerun then goes through dashboard.py and lands on this same page by its URL.
+        # (A page's identity is its URL path; home must be the default so /serial keeps its own.)
+        st.navigation(
+            [st.Page("pages/home.py", default=True)] + [st.Page(path, url_path=key) for key, path in PAGES],
+            position="hidden",
+        )
+        st.rerun()
+    open_gate()  # nothing is hidden until the page asks its question (ui.predict)
+    tr = translator(st.session_state.get("lang") or current_lang())
+    st.title(tr(f"{page}.title"))
+    st.markdown(tr(f"{page}.claim"))
+    device_card_ui(tr)
+    if page != "home":  # the home page stays torch-free; its scoreboard reads this machine's runs
+        upload_ui(tr)
+    return tr
 
 
 def __getattr__(name: str):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from ui.frame import _device_facts, literal
+from ui.frame import device_facts, literal
 from ui.predict import revealed_now
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def _short_device(label) -> str:
 def _reference_device(ref: pd.DataFrame) -> str:
     """The reference device the takeaways speak of: one of this machine's kind (CPU, CUDA…) if shipped."""
     devices = list(dict.fromkeys(ref["device"]))
-    here = _device_facts()["type"]
+    here = device_facts()["type"]
     same = [d for d in devices if str(d).startswith(here)]
     return (same or devices)[0]
 

@@ -1,6 +1,6 @@
-"""What frame does every page share? The language (URL, sidebar, browser locale), the sidebar's device card, the
-background warm-up of torch and friends, the list of pages and the deep-link navigation workaround, and each page's
-fixed parts: title and claim, the 'predict first' box and the method expander.
+"""What frame does every page share? The language (URL, sidebar, browser locale), user text shown literally, the
+sidebar's device card, the background warm-up of torch and friends, the list of pages and the method expander
+(ui.common.page_ui draws the title, claim and sidebar from these). The lowest ui module: it imports no other.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 
 import streamlit as st
 
-from core.i18n import LANGS, catalogue, normalize_lang, translator
+from core.i18n import LANGS, catalogue, normalize_lang
 
 LANG_NAMES = {"en": "English", "zh": "中文"}
 
@@ -84,7 +84,7 @@ def _checked_device_facts() -> dict:
     return light_facts()  # the server never sets torch's threads: a run's worker does (core.jobs)
 
 
-def _device_facts() -> dict:
+def device_facts() -> dict:
     """Checked facts once torch is loaded (any measuring page); torch-free, detected facts before that."""
     import sys
 
@@ -118,7 +118,7 @@ def device_card_ui(tr, where=None) -> dict:
     from core.i18n import threads_words
     from core.memory_formulas import format_bytes
 
-    facts = _device_facts()
+    facts = device_facts()
     box = where or st.sidebar
     box.markdown(
         tr(
@@ -133,36 +133,7 @@ def device_card_ui(tr, where=None) -> dict:
     return facts
 
 
-# ---- the page frame -------------------------------------------------------------------------------------------
-def page_ui(page: str):
-    """Title, claim, and the sidebar's device card; returns the page's translator."""
-    # NAVIGATION_READY lives on ui.common, where dashboard.py sets it (`ui.NAVIGATION_READY = True`); read it there,
-    # at call time, rather than keeping a copy here that the assignment would never reach.
-    from ui import common
-
-    if not common.NAVIGATION_READY:
-        # Calling st.navigation switches Streamlit out of its old pages/-folder mode for the whole server;
-        # the rerun then goes through dashboard.py and lands on this same page by its URL.
-        # (A page's identity is its URL path; home must be the default so /serial keeps its own.)
-        st.navigation(
-            [st.Page("pages/home.py", default=True)] + [st.Page(path, url_path=key) for key, path in PAGES],
-            position="hidden",
-        )
-        st.rerun()
-    from ui.predict import open_gate
-
-    open_gate()  # nothing is hidden until the page asks its question (ui.predict)
-    tr = translator(st.session_state.get("lang") or current_lang())
-    st.title(tr(f"{page}.title"))
-    st.markdown(tr(f"{page}.claim"))
-    device_card_ui(tr)
-    if page != "home":  # the home page stays torch-free; its scoreboard reads this machine's runs
-        from ui.upload import upload_ui
-
-        upload_ui(tr)
-    return tr
-
-
+# ---- the page's fixed parts -----------------------------------------------------------------------------------
 def method_ui(tr, page: str) -> None:
     with st.expander(tr("ui.method")):
         st.markdown(tr(f"{page}.method"))
