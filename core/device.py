@@ -1,6 +1,6 @@
 """Which device to measure on, how many threads to use, and one lock so two sessions never time at once.
 
-A 2-core machine running two torch processes with all threads each slowed an LSTM step ~10x (EXPERIMENTS.md),
+A 2-core machine running two torch processes with all threads each slowed an LSTM step ~10x (measured),
 so threads are set deliberately and every measurement in this process takes `MEASURE_LOCK`.
 """
 

@@ -127,7 +127,7 @@ def test_an_unknown_kind_is_refused_by_name():
 
 
 def test_every_module_fits_in_a_readers_head():
-    """One question per module (STYLE.md): no file in core/, ui/ or pages/ is over 350 lines."""
+    """One question per module: no file in core/, ui/ or pages/ is over 350 lines."""
     long = [f"{p.relative_to(ROOT)}: {n}" for folder in ("core", "ui", "pages") for p in sorted((ROOT / folder).rglob("*.py"))
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 350]  # fmt: skip
     assert not long, long

@@ -2,7 +2,7 @@
 
 A language model here is always embedding → a stack of layers, each (B, T, d) → (B, T, d) → vocabulary head
 (`LanguageModel`); what differs between kinds is the layer, and `core.models.registry` says which. Recurrent layers
-start from a zero state inside `forward`, so training and benchmark code never branch on model type (STYLE.md).
+start from a zero state inside `forward`, so training and benchmark code never branch on model type.
 The fast path and the explicit path sit side by side: a fused `nn.LSTM` beside an `nn.LSTMCell` step loop,
 `scaled_dot_product_attention` beside the materialised softmax(QKᵀ)V.
 """
