@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install what the tests need into .venv (and Debian's chromium for the browser test), then run the whole suite.
+# Install what the tests need into .venv (and Debian's chromium for the browser test), run ruff and lint-imports, then
+# the whole suite.
 #   bash scripts/test.sh          the full suite (what CI runs)
 #   bash scripts/test.sh --fast   the fast tier: every test not marked `slow` (no browser, no torch subprocess, no
 #                                 training or measuring beyond a second); any other arguments go to pytest
@@ -17,6 +18,7 @@ fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+.venv/bin/lint-imports --no-logo  # the layers and import rules in .importlinter
 if [ "${1:-}" = "--fast" ]; then
   shift
   exec .venv/bin/python -m pytest -q -m "not slow" "$@"
