@@ -54,8 +54,16 @@ def cmd_run(args) -> int:
     out = check_out_file("--out", args.out) if args.out else None
     out_dir = check_out_dir("--out-dir", args.out_dir) if args.out_dir else None
     with sigterm_raises():
-        run_one(args.experiment, args.preset, args.device, args.seed, _parse_sets(args.set), out, time_limit=limit,
-                out_dir=out_dir)  # fmt: skip
+        run_one(
+            args.experiment,
+            args.preset,
+            args.device,
+            args.seed,
+            _parse_sets(args.set),
+            out,
+            time_limit=limit,
+            out_dir=out_dir,
+        )
     return 0
 
 
@@ -118,12 +126,21 @@ def parser() -> argparse.ArgumentParser:
     ref.add_argument("--preset", default="full")
     ref.add_argument("--only", nargs="*", help="only these experiments, in this order")
     ref.add_argument("--out-dir", default=None, help="default: data/reference/")
-    ref.add_argument("--time-limit", action="append", default=[], metavar="[NAME=]SECONDS",
-                     help="per experiment (repeatable): its rows so far are kept and the next one starts")  # fmt: skip
+    ref.add_argument(
+        "--time-limit",
+        action="append",
+        default=[],
+        metavar="[NAME=]SECONDS",
+        help="per experiment (repeatable): its rows so far are kept and the next one starts",
+    )
     ref.add_argument("--log", default=None, help="one line per experiment (default: OUT_DIR/reference.log)")
-    ref.add_argument("--deadline", default=None, metavar="EPOCH_SECONDS",
-                     help="the whole run ends by then: each experiment may use the time the ones before it left, "
-                          "never the time given to those after it")  # fmt: skip
+    ref.add_argument(
+        "--deadline",
+        default=None,
+        metavar="EPOCH_SECONDS",
+        help="the whole run ends by then: each experiment may use the time the ones before it left, "
+        "never the time given to those after it",
+    )
     sm = sub.add_parser("smoke", help="a short test of the risky paths (SDPA backends, fused RNNs, memory, OOM)")
     sm.add_argument("--device", default="auto")
     sm.add_argument("--out-dir", default=None)
@@ -136,8 +153,15 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-COMMANDS = {"list": cmd_list, "run": cmd_run, "reference": cmd_reference, "smoke": cmd_smoke, "env": cmd_env,
-            "checkpoints": cmd_checkpoints, "worker": cmd_worker}  # fmt: skip
+COMMANDS = {
+    "list": cmd_list,
+    "run": cmd_run,
+    "reference": cmd_reference,
+    "smoke": cmd_smoke,
+    "env": cmd_env,
+    "checkpoints": cmd_checkpoints,
+    "worker": cmd_worker,
+}
 EXIT_CODES = ((RunFailed, 1), (TimeLimit, 124), (KeyboardInterrupt, 130), (Terminated, 143))
 
 

@@ -154,9 +154,15 @@ class Runner:
     def _spawn(self) -> subprocess.Popen:
         log = tempfile.TemporaryFile()  # noqa: SIM115 - the worker's stderr for its whole life (a traceback)
         return subprocess.Popen(
-            self._command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
-            bufsize=1, start_new_session=True,
-        )  # fmt: skip
+            self._command,
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            bufsize=1,
+            start_new_session=True,
+        )
 
     def _ensure_spare(self) -> None:
         if self._keep_spare and (self._spare is None or self._spare.poll() is not None):

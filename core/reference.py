@@ -158,8 +158,9 @@ def run_isolated(name: str, preset: str, device: str, out_dir: Path, limit: floa
         except subprocess.TimeoutExpired:
             proc.kill()
             rc = proc.wait()
-            killed = f"killed: still running {grace:,.0f} s after " + ("the runner was stopped" if outer else
-                                                                       f"its SIGTERM, at its time limit of {limit:,.0f} s")  # fmt: skip
+            killed = f"killed: still running {grace:,.0f} s after " + (
+                "the runner was stopped" if outer else f"its SIGTERM, at its time limit of {limit:,.0f} s"
+            )
     seconds = time.monotonic() - t0
     path = _written(out_dir, name, t0)
     rows, counts, last = summary(path) if path is not None else (0, {}, {})
@@ -170,8 +171,10 @@ def run_isolated(name: str, preset: str, device: str, out_dir: Path, limit: floa
         rows, counts, last = summary(path)
     outcome = {0: "done", 124: "TIME LIMIT", 143: "TIME LIMIT"}.get(rc, "FAILED")
     counted = ", ".join(f"{k} {v}" for k, v in counts.items())
-    log(f"{outcome} {name}: exit {rc} after {seconds:,.0f} s, {rows} rows ({counted}) in {path}"
-        + (f"; {last.get('note', '')}" if rc != 0 else ""))  # fmt: skip
+    log(
+        f"{outcome} {name}: exit {rc} after {seconds:,.0f} s, {rows} rows ({counted}) in {path}"
+        + (f"; {last.get('note', '')}" if rc != 0 else "")
+    )
     if outer is not None:
         raise outer  # the experiments after this one are not started
     return rc == 0, (name, outcome, seconds, limit, rows, counts)

@@ -95,9 +95,19 @@ def why_stopped(err: BaseException, time_limit: float | None) -> str:
     return f"failed with {type(err).__name__}: {text}"
 
 
-def run_one(name: str, preset: str, device: str | None, seed: int | None, sets: dict, out: str | Path | None,
-            quiet: bool = False, time_limit: float | None = None, out_dir: Path | None = None,
-            threads: int | None = None, on_progress=None) -> pd.DataFrame:  # fmt: skip
+def run_one(
+    name: str,
+    preset: str,
+    device: str | None,
+    seed: int | None,
+    sets: dict,
+    out: str | Path | None,
+    quiet: bool = False,
+    time_limit: float | None = None,
+    out_dir: Path | None = None,
+    threads: int | None = None,
+    on_progress=None,
+) -> pd.DataFrame:
     """Validate, run with its rows written as they come (to `out`, or into `out_dir` named like the reference files:
     <experiment>-<device type>-<device name>.csv), then print the table and the takeaways. An error, the time limit,
     Ctrl-C or SIGTERM still writes the rows measured and a status row, then propagates. `threads`: torch's thread

@@ -68,19 +68,36 @@ def _attention_rows(device: torch.device, lengths) -> Iterator[dict]:
 
     fused = attention.find(attention.IMPLS, uses_backends=True)
     explicit = attention.find(attention.IMPLS, computes="softmax", memory_exponent=2)
-    cfg = ac.EXPERIMENT.config("quick", {"device": device.type, "dtype": "bfloat16", "warmup": 1, "repeats": 2,
-                                         "max_point_s": 0.5, "time_limit_s": 30, "seq_lens": lengths})  # fmt: skip
+    cfg = ac.EXPERIMENT.config(
+        "quick",
+        {
+            "device": device.type,
+            "dtype": "bfloat16",
+            "warmup": 1,
+            "repeats": 2,
+            "max_point_s": 0.5,
+            "time_limit_s": 30,
+            "seq_lens": lengths,
+        },
+    )
     for n in lengths:
         for impl, backend in [(explicit, attention.NO_BACKEND)] + [(fused, b) for b in attention.BACKENDS]:
             t0 = time.perf_counter()
             row = ac.measure_point(impl, backend, cfg, n, device)
-            yield {"check": "attention bf16", "detail": attention.get(impl).label(row["backend"], backend),
-                   "seq_len": n, "status": row["status"], "ms": row.get("time_ms", math.nan),
-                   "value": row.get("peak_bytes", math.nan), "predicted": row.get("predicted_bytes", math.nan),
-                   "inputs": 4 * cfg.batch_size * cfg.n_heads * n * cfg.head_dim * 2,  # q, k, v, grad in bf16
-                   "note": row.get("note", ""),
-                   "passed": row["status"] == status.OK or (row["status"] == status.UNSUPPORTED and attention.forced(backend)),
-                   "seconds": time.perf_counter() - t0}  # fmt: skip
+            yield {
+                "check": "attention bf16",
+                "detail": attention.get(impl).label(row["backend"], backend),
+                "seq_len": n,
+                "status": row["status"],
+                "ms": row.get("time_ms", math.nan),
+                "value": row.get("peak_bytes", math.nan),
+                "predicted": row.get("predicted_bytes", math.nan),
+                "inputs": 4 * cfg.batch_size * cfg.n_heads * n * cfg.head_dim * 2,  # q, k, v, grad in bf16
+                "note": row.get("note", ""),
+                "passed": row["status"] == status.OK
+                or (row["status"] == status.UNSUPPORTED and attention.forced(backend)),
+                "seconds": time.perf_counter() - t0,
+            }
 
 
 def _recurrent_rows(device: torch.device, lengths) -> Iterator[dict]:
@@ -88,13 +105,30 @@ def _recurrent_rows(device: torch.device, lengths) -> Iterator[dict]:
 
     names = [n for n in registry.names("serial") if registry.get(n).recurrent and registry.get(n).fused]
     small = {} if device.type != "cpu" else {"d_model": 32, "batch_size": 2}  # the CPU only tests the script
-    cfg = serial.EXPERIMENT.config("quick", {"device": device.type, "models": names, "warmup": 1, "repeats": 2,
-                                             "max_point_s": 0.5, "seq_lens": lengths, **small})  # fmt: skip
+    cfg = serial.EXPERIMENT.config(
+        "quick",
+        {
+            "device": device.type,
+            "models": names,
+            "warmup": 1,
+            "repeats": 2,
+            "max_point_s": 0.5,
+            "seq_lens": lengths,
+            **small,
+        },
+    )
     for T in lengths:
         for name, f in serial.measure_length(cfg, T, names, device).items():
-            yield {"check": "fused recurrent fp32", "detail": name, "seq_len": T, "status": f["status"],
-                   "ms": f.get("train_ms", math.nan), "value": f.get("saved_bytes", math.nan),
-                   "note": f.get("note", ""), "passed": f["status"] == status.OK}  # fmt: skip
+            yield {
+                "check": "fused recurrent fp32",
+                "detail": name,
+                "seq_len": T,
+                "status": f["status"],
+                "ms": f.get("train_ms", math.nan),
+                "value": f.get("saved_bytes", math.nan),
+                "note": f.get("note", ""),
+                "passed": f["status"] == status.OK,
+            }
 
 
 def _memory_rows(device: torch.device) -> Iterator[dict]:
@@ -106,27 +140,47 @@ def _memory_rows(device: torch.device) -> Iterator[dict]:
         with bench.LivePeak() as live:
             allocate()
         peak = live.peak
-    yield {"check": "peak memory", "detail": f"a {format_bytes(KNOWN_BYTES)} tensor", "status": status.OK,
-           "value": peak, "passed": abs(peak - KNOWN_BYTES) <= 0.02 * KNOWN_BYTES}  # fmt: skip
+    yield {
+        "check": "peak memory",
+        "detail": f"a {format_bytes(KNOWN_BYTES)} tensor",
+        "status": status.OK,
+        "value": peak,
+        "passed": abs(peak - KNOWN_BYTES) <= 0.02 * KNOWN_BYTES,
+    }
     # more than the device has (on the CPU more than an address space holds): the guard must make it a row
     too_much = total_memory_bytes(device) + 2**30 if device.type == "cuda" else 2**50
-    fields = guard.guarded(lambda: {"value": torch.empty(too_much, dtype=torch.uint8, device=device).numel()},
-                           0, device, budget=2**62)  # fmt: skip
+    fields = guard.guarded(
+        lambda: {"value": torch.empty(too_much, dtype=torch.uint8, device=device).numel()}, 0, device, budget=2**62
+    )
     after = guard.device_ok(device) and torch.empty(2**28, dtype=torch.uint8, device=device).fill_(1).numel() > 0
-    yield {"check": "out of memory on purpose", "detail": f"{format_bytes(too_much)}, then 256 MiB",
-           "status": fields["status"], "note": fields.get("note", ""),
-           "passed": fields["status"] == status.OOM and after}  # fmt: skip
+    yield {
+        "check": "out of memory on purpose",
+        "detail": f"{format_bytes(too_much)}, then 256 MiB",
+        "status": fields["status"],
+        "note": fields.get("note", ""),
+        "passed": fields["status"] == status.OOM and after,
+    }
 
 
 def _device_rows(device: torch.device) -> Iterator[dict]:
     n = 4096 if device.type == "cuda" else 512
     for dtype in ("float32", "bfloat16"):
         flops = bench.peak_flops(str(device), dtype, n=n, repeats=3)
-        yield {"check": "matmul ceiling", "detail": f"{dtype} {n}×{n}, TF32 {tf32_mode(device)}", "status": status.OK,
-               "value": flops, "passed": math.isfinite(flops) and flops > 0}  # fmt: skip
+        yield {
+            "check": "matmul ceiling",
+            "detail": f"{dtype} {n}×{n}, TF32 {tf32_mode(device)}",
+            "status": status.OK,
+            "value": flops,
+            "passed": math.isfinite(flops) and flops > 0,
+        }
     latency = bench.step_latency_s(str(device))
-    yield {"check": "dependent-step latency", "detail": "fused LSTM, width 8", "status": status.OK,
-           "value": latency, "passed": math.isfinite(latency) and latency > 0}  # fmt: skip
+    yield {
+        "check": "dependent-step latency",
+        "detail": "fused LSTM, width 8",
+        "status": status.OK,
+        "value": latency,
+        "passed": math.isfinite(latency) and latency > 0,
+    }
 
 
 def _run_check(check, rows: list[dict], env: dict, writer: RowWriter | None) -> None:
@@ -134,13 +188,23 @@ def _run_check(check, rows: list[dict], env: dict, writer: RowWriter | None) -> 
     try:
         for row in check():
             rows.append({**env, **row})
-            print(f"{'pass' if row['passed'] else 'FAIL'}  {row['check']}: {row['detail']} "
-                  f"{row.get('seq_len', '')} {row['status']} {row.get('note', '')}"[:160], flush=True)  # fmt: skip
+            print(
+                f"{'pass' if row['passed'] else 'FAIL'}  {row['check']}: {row['detail']} "
+                f"{row.get('seq_len', '')} {row['status']} {row.get('note', '')}"[:160],
+                flush=True,
+            )
             if writer is not None:
                 writer.add([rows[-1]])
     except Exception as err:  # noqa: BLE001 - the next check runs (if the device still works)
-        rows.append({**env, "check": "error", "status": status.UNSUPPORTED, "passed": False,
-                     "note": f"{type(err).__name__}: {' '.join(str(err).split())[:200]}"})  # fmt: skip
+        rows.append(
+            {
+                **env,
+                "check": "error",
+                "status": status.UNSUPPORTED,
+                "passed": False,
+                "note": f"{type(err).__name__}: {' '.join(str(err).split())[:200]}",
+            }
+        )
         print(f"FAIL  {rows[-1]['note']}", flush=True)
 
 
@@ -153,19 +217,37 @@ def run_smoke(device_str: str = "auto", out_dir: Path | None = None) -> int:
     path = out_dir / f"smoke-{device.type}-{slug(device_label(device).split('·')[1])}.csv" if out_dir else None
     writer = RowWriter(path) if path else None
     rows: list[dict] = []
-    checks = (lambda: _attention_rows(device, lengths), lambda: _recurrent_rows(device, lengths),
-              lambda: _memory_rows(device), lambda: _device_rows(device))  # fmt: skip
+    checks = (
+        lambda: _attention_rows(device, lengths),
+        lambda: _recurrent_rows(device, lengths),
+        lambda: _memory_rows(device),
+        lambda: _device_rows(device),
+    )
     try:
         with measuring():
             for check in checks:
                 _run_check(check, rows, env, writer)
                 if not guard.device_ok(device):
-                    rows.append({**env, "check": "device", "status": status.STOPPED, "passed": False,
-                                 "note": "the device stopped computing: the remaining checks were not run"})  # fmt: skip
+                    rows.append(
+                        {
+                            **env,
+                            "check": "device",
+                            "status": status.STOPPED,
+                            "passed": False,
+                            "note": "the device stopped computing: the remaining checks were not run",
+                        }
+                    )
                     break
     except BaseException as err:  # a time limit (SIGTERM), Ctrl-C: the rows so far are written, with why
-        rows.append({**env, "check": "interrupted", "status": status.STOPPED, "passed": False,
-                     "note": f"{type(err).__name__}: the remaining checks were not run"})  # fmt: skip
+        rows.append(
+            {
+                **env,
+                "check": "interrupted",
+                "status": status.STOPPED,
+                "passed": False,
+                "note": f"{type(err).__name__}: the remaining checks were not run",
+            }
+        )
         if writer is not None:
             writer.write(pd.DataFrame(rows))
         raise

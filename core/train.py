@@ -96,8 +96,12 @@ def train(
             grad_norm = float(norm_t)
         if not loss_ok or not math.isfinite(grad_norm):
             train_s += time.perf_counter() - t0
-            what = (f"loss became {loss}" if not math.isfinite(loss) else f"loss {loss:.3g} rose above the bound "
-                    f"{spec.max_loss:.3g}") if not loss_ok else f"gradient norm became {grad_norm}"  # fmt: skip
+            if loss_ok:
+                what = f"gradient norm became {grad_norm}"
+            elif math.isfinite(loss):
+                what = f"loss {loss:.3g} rose above the bound {spec.max_loss:.3g}"
+            else:
+                what = f"loss became {loss}"
             return Outcome(status.DIVERGED, step, train_s, f"{what} at step {step}", loss, grad_norm)
         clipped = spec.clip > 0 and grad_norm > spec.clip
         train_s += time.perf_counter() - t0

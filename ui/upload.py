@@ -59,8 +59,13 @@ def _take(tr, files) -> None:
         if file_id not in checked:
             kept = [size for size, outcome in checked.values() if not isinstance(outcome, uploads.Rejected)]
             if len(kept) >= uploads.MAX_FILES or sum(kept) + f.size > uploads.MAX_SESSION_BYTES:
-                why = tr("upload.too_many", n=len(kept), size=format_bytes(sum(kept)), most_n=uploads.MAX_FILES,
-                         most_size=format_bytes(uploads.MAX_SESSION_BYTES))  # fmt: skip
+                why = tr(
+                    "upload.too_many",
+                    n=len(kept),
+                    size=format_bytes(sum(kept)),
+                    most_n=uploads.MAX_FILES,
+                    most_size=format_bytes(uploads.MAX_SESSION_BYTES),
+                )
                 st.error(tr("ui.upload.rejected", file=literal(f.name), why=why, detail=""))
                 continue  # not remembered: once another file is removed, this one is checked
             checked[file_id] = (f.size, uploads.check(f.getvalue(), f.name))
@@ -72,5 +77,12 @@ def _take(tr, files) -> None:
         experiment, frame = outcome
         store.setdefault(experiment, {})[f.name] = frame
         devices = ", ".join(dict.fromkeys(map(str, frame["device"])))
-        st.success(tr("ui.upload.accepted", file=literal(f.name), n=len(frame), experiment=experiment,
-                      devices=literal(devices)))  # fmt: skip
+        st.success(
+            tr(
+                "ui.upload.accepted",
+                file=literal(f.name),
+                n=len(frame),
+                experiment=experiment,
+                devices=literal(devices),
+            )
+        )

@@ -99,5 +99,12 @@ def fresh_memory_text(df, tr, experiment: str, label: str = "model", time: str =
     if not len(hit):
         return None
     worst = hit.loc[hit["fresh_bytes"].idxmax()]
-    return tr("note.fresh_memory", k=len(hit), total=int(df[time].notna().sum()), most=format_bytes(worst["fresh_bytes"]),
-              what=str(worst[label]), n=int(worst["seq_len"]), experiment=experiment)  # fmt: skip
+    return tr(
+        "note.fresh_memory",
+        k=len(hit),
+        total=int(df[time].notna().sum()),
+        most=format_bytes(worst["fresh_bytes"]),
+        what=str(worst[label]),
+        n=int(worst["seq_len"]),
+        experiment=experiment,
+    )

@@ -61,8 +61,11 @@ class SegmentCheckpointed(nn.Module):
         """(B, T) tokens → (B, T, d) features before the head, segment by segment under torch.utils.checkpoint."""
         B, T = tokens.shape
         d = self.model.embed.embedding_dim
-        states = [tokens.new_zeros((), dtype=self.model.embed.weight.dtype).expand(1, B, d).contiguous()
-                  for layer in self.model.layers for _ in range(states_per_layer(layer.rnn))]  # fmt: skip
+        states = [
+            tokens.new_zeros((), dtype=self.model.embed.weight.dtype).expand(1, B, d).contiguous()
+            for layer in self.model.layers
+            for _ in range(states_per_layer(layer.rnn))
+        ]
         s, outs = segment_for(T, self.segment), []
         for start in range(0, T, s):
             x, *states = checkpoint(self._segment, tokens[:, start : start + s], *states, use_reentrant=False)
