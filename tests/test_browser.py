@@ -174,15 +174,34 @@ def test_a_live_run_on_a_chinese_page_shows_no_english(app_url, browser):
     page.close()
 
 
+MAIN_EXPERIMENT = {
+    "long_range": "long_range",
+    "depth": "depth",
+    "attention_cost": "attention_cost",
+    "answers": "answers_speed",
+}
+
+
+def _tiny_link(key: str) -> str:
+    """The page's main form set, through the link, to its experiment's 'tiny' preset (seconds, not a quick run's
+    half-minute: the words a run writes are the same)."""
+    from core.experiments import EXPERIMENTS
+
+    tiny = EXPERIMENTS[MAIN_EXPERIMENT[key]].presets["tiny"]
+    values = {k: ",".join(map(str, v)) if isinstance(v, tuple) else str(v) for k, v in tiny.items()}
+    return urllib.parse.urlencode(values)
+
+
 @pytest.mark.parametrize("key", [k for k, _ in PAGES if k != "serial"])  # serial: the test above, with its lengths
-def test_a_live_quick_run_on_every_chinese_page_shows_no_english(app_url, browser, key):
+def test_a_live_run_on_every_chinese_page_shows_no_english(app_url, browser, key):
     # what core writes while a run goes on and after it (notes, statuses, device labels, takeaways) in 中文 words
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{app_url}/{key}?lang=zh&{SHOWN}")
+    page.goto(f"{app_url}/{key}?lang=zh&{SHOWN}&{_tiny_link(key)}")
     _settle(page)
-    page.get_by_role("button", name="运行", exact=True).first.click(timeout=60000)  # the page's main form: quick
+    page.get_by_role("button", name="运行", exact=True).first.click(timeout=60000)  # the page's main form: tiny
     page.wait_for_timeout(1500)
     _settle(page, 180)
+    assert "你的运行" in page.inner_text("body")  # the run's rows are drawn
     assert not page.query_selector_all("[data-testid='stException']")
     english = _english_on(page)
     assert not english, f"English on the 中文 page {key} after a live run: {english[:8]}"
