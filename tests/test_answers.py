@@ -50,6 +50,14 @@ def test_speed_rows_cover_every_mixer_and_form_with_the_promised_columns(speed):
     loops = speed[speed["form"] == mixers.LOOP]
     assert (loops["seq_steps"] == loops["seq_len"]).all() and (scans["seq_steps"] < scans["seq_len"]).all()
     assert (speed["saved_bytes"] > 0).all()
+    # the recurrence alone (Amdahl's split), in every form of a mixer with a step loop; nothing to separate elsewhere
+    recurrent = speed["mixer"].isin([m for m in mixers.names() if mixers.LOOP in mixers.get(m).forms])
+    assert (speed[recurrent]["rec_ms"] > 0).all() and (speed[recurrent]["rec_iqr_ms"] >= 0).all()
+    assert speed[~recurrent]["rec_ms"].isna().all()
+    parallel = speed[recurrent & (speed["form"] != mixers.LOOP)]
+    assert (parallel["rec_speedup_vs_loop"] > 0).all() and (
+        parallel["rec_speedup_q25"] <= parallel["rec_speedup_q75"]
+    ).all()
 
 
 def test_a_form_that_overflows_is_a_row_with_a_status_and_the_others_go_on(monkeypatch):

@@ -6,7 +6,10 @@ fused nn.LSTM / nn.GRU and the SDPA Transformer block of the serial experiment: 
 forms of one length timed interleaved (round-robin), so the scan-vs-loop ratio is paired repeat by repeat. Per
 point: step time (median, IQR), tokens/s, dependent steps on the critical path (counted by the mixer's record),
 bytes saved for backward, and, for every form but the reference one, its float32 output's largest deviation from
-the float64 reference form (the log-space scan trades digits for depth). Feng et al. 2024 measured their scans
+the float64 reference form (the log-space scan trades digits for depth). For a mixer whose forms share everything
+but the recurrence (core.models.mixers.base.MixerLayer.recurrence), the recurrence alone is timed too, in every
+form, forward and backward from fixed gate tensors, interleaved the same way: the part a parallel form replaces,
+beside the whole step whose other work (embedding, gate projections, head, loss, update) every form shares. Feng et al. 2024 measured their scans
 175× (minGRU) and 235× (minLSTM) faster than the sequential versions at n = 512 on a T4 GPU.
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -33,9 +37,18 @@ from core.results import tidy
 
 COLUMNS = ("mixer", "form", "family", "seq_len", "batch_size", "d_model", "params", "train_ms", "train_iqr_ms",
            "noisy", "tokens_per_s", "seq_steps", "saved_bytes", "predicted_bytes", "speedup_vs_loop", "speedup_q25",
-           "speedup_q75", "vs_lstm", "vs_transformer", "vs_traditional", "max_error", "window", "chunk", "kernel", "levels", "d_state",
+           "speedup_q75", "rec_ms", "rec_iqr_ms", "rec_speedup_vs_loop", "rec_speedup_q25", "rec_speedup_q75", "vs_lstm", "vs_transformer", "vs_traditional", "max_error", "window", "chunk", "kernel", "levels", "d_state",
            "status", "note", "seed")  # fmt: skip
-PAIRED = ("speedup_vs_loop", "speedup_q25", "speedup_q75", "vs_lstm", "vs_transformer")
+PAIRED = (
+    "speedup_vs_loop",
+    "speedup_q25",
+    "speedup_q75",
+    "rec_speedup_vs_loop",
+    "rec_speedup_q25",
+    "rec_speedup_q75",
+    "vs_lstm",
+    "vs_transformer",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,10 +103,11 @@ PRESETS = {
     # scripts/gpu_reference.sh's preset, for its limit of 50 s on a GPU such as an H200, where these small models
     # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. Each loop form
     # costs ~30 ops per token forward and backward, ~0.45 ms a token: 0.06 s a step at n = 128, 0.23 s at 512 (Feng
-    # et al.'s length), 0.9 s at 2,048. One warm-up and up to max_point_s of repeats at each length, for the seven
-    # loops: ~3 s a loop at 2,048, ~1 s at 512, ~28 s in all; the scans, chunked and fused forms take a few ms a
-    # step (~5 s); with the process start ~38 s.
-    "gpu": {"seq_lens": (128, 512, 2048), "warmup": 1, "repeats": 3, "max_point_s": 2.0, "max_step_s": 2.0},
+    # et al.'s length), 0.45 s at 1,024. One warm-up and at least 3 repeats at each length, for the seven loops:
+    # ~1.8 s a loop at 1,024, ~1 s at 512, ~21 s in all; then the recurrence alone of the five loops that have one
+    # (most of a loop step's ops), ~13 s; the scans, chunked and fused forms take a few ms a step (~5 s); with the
+    # process start ~48 s. At 2,048 the loops' recurrences alone would add ~18 s beyond the limit.
+    "gpu": {"seq_lens": (128, 512, 1024), "warmup": 1, "repeats": 3, "max_point_s": 2.0, "max_step_s": 2.0},
     "full": {"seq_lens": (128, 256, 512, 1024, 2048, 4096, 8192), "warmup": 1, "repeats": 5, "max_point_s": 8.0},
 }
 
@@ -181,10 +195,48 @@ def measure_length(cfg, T: int, pairs: list, device, after_round=None) -> dict:
             "max_error": max_error(*key, cfg, T),
             "times_ms": timing.times_ms,
         }
+    _time_recurrences(cfg, T, {key: prepared[key][0] for key in timings}, device, fields, after_round)
     prepared.clear()
     guard.free(device)
     _paired(fields)
     return fields
+
+
+def recurrence_step(layer, form: str, shape: tuple[int, int, int], seed: int, device) -> Callable[[], object] | None:
+    """One forward and backward of `layer`'s recurrence alone in `form` — from its gate tensors to what the form's
+    sequential or parallel part returns, the part the scan replaces — over gates computed once, here, from a
+    random input (the embedding's scale) and then held fixed; None where the layer has no recurrence to separate."""
+    make = getattr(layer, "recurrence_inputs", None)
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(device)  # (batch, n, width)
+    with torch.no_grad():
+        inputs = make(x) if make is not None else None
+    if inputs is None:
+        return None
+    inputs = tuple(t.detach().clone().requires_grad_(True) for t in inputs)
+    fn = layer.recurrence(form)
+    with torch.no_grad():
+        shape = fn(*inputs).shape
+    grad = torch.randn(shape, generator=torch.Generator().manual_seed(seed + 1)).to(device)
+    return lambda: torch.autograd.grad(fn(*inputs), inputs, grad)
+
+
+def _time_recurrences(cfg, T: int, models: dict, device, fields: dict, after_round=None) -> None:
+    """The recurrence alone of every timed form that has one, timed interleaved as the whole steps were (same
+    warm-up, repeats and limit): rec_ms, rec_iqr_ms, and the repeats for the paired ratio."""
+    steps = {}
+    for key, model in models.items():
+        step = recurrence_step(model.layers[0], key[1], (cfg.batch_size, T, cfg.d_model), cfg.seed, device)
+        if step is not None:
+            steps[key] = step
+    timings, errors = bench.time_interleaved(steps, warmup=cfg.warmup, repeats=cfg.repeats, device=device,
+                                             max_seconds=cfg.max_point_s, is_fatal=guard.is_oom,
+                                             after_round=after_round)  # fmt: skip
+    for key, timing in timings.items():
+        fields[key].update(rec_ms=timing.median_ms, rec_iqr_ms=timing.iqr_ms, rec_times_ms=timing.times_ms)
+    for key, fail in guard.failed_fields(errors, device).items():  # the whole step stands; its recurrence is NaN
+        fields[key]["note"] = f"recurrence alone: {fail['note']}"
+    steps.clear()
+    guard.free(device)
 
 
 def _baseline(family: str, keys) -> tuple | None:
@@ -204,6 +256,10 @@ def _paired(fields: dict) -> None:
     """Per measured form: its own loop's time ÷ its time (the speed-up, with quartiles over paired repeats), and
     the LSTM's, the Transformer's and (minGRU, minLSTM) the traditional GRU's or LSTM's time ÷ its time (above 1:
     this form is faster)."""
+    for (m, form), f in fields.items():  # the recurrence alone: its loop's time ÷ its own, repeat by repeat
+        loop = fields.get((m, LOOP), {}).get("rec_times_ms")
+        if form != LOOP and loop and f.get("rec_times_ms"):
+            f["rec_speedup_q25"], f["rec_speedup_vs_loop"], f["rec_speedup_q75"] = _ratio(loop, f["rec_times_ms"])
     timed = {k: f["times_ms"] for k, f in fields.items() if "times_ms" in f}
     lstm, transformer = _baseline(RECURRENT, timed), _baseline(ATTENTION, timed)
     for (m, form), times in timed.items():
@@ -219,6 +275,7 @@ def _paired(fields: dict) -> None:
             f["vs_traditional"] = _ratio(timed[fused[0]], times)[1]
     for f in fields.values():
         f.pop("times_ms", None)
+        f.pop("rec_times_ms", None)
 
 
 def _too_slow(history: list, T: int, limit: float) -> str | None:

@@ -9,6 +9,8 @@ A state is a tuple of tensors: everything the mixer keeps per sequence between t
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -26,6 +28,18 @@ class MixerLayer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return getattr(self, f"forward_{self.form}")(x)
+
+    def recurrence_inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, ...] | None:
+        """The tensors the mixer's recurrence reads (its gates, decays, keys), computed from `x` exactly as every
+        form computes them; None where there is no recurrence to separate (a window, a convolution, a library
+        kernel). What comes before them and after the recurrence is the same in every form."""
+        return None
+
+    def recurrence(self, form: str) -> Callable[..., torch.Tensor]:
+        """The recurrence alone in `form`: from `recurrence_inputs` to what the form's sequential or parallel part
+        returns (the states, or their per-token readout) — the part a parallel form replaces, and what
+        `forward_<form>` itself calls."""
+        return getattr(self, f"recur_{form}")
 
     def init_state(self, batch: int, like: torch.Tensor) -> tuple:
         raise NotImplementedError

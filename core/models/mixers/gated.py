@@ -25,10 +25,18 @@ class MinGRU(MixerLayer):
         super().__init__(form)
         self.to_gates = nn.Linear(d_model, 2 * d_model)  # z and h̃ together: 2·d² weights, a third of a GRU's
 
-    def forward_loop(self, x: torch.Tensor) -> torch.Tensor:
+    def recurrence_inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         k, v = self.to_gates(x).chunk(2, dim=-1)  # (B, T, d) each
-        z, h_tilde = torch.sigmoid(k), g(v)
-        h = x.new_zeros(x.shape[0], x.shape[2])
+        return torch.sigmoid(k), g(v)  # z, h̃
+
+    def forward_loop(self, x: torch.Tensor) -> torch.Tensor:
+        return self.recur_loop(*self.recurrence_inputs(x))
+
+    def forward_scan(self, x: torch.Tensor) -> torch.Tensor:
+        return self.recur_scan(*self.recurrence_inputs(x))
+
+    def recur_loop(self, z: torch.Tensor, h_tilde: torch.Tensor) -> torch.Tensor:
+        h = z.new_zeros(z.shape[0], z.shape[2])
         outs = []
         # unbind, not z[:, t]: the backward of one index op writes a zero tensor as large as z (O(n) per step)
         for z_t, h_t in zip(z.unbind(1), h_tilde.unbind(1)):  # n dependent steps
@@ -36,10 +44,8 @@ class MinGRU(MixerLayer):
             outs.append(h)
         return torch.stack(outs, dim=1)
 
-    def forward_scan(self, x: torch.Tensor) -> torch.Tensor:
-        k, v = self.to_gates(x).chunk(2, dim=-1)
-        z = torch.sigmoid(k)
-        return scan(1 - z, z * g(v))
+    def recur_scan(self, z: torch.Tensor, h_tilde: torch.Tensor) -> torch.Tensor:
+        return scan(1 - z, z * h_tilde)
 
     def init_state(self, batch: int, like: torch.Tensor) -> tuple:
         return (like.new_zeros(batch, self.to_gates.in_features),)
@@ -64,17 +70,24 @@ class MinLSTM(MixerLayer):
         f, i = torch.sigmoid(kf), torch.sigmoid(ki)
         return f / (f + i), i / (f + i), g(v)
 
+    def recurrence_inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return self._gates(x)  # f′, i′, h̃
+
     def forward_loop(self, x: torch.Tensor) -> torch.Tensor:
-        f, i, h_tilde = self._gates(x)
-        h = x.new_zeros(x.shape[0], x.shape[2])
+        return self.recur_loop(*self._gates(x))
+
+    def forward_scan(self, x: torch.Tensor) -> torch.Tensor:
+        return self.recur_scan(*self._gates(x))
+
+    def recur_loop(self, f: torch.Tensor, i: torch.Tensor, h_tilde: torch.Tensor) -> torch.Tensor:
+        h = f.new_zeros(f.shape[0], f.shape[2])
         outs = []
         for f_t, i_t, h_t in zip(f.unbind(1), i.unbind(1), h_tilde.unbind(1)):  # n dependent steps
             h = f_t * h + i_t * h_t
             outs.append(h)
         return torch.stack(outs, dim=1)
 
-    def forward_scan(self, x: torch.Tensor) -> torch.Tensor:
-        f, i, h_tilde = self._gates(x)
+    def recur_scan(self, f: torch.Tensor, i: torch.Tensor, h_tilde: torch.Tensor) -> torch.Tensor:
         return scan(f, i * h_tilde)
 
     def init_state(self, batch: int, like: torch.Tensor) -> tuple:

@@ -33,31 +33,38 @@ class LinearAttention(MixerLayer):
         q, k, v = (heads_view(z, self.n_heads) for z in (q, k, v))  # (B, H, T, hs)
         return F.elu(q) + 1, F.elu(k) + 1, v
 
+    def recurrence_inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return self._features(x)  # φ(q), φ(k), v per head
+
     def forward_loop(self, x: torch.Tensor) -> torch.Tensor:
-        fq, fk, v = self._features(x)
+        return self.proj(merge_heads(self.recur_loop(*self._features(x))))
+
+    def forward_chunked(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(merge_heads(self.recur_chunked(*self._features(x))))
+
+    def recur_loop(self, fq: torch.Tensor, fk: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         B, H, _, hs = fq.shape
-        S = x.new_zeros(B, H, hs, hs)
-        z = x.new_zeros(B, H, hs)
+        S = fq.new_zeros(B, H, hs, hs)
+        z = fq.new_zeros(B, H, hs)
         ys = []
         for q_t, k_t, v_t in zip(fq.unbind(2), fk.unbind(2), v.unbind(2)):  # n dependent steps
             S = S + k_t[..., :, None] * v_t[..., None, :]
             z = z + k_t
             ys.append((q_t[..., None, :] @ S).squeeze(-2) / ((q_t * z).sum(-1, keepdim=True) + EPS))
-        return self.proj(merge_heads(torch.stack(ys, dim=2)))
+        return torch.stack(ys, dim=2)
 
-    def forward_chunked(self, x: torch.Tensor) -> torch.Tensor:
-        fq, fk, v = self._features(x)
+    def recur_chunked(self, fq: torch.Tensor, fk: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         B, H, T, hs = fq.shape
         C = self.chunk
         pad = -T % C  # zero features at the end: they add nothing to any state, and are cut off after
         fq, fk, v = (F.pad(z, (0, 0, 0, pad)) for z in (fq, fk, v))
         n = (T + pad) // C
         fq, fk, v = (z.view(B, H, n, C, hs) for z in (fq, fk, v))  # (B, H, chunks, C, hs)
-        mask = torch.ones(C, C, dtype=torch.bool, device=x.device).tril()
+        mask = torch.ones(C, C, dtype=torch.bool, device=fq.device).tril()
         scores = (fq @ fk.transpose(-1, -2)).masked_fill(~mask, 0.0)  # (B, H, chunks, C, C): inside each chunk
         num, den = scores @ v, scores.sum(-1, keepdim=True)
-        S = x.new_zeros(B, H, hs, hs)
-        z = x.new_zeros(B, H, hs)
+        S = fq.new_zeros(B, H, hs, hs)
+        z = fq.new_zeros(B, H, hs)
         nums, dens = [], []
         # unbind, not fq[:, :, i]: one index op's backward writes a zero tensor as large as the whole sequence
         chunks = zip(fq.unbind(2), fk.unbind(2), v.unbind(2), num.unbind(2), den.unbind(2))
@@ -68,7 +75,7 @@ class LinearAttention(MixerLayer):
             z = z + k_i.sum(-2)
         num = torch.stack(nums, dim=2).view(B, H, n * C, hs)
         den = torch.stack(dens, dim=2).view(B, H, n * C, 1)
-        return self.proj(merge_heads((num / (den + EPS))[:, :, :T]))
+        return (num / (den + EPS))[:, :, :T]
 
     def init_state(self, batch: int, like: torch.Tensor) -> tuple:
         hs = self.qkv.in_features // self.n_heads

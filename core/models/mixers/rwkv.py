@@ -46,20 +46,28 @@ class RWKVTimeMix(MixerLayer):
     def _shifted(self, x: torch.Tensor) -> torch.Tensor:
         return torch.cat([x.new_zeros(x.shape[0], 1, x.shape[2]), x[:, :-1]], dim=1)  # x_{t−1}, zero before t = 0
 
+    def recurrence_inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        k, v, _ = self._project(x, self._shifted(x))
+        return k, v, torch.exp(self.time_decay), self.time_first  # k, v, w, u: wkv_t reads nothing else
+
     def forward_loop(self, x: torch.Tensor) -> torch.Tensor:
         k, v, r = self._project(x, self._shifted(x))
-        w, u = torch.exp(self.time_decay), self.time_first
-        a = b = x.new_zeros(x.shape[0], x.shape[2])
+        return self.output(r * self.recur_loop(k, v, torch.exp(self.time_decay), self.time_first))
+
+    def forward_scan(self, x: torch.Tensor) -> torch.Tensor:
+        k, v, r = self._project(x, self._shifted(x))
+        return self.output(r * self.recur_scan(k, v, torch.exp(self.time_decay), self.time_first))
+
+    def recur_loop(self, k: torch.Tensor, v: torch.Tensor, w: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        a = b = k.new_zeros(k.shape[0], k.shape[2])
         p = torch.full_like(a, NEG)
         outs = []
         for k_t, v_t in zip(k.unbind(1), v.unbind(1)):  # n dependent steps
             wkv, (a, b, p) = _wkv_step(k_t, v_t, w, u, a, b, p)
             outs.append(wkv)
-        return self.output(r * torch.stack(outs, dim=1))
+        return torch.stack(outs, dim=1)
 
-    def forward_scan(self, x: torch.Tensor) -> torch.Tensor:
-        k, v, r = self._project(x, self._shifted(x))
-        w, u = torch.exp(self.time_decay), self.time_first
+    def recur_scan(self, k: torch.Tensor, v: torch.Tensor, w: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         log_a = (-w).expand_as(k)
         half = 0.5 * v.abs() + TINY
         log_alpha_pos = log_scan(log_a, k + torch.log(torch.relu(v) + half))  # α⁺ − α⁻ = α
@@ -74,7 +82,7 @@ class RWKVTimeMix(MixerLayer):
         m = torch.maximum(lb, bonus)  # every term is scaled by e^{−m}: none overflows
         num = torch.exp(lap - m) - torch.exp(lan - m) + torch.exp(bonus - m) * v
         den = torch.exp(lb - m) + torch.exp(bonus - m)
-        return self.output(r * (num / den))
+        return num / den
 
     def init_state(self, batch: int, like: torch.Tensor) -> tuple:
         d = self.key.in_features

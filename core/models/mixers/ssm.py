@@ -45,21 +45,29 @@ class SelectiveSSM(MixerLayer):
         B, C = self.to_bc(x).chunk(2, dim=-1)
         return F.softplus(self.to_dt(x)), B, C, -torch.exp(self.A_log)
 
+    def recurrence_inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (*self._inputs(x), x)  # Δ, B, C, A and the input itself (the state's input term is Δ·x·B)
+
     def forward_loop(self, x: torch.Tensor) -> torch.Tensor:
-        dt, B, C, A = self._inputs(x)
+        return self.output(self.recur_loop(*self._inputs(x), x) + self.D * x)
+
+    def forward_scan(self, x: torch.Tensor) -> torch.Tensor:
+        return self.output(self.recur_scan(*self._inputs(x), x) + self.D * x)
+
+    def recur_loop(self, dt, B, C, A, x) -> torch.Tensor:
+        """C_t · h_t per token, the states h_t (d × N each) read out as they are made: none is kept."""
         h = x.new_zeros(x.shape[0], x.shape[2], self.d_state)  # (batch, d, N)
         ys = []
         for dt_t, B_t, C_t, x_t in zip(dt.unbind(1), B.unbind(1), C.unbind(1), x.unbind(1)):  # n dependent steps
             h = torch.exp(dt_t[..., None] * A) * h + (dt_t * x_t)[..., None] * B_t[:, None, :]
             ys.append((h * C_t[:, None, :]).sum(-1))
-        return self.output(torch.stack(ys, dim=1) + self.D * x)
+        return torch.stack(ys, dim=1)
 
-    def forward_scan(self, x: torch.Tensor) -> torch.Tensor:
-        dt, B, C, A = self._inputs(x)
+    def recur_scan(self, dt, B, C, A, x) -> torch.Tensor:
         a = torch.exp(dt[..., None] * A)  # (batch, T, d, N): the decay, in (0, 1]
         b = (dt * x)[..., None] * B[:, :, None, :]
         h = scan(a, b)
-        return self.output((h * C[:, :, None, :]).sum(-1) + self.D * x)
+        return (h * C[:, :, None, :]).sum(-1)
 
     def init_state(self, batch: int, like: torch.Tensor) -> tuple:
         return (like.new_zeros(batch, self.D.shape[0], self.d_state),)
