@@ -43,6 +43,8 @@ with reveal:
         with right:
             ui.chart_ui(charts.speedup_chart(both, tr))
             ui.chart_ui(charts.memory_chart(both, tr))
+        if len(findings.amdahl(primary)):  # the recurrence alone beside the whole step (this run's rows)
+            ui.chart_ui(charts.amdahl_chart(primary, tr))
         ui.caption_source_ui(tr, primary)
         ui.takeaways_ui(tr, lines)
     ui.table_ui(tr, both, "answers_speed")

@@ -7,7 +7,7 @@ import altair as alt
 import pandas as pd
 
 from core.charts.common import device_subtitle, log_x, log_y, titled
-from core.findings.answers import FENG, FENG_N
+from core.findings.answers import FENG, FENG_N, amdahl
 from core.memory_formulas import kv_cache_bytes
 from core.models import mixers
 from core.models.registry import n_heads_for
@@ -119,6 +119,36 @@ def speedup_chart(df: pd.DataFrame, tr) -> alt.Chart:
     ]  # fmt: skip
     chart = alt.layer(lines, bars, one, points, *labels)
     return titled(chart, tr("answers.chart.speedup"), tr("answers.chart.speedup_sub")).properties(height=TALL)
+
+
+def amdahl_chart(df: pd.DataFrame, tr) -> alt.Chart:
+    """Per parallel form whose recurrence was timed alone (one run's rows): its loop's time ÷ its own for the
+    recurrence alone (dashed), for the whole step (solid), and the ceiling the shared work puts on the whole step's
+    (dotted, 1 ÷ its share of the loop's step) — Amdahl's law drawn from the rows."""
+    a = amdahl(df)
+    a = a[a["mixer"].isin(list(mixers.MIXERS))]
+    what = {
+        "rec": tr("answers.amdahl.rec"),
+        "whole": tr("answers.amdahl.whole"),
+        "ceiling": tr("answers.amdahl.ceiling"),
+    }
+    d = a.melt(id_vars=["mixer", "form", "seq_len", "share"], value_vars=list(what), var_name="measure",
+               value_name="speedup")  # fmt: skip
+    d = d[d["speedup"].notna()]
+    d = d.assign(name=[tr(f"model.{m}") for m in d["mixer"]], what=[what[k] for k in d["measure"]],
+                 share_pct=(100 * d["share"]).round(1))  # fmt: skip
+    x, y = log_x("seq_len", tr("answers.axis.seq_len")), log_y("speedup", tr("answers.axis.speedup"))
+    dash = alt.StrokeDash("what:N", title=tr("answers.axis.amdahl"), legend=DASH_LEGEND,
+                          scale=alt.Scale(domain=list(what.values()), range=[[6, 4], [1, 0], [2, 2]]))  # fmt: skip
+    c = (
+        alt.Chart(d)
+        .mark_line(point=True)
+        .encode(x=x, y=y, color=_color(d, tr) if len(d) else alt.value("#888"), strokeDash=dash,
+                tooltip=["name", "what", "seq_len", "speedup", "share_pct"])
+    )  # fmt: skip
+    one = alt.Chart(pd.DataFrame({"speedup": [1.0]})).mark_rule(strokeDash=[2, 2], color="#555").encode(y="speedup:Q")
+    sub = " · ".join(x for x in (tr("answers.chart.amdahl_sub"), device_subtitle(_ok(df), tr)) if x)
+    return titled(c + one, tr("answers.chart.amdahl"), sub)
 
 
 def steps_chart(df: pd.DataFrame, tr) -> alt.Chart:

@@ -92,6 +92,72 @@ def headline_text(h: dict, tr) -> str:
     return text
 
 
+AMDAHL = ["mixer", "form", "seq_len", "whole", "whole_q25", "whole_q75", "rec", "rec_q25", "rec_q75", "loop_ms",
+          "loop_rec_ms", "shared_ms", "fast_ms", "fast_rec_ms", "fast_shared_ms", "share", "ceiling", "predicted"]  # fmt: skip
+
+
+def amdahl(df: pd.DataFrame | None) -> pd.DataFrame:
+    """Amdahl's law on the parallel forms: per (mixer, form, length) where the recurrence alone was timed in that
+    form and in its loop — the whole step's speed-up over the loop and the recurrence's own (paired, with
+    quartiles); the shared work (whole step − recurrence: embedding, gate projections, head, loss, update) in each
+    form; its share of the loop's step; the ceiling that share puts on the whole step's speed-up however fast the
+    recurrence (1 ÷ share); and what the law predicts from the share and the recurrence's speed-up,
+    1 ÷ (share + (1 − share) ÷ rec). A share that is not above 0 (a recurrence timed at or above its whole step,
+    on a busy moment) has no ceiling: NaN."""
+    ok = _ok(df)
+    if not len(ok) or "rec_speedup_vs_loop" not in ok:
+        return pd.DataFrame(columns=AMDAHL)
+    loops = ok[ok["form"] == LOOP].drop_duplicates(["mixer", "seq_len"], keep="last").set_index(["mixer", "seq_len"])
+    rows = []
+    for r in ok[ok["rec_speedup_vs_loop"].notna() & ok["speedup_vs_loop"].notna()].itertuples():
+        if (r.mixer, r.seq_len) not in loops.index:
+            continue
+        loop = loops.loc[(r.mixer, r.seq_len)]
+        shared = float(loop["train_ms"] - loop["rec_ms"])
+        share = shared / float(loop["train_ms"])
+        whole, rec = float(r.speedup_vs_loop), float(r.rec_speedup_vs_loop)
+        rows.append({"mixer": r.mixer, "form": r.form, "seq_len": int(r.seq_len), "whole": whole,
+                     "whole_q25": float(r.speedup_q25), "whole_q75": float(r.speedup_q75), "rec": rec,
+                     "rec_q25": float(r.rec_speedup_q25), "rec_q75": float(r.rec_speedup_q75),
+                     "loop_ms": float(loop["train_ms"]), "loop_rec_ms": float(loop["rec_ms"]), "shared_ms": shared,
+                     "fast_ms": float(r.train_ms), "fast_rec_ms": float(r.rec_ms),
+                     "fast_shared_ms": float(r.train_ms - r.rec_ms), "share": share if share > 0 else math.nan,
+                     "ceiling": 1 / share if share > 0 else math.nan,
+                     "predicted": 1 / (share + (1 - share) / rec) if share > 0 and rec > 0 else math.nan})  # fmt: skip
+    return pd.DataFrame(rows, columns=AMDAHL)
+
+
+def pct_text(x: float) -> str:
+    """A share as a sentence writes it after its placeholder's %: 33, 4.2, 0.51."""
+    return f"{100 * x:.0f}" if x >= 0.1 else f"{100 * x:.2g}"
+
+
+def amdahl_text(df: pd.DataFrame | None, tr) -> list[str]:
+    """The headline mixer's recurrence-alone speed-up beside its whole step's at the headline's length, the
+    shared work's share of the loop's step and the ceiling it implies; then, over every length measured, whether
+    the recurrence's own speed-up exceeded the whole step's at each (two sentences, or none)."""
+    h, a = headline(df), amdahl(df)
+    if h is None or not len(a):
+        return []
+    mine = a[(a["mixer"] == h["mixer"]) & (a["form"] == h["form"])].sort_values("seq_len")
+    at = mine[mine["seq_len"] == h["n"]]
+    if not len(at) or not math.isfinite(at["share"].iloc[0]):
+        return []
+    r = at.iloc[0]
+    out = [tr("answers.take.amdahl", n=h["n"], mixer=name(tr, h["mixer"]), form=tr(f"answers.form.{r['form']}"),
+              rec=times_text(r["rec"]), rec_lo=times_text(r["rec_q25"]), rec_hi=times_text(r["rec_q75"]),
+              whole=times_text(r["whole"]), shared_ms=ms_text(r["shared_ms"]), loop_ms=ms_text(r["loop_ms"]),
+              share=pct_text(r["share"]), fast_shared_ms=ms_text(r["fast_shared_ms"]),
+              ceiling=times_text(r["ceiling"]), predicted=times_text(r["predicted"]))]  # fmt: skip
+    if len(mine) > 1:
+        above = int((mine["rec"] > mine["whole"]).sum())
+        key = "answers.take.amdahl_every" if above == len(mine) else "answers.take.amdahl_some"
+        out.append(tr(key, k=len(mine), above=above, n0=int(mine["seq_len"].min()), n1=int(mine["seq_len"].max()),
+                      rec_lo=times_text(mine["rec"].min()), rec_hi=times_text(mine["rec"].max()),
+                      whole_lo=times_text(mine["whole"].min()), whole_hi=times_text(mine["whole"].max())))  # fmt: skip
+    return out
+
+
 def _fit(g: pd.DataFrame, y: str) -> str:
     slope, se = fit.tail_fit(g["seq_len"], g[y])
     return fit.exponent_text(slope, se)
@@ -109,6 +175,7 @@ def speed_takeaways(df: pd.DataFrame, tr) -> list[str]:
         out.append(tr(why, n=h["n"], steps=int(loop["seq_steps"]), depth=int(fast["seq_steps"]),
                       loop_us=f"{1e3 * loop['train_ms'] / h['n']:.3g}", scan_us=f"{1e3 * fast['train_ms'] / h['n']:.3g}",
                       device=str(loop["device"])))  # fmt: skip
+        out.extend(amdahl_text(df, tr))
         s = speedups(df)
         at = s[(s["seq_len"] == h["n"]) & (s["mixer"] != h["mixer"])]
         if len(at):
