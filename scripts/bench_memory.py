@@ -6,7 +6,8 @@
 Starts `streamlit run dashboard.py`; for each page, `--runs` times: a new browser tab (a new visitor) opens the
 page, presses the main form's Run (the quick preset), waits for the run to end, and closes. The server's resident
 set size is read after every run. Prints one Markdown row per page for the README: RSS after the 2nd and the last
-run, and their difference (the issue's bar: within 150 MiB). Each tab opens its page as a revealed link
+run, and their difference (the issue's bar: within 150 MiB), and the RSS of the worker processes the server
+started (a live run measures in one of those, core.jobs, not in the server). Each tab opens its page as a revealed link
 (`?predict.<page>=show`, the prediction question answered "just show me"), so the reference charts show at once.
 The server (its whole process group) is stopped whatever happens.
 """
@@ -14,13 +15,14 @@ The server (its whole process group) is stopped whatever happens.
 from __future__ import annotations
 
 import argparse
+import datetime
 import math
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_startup import ARGS, ROOT, rss_mib, start, stop_all
+from bench_startup import ARGS, ROOT, start, stop_all, tree_rss_mib
 
 
 def one_run(browser, url: str, key: str, timeout_s: float = 300) -> float:
@@ -70,29 +72,36 @@ def main() -> int:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
             for key in args.pages.split(","):
-                rss, secs = [], []
+                rss, workers, secs = [], [], []
                 for i in range(args.runs):
                     secs.append(one_run(browser, url, key))
                     time.sleep(1)  # let the session's script run finish and the tab's session close
-                    rss.append(rss_mib(proc.pid))
-                    print(f"{key} run {i + 1}: {secs[-1]:.1f} s, server RSS {rss[-1]:.0f} MiB", file=sys.stderr)
+                    server, spawned = tree_rss_mib(proc.pid)
+                    rss.append(server)
+                    workers.append(spawned)
+                    print(f"{key} run {i + 1}: {secs[-1]:.1f} s, server RSS {server:.0f} MiB, "
+                          f"its worker processes {spawned:.0f} MiB", file=sys.stderr)  # fmt: skip
                 settled = math.nan
                 if args.settle > 0:
                     time.sleep(args.settle)
-                    settled = rss_mib(proc.pid)
+                    settled = tree_rss_mib(proc.pid)[0]
                     print(f"{key}: {args.settle:.0f} s later, server RSS {settled:.0f} MiB", file=sys.stderr)
-                rows.append((key, rss, secs, settled))
+                rows.append((key, rss, secs, settled, workers))
             browser.close()
     finally:
         stop_all()
+    print(f"Measured {datetime.date.today().isoformat()} with `python scripts/bench_memory.py --runs {args.runs}`.\n")
     print(
-        f"| page ({args.runs} quick runs, one server) | RSS after run 2 | after run {args.runs} | growth "
-        f"| {args.settle:.0f} s later |"
+        f"| page ({args.runs} quick runs, one server) | server RSS after run 2 | after run {args.runs} | growth "
+        f"| {args.settle:.0f} s later | worker processes after run {args.runs} |"
     )
-    print("|---|---|---|---|---|")
-    for key, rss, _, settled in rows:
+    print("|---|---|---|---|---|---|")
+    for key, rss, _, settled, workers in rows:
         later = f"{settled:.0f} MiB" if math.isfinite(settled) else "–"
-        print(f"| `{key}` | {rss[1]:.0f} MiB | {rss[-1]:.0f} MiB | {rss[-1] - rss[1]:+.0f} MiB | {later} |")
+        print(
+            f"| `{key}` | {rss[1]:.0f} MiB | {rss[-1]:.0f} MiB | {rss[-1] - rss[1]:+.0f} MiB | {later} "
+            f"| {workers[-1]:.0f} MiB |"
+        )
     return 0
 
 

@@ -106,11 +106,39 @@ def stop_all() -> None:
 
 
 def rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:  # it has just ended
+        return 0.0
+    return 0.0
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process started by `pid`, recursively (Linux: /proc/PID/task/*/children)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
+def tree_rss_mib(pid: int) -> tuple[float, float]:
+    """(the server's own RSS, the RSS of everything it started: live runs' worker processes) in MiB."""
+    return rss_mib(pid), sum(rss_mib(k) for k in descendants(pid))
 
 
 def cold_start(browser, app: str, cwd: str, ready: str) -> tuple[float, subprocess.Popen, object, float]:
