@@ -151,8 +151,16 @@ def test_the_sentence_states_both_speed_ups_the_share_and_the_ceiling_in_both_la
     assert "2 个长度上" in zh_every and "（8–16）" in zh_every and "（2.4–4）" in zh_every
     for line in (zh, zh_every):  # Chinese punctuation: no ASCII comma, semicolon, colon or parenthesis
         assert not re.search(r"[,;:()]", line.replace("1,024", "")), line
+    assert not any("above that ceiling" in line for line in findings.amdahl_text(_frame(KNOWN), translator("en")))
+    # loop: 40 of 100 ms shared (ceiling 2.5×); scan: 15 of 25 ms: the step's 4× beats the ceiling, and says why
+    beyond = findings.amdahl_text(_frame([(1024, 100.0, 60.0, 25.0, 10.0)]), translator("en"))
+    assert "≈ 2.5×" in beyond[0] and beyond[1] == (
+        "The measured 4× is above that ceiling because the law takes the shared work to cost the same in both "
+        "forms, and here it did not: 40 ms in the loop's step, 15 ms in the scan's."
+    )
+    assert "«" not in " ".join(findings.amdahl_text(_frame([(1024, 100.0, 60.0, 25.0, 10.0)]), translator("zh")))
     some = findings.amdahl_text(_frame([*KNOWN, (4096, 400.0, 300.0, 80.0, 60.0)]), translator("en"))
-    assert "at only 2 of them" in some[1]  # at n = 4,096 the recurrence's 5× is not above the step's 5×
+    assert "at only 2 of them" in some[-1]  # at n = 4,096 the recurrence's 5× is not above the step's 5×
 
 
 def test_the_amdahl_chart_draws_the_three_measures_with_the_device():

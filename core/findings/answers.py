@@ -135,7 +135,8 @@ def pct_text(x: float) -> str:
 def amdahl_text(df: pd.DataFrame | None, tr) -> list[str]:
     """The headline mixer's recurrence-alone speed-up beside its whole step's at the headline's length, the
     shared work's share of the loop's step and the ceiling it implies; then, over every length measured, whether
-    the recurrence's own speed-up exceeded the whole step's at each (two sentences, or none)."""
+    the recurrence's own speed-up exceeded the whole step's at each; and, where the measured step beat the ceiling,
+    why (the scan's step spent less on the shared work than the loop's did)."""
     h, a = headline(df), amdahl(df)
     if h is None or not len(a):
         return []
@@ -149,6 +150,9 @@ def amdahl_text(df: pd.DataFrame | None, tr) -> list[str]:
               whole=times_text(r["whole"]), shared_ms=ms_text(r["shared_ms"]), loop_ms=ms_text(r["loop_ms"]),
               share=pct_text(r["share"]), fast_shared_ms=ms_text(r["fast_shared_ms"]),
               ceiling=times_text(r["ceiling"]), predicted=times_text(r["predicted"]))]  # fmt: skip
+    if r["whole"] > r["ceiling"]:  # Amdahl's law takes the shared work to cost the same in both forms
+        out.append(tr("answers.take.amdahl_beyond", whole=times_text(r["whole"]), ceiling=times_text(r["ceiling"]),
+                      shared_ms=ms_text(r["shared_ms"]), fast_shared_ms=ms_text(r["fast_shared_ms"])))  # fmt: skip
     if len(mine) > 1:
         above = int((mine["rec"] > mine["whole"]).sum())
         key = "answers.take.amdahl_every" if above == len(mine) else "answers.take.amdahl_some"
