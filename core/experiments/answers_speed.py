@@ -9,8 +9,9 @@ bytes saved for backward, and, for every form but the reference one, its float32
 the float64 reference form (the log-space scan trades digits for depth). For a mixer whose forms share everything
 but the recurrence (core.models.mixers.base.MixerLayer.recurrence), the recurrence alone is timed too, in every
 form, forward and backward from fixed gate tensors, interleaved the same way: the part a parallel form replaces,
-beside the whole step whose other work (embedding, gate projections, head, loss, update) every form shares. Feng et al. 2024 measured their scans
-175× (minGRU) and 235× (minLSTM) faster than the sequential versions at n = 512 on a T4 GPU.
+beside the whole step whose other work (embedding, gate projections, head, loss, update) every form shares. Feng
+et al. 2024 measured their scans 175× (minGRU) and 235× (minLSTM) faster than the sequential versions at n = 512
+on a T4 GPU.
 """
 
 from __future__ import annotations
@@ -215,8 +216,8 @@ def recurrence_step(layer, form: str, shape: tuple[int, int, int], seed: int, de
     inputs = tuple(t.detach().clone().requires_grad_(True) for t in inputs)
     fn = layer.recurrence(form)
     with torch.no_grad():
-        shape = fn(*inputs).shape
-    grad = torch.randn(shape, generator=torch.Generator().manual_seed(seed + 1)).to(device)
+        out_shape = fn(*inputs).shape
+    grad = torch.randn(out_shape, generator=torch.Generator().manual_seed(seed + 1)).to(device)
     return lambda: torch.autograd.grad(fn(*inputs), inputs, grad)
 
 
