@@ -208,15 +208,6 @@ def test_a_live_run_on_every_chinese_page_shows_no_english(app_url, browser, key
     page.close()
 
 
-def test_serial_page_runs_live_in_the_browser(app_url, browser):
-    page = _run_serial(browser, app_url, "16, 32")
-    page.wait_for_timeout(1000)
-    _settle(page, 90)
-    assert not page.query_selector_all("[data-testid='stException']")
-    assert "your run" in page.inner_text("body")
-    page.close()
-
-
 def test_stop_keeps_what_was_measured(app_url, browser):
     from core.experiments import serial
 
@@ -263,7 +254,9 @@ def test_markdown_and_html_in_the_url_stay_text(app_url, browser, key):
     page.close()
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+# English only: the gate does not depend on the language, and every page's 中文 verdict and charts are checked above
+# (test_every_page_renders_in_a_real_browser opens each one revealed in both languages)
+@pytest.mark.parametrize("lang", ["en"])
 @pytest.mark.parametrize("key", [k for k, _ in PAGES])
 def test_no_chart_shows_until_the_learner_answers(app_url, browser, key, lang):
     """A new visitor sees the question and the controls, no chart; an answer brings the charts and a verdict that
