@@ -56,6 +56,7 @@ class Job:
     ended: float | None = None
     seen: float = 0.0
     stop_asked: bool = False
+    settle_s: float = 0.0
 
     @property
     def active(self) -> bool:
@@ -77,9 +78,11 @@ class Runner:
 
     # --- what a page calls -------------------------------------------------------------------------------------
 
-    def submit(self, owner: str, experiment: str, config: dict, threads: int | None = None) -> Job:
+    def submit(self, owner: str, experiment: str, config: dict, threads: int | None = None,
+               settle_s: float = 0.0) -> Job:  # fmt: skip
+        """Queue a run; `settle_s`: the worker waits this long before measuring (the page redraws itself)."""
         now = self._clock()
-        job = Job(next(self._ids), owner, experiment, dict(config), threads, submitted=now, seen=now)
+        job = Job(next(self._ids), owner, experiment, dict(config), threads, submitted=now, seen=now, settle_s=settle_s)
         with self._lock:
             self._queue.append(job)
             self._advance()
@@ -176,7 +179,15 @@ class Runner:
         self._current, self._procs[job.id] = job, proc
         try:
             proc.stdin.write(
-                encode({"experiment": job.experiment, "config": job.config, "threads": job.threads}) + "\n"
+                encode(
+                    {
+                        "experiment": job.experiment,
+                        "config": job.config,
+                        "threads": job.threads,
+                        "settle_s": job.settle_s,
+                    }
+                )
+                + "\n"
             )
             proc.stdin.flush()
         except OSError:  # it died before it could take the job: the reader says how

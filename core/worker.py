@@ -8,7 +8,8 @@ life (a run that exhausts memory takes the server down with it). A worker measur
 The protocol, one JSON object per line:
 - the worker starts, imports the experiments (the slow part: a spare worker waits here, warm) and says
   `{"type": "ready", "pid": …}`;
-- the server sends one job: `{"experiment": NAME, "config": {field: value, …}, "threads": N}`;
+- the server sends one job: `{"experiment": NAME, "config": {field: value, …}, "threads": N, "settle_s": S}`
+  (S: seconds to wait before measuring, while the page that pressed Run redraws itself);
 - the worker says `{"type": "started"}`, then `{"type": "progress", "done", "total", "message", "rows": [...]}`
   after every chunk of work,
   and at the end one of `{"type": "done"}`, `{"type": "bad_input", "error": …}` (the config was refused) or
@@ -85,11 +86,16 @@ def serve(stdin=None, stdout=None) -> int:
         job = decode(line)
         name, config = str(job["experiment"]), dict(job["config"])
         threads = int(job.get("threads") or 0) or None
+        settle_s = min(5.0, max(0.0, float(job.get("settle_s") or 0)))
     except (ValueError, KeyError, TypeError) as err:
         send({"type": "bad_input", "error": f"not a job: {err}"})
         return 0
 
     send({"type": "started"})  # the job is in hand: what a page waits for beyond this is the run itself
+    if settle_s:  # the browser redraws the page for the rerun its Run began: not on the cores of the first points
+        import time
+
+        time.sleep(settle_s)
 
     def progress(p) -> None:
         send({"type": "progress", "done": p.done, "total": p.total, "message": p.message, "rows": list(p.rows)})

@@ -18,8 +18,10 @@ if TYPE_CHECKING:
 
 
 POLL_S = 0.25  # how often a page looks at its job
-PROGRESS_EVERY_S = 1.0  # the bar's text changes at most this often between points (each change is a message the
-# browser draws on the cores the worker measures on; between points it always moves)
+# the worker waits this long before it measures, while the browser redraws the page for the rerun that Run began: on
+# 2 cores, without it the first length's points of a serial quick run came out noisy (4 of the 5-6 noisy points of
+# two browser runs were at n = 32; scripts/bench_serial_noise.py)
+START_SETTLE_S = 1.5
 
 
 @st.cache_resource(show_spinner=False)
@@ -68,7 +70,7 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
         if state.get("job") is not None:
             r.stop(state["job"])  # a new Run replaces this page's earlier one
         sid, _ = _session()
-        job = r.submit(sid, experiment.name, dataclasses.asdict(cfg), threads=page_threads())
+        job = r.submit(sid, experiment.name, dataclasses.asdict(cfg), threads=page_threads(), settle_s=START_SETTLE_S)
         state.update(job=job, rows=job.rows)  # the same list: the rows as they arrive
     job = state.get("job")
     if job is not None and job.active:
@@ -97,7 +99,7 @@ def _follow_ui(tr, r, job, page: str) -> None:
     stop = st.empty()
     stop.button(tr("ui.stop"), key=f"stop:{page}", help=tr("ui.stop_help"), on_click=r.stop, args=(job,))
     bar = st.progress(0.0, text=tr("ui.starting"))
-    shown_text, shown_step, shown_at = None, None, 0.0
+    shown_step = None
     while job.active:
         _, connected = _session()
         if not connected and job.state == "queued":
@@ -106,16 +108,16 @@ def _follow_ui(tr, r, job, page: str) -> None:
         r.touch(job)
         if job.state == "queued":
             place, wait = r.position(job)
-            step, fraction, text = ("queued", place), 0.0, tr("ui.queued", place=place, wait=f"{wait:,.0f}")
+            wait = 5 * round(wait / 5)  # the estimate moves in steps of 5 s: each change is a redraw beside a run
+            step, fraction, text = ("queued", place, wait), 0.0, tr("ui.queued", place=place, wait=f"{wait:,.0f}")
         elif job.total:
             step, fraction = ("running", job.done), min(1.0, job.done / job.total)
             text = tr("ui.progress", done=job.done, total=job.total, what=job.message)
         else:
             step, fraction, text = ("running", 0), 0.0, tr("ui.starting")
-        now = time.monotonic()
-        if step != shown_step or (text != shown_text and now - shown_at >= PROGRESS_EVERY_S):
+        if step != shown_step:  # a point done, or a new place in the queue: one message for the browser to draw
             bar.progress(fraction, text=text)
-            shown_text, shown_step, shown_at = text, step, now
+            shown_step = step
         time.sleep(POLL_S)
     bar.empty()
     stop.empty()

@@ -1,0 +1,107 @@
+"""Does a page's live run measure what the command line measures? (a benchmark that prints figures, not a test)
+
+A page's Run goes to a worker process (core.jobs, exactly what the page's server does, with the page's thread
+count); the command line is `python -m core run` with the same settings and the same thread count (LAB_THREADS).
+Alternating the two, `--runs` times each, it reads the checkpointed ÷ plain step time at n = 4,096 (the checkpoint
+section) and naive attention's forward + backward at n = 2,048 (the attention page), and how many bytes the OS
+mapped afresh per timed call (what made a run in the server's thread slow, and the pages say so when it happens).
+
+    python scripts/bench_parity.py --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import pandas as pd
+
+from core import jobs
+from core.device import page_threads
+
+CASES = {
+    "checkpoint": {"seq_lens": "4096"},
+    "attention_cost": {"seq_lens": "2048", "impls": "naive"},
+}
+
+
+def _read(name: str, df: pd.DataFrame) -> tuple[float, float]:
+    """(the figure compared, the most fresh bytes mapped per call) of one run's rows."""
+    ok = df[df["status"] == "ok"]
+    fresh = float(ok["fresh_bytes"].max()) if "fresh_bytes" in ok and len(ok) else float("nan")
+    if name == "checkpoint":
+        return float(ok[ok["bptt"] == "checkpointed"]["time_ratio"].iloc[0]), fresh
+    naive = ok[(ok["impl"] == "naive") & (ok["seq_len"] == 2048)]
+    if "point" in naive:
+        naive = naive[naive["point"] == "sweep"]
+    return float(naive["time_ms"].iloc[0]), fresh
+
+
+def _page(name: str, sets: dict, threads: int) -> pd.DataFrame:
+    import dataclasses
+
+    from core.config import make_config
+    from core.experiments import EXPERIMENTS
+
+    exp = EXPERIMENTS[name]
+    cfg = make_config(exp.config_cls, {**sets, "device": "cpu"}, base=exp.config("quick"))
+    r = jobs.Runner(spare=True)
+    try:
+        r.prepare()
+        time.sleep(6)  # the spare imports torch, as while a learner reads the form
+        job = r.submit("parity", name, dataclasses.asdict(cfg), threads=threads)
+        while job.active:
+            time.sleep(0.05)
+        assert job.state == "done", (job.state, job.error)
+        return pd.DataFrame(job.rows)
+    finally:
+        r.shutdown()
+
+
+def _cli(name: str, sets: dict, threads: int) -> pd.DataFrame:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.csv"
+        cmd = [sys.executable, "-m", "core", "run", name, "--preset", "quick", "--device", "cpu", "--out", str(out)]
+        for k, v in sets.items():
+            cmd += ["--set", f"{k}={v}"]
+        subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, env={**os.environ, "LAB_THREADS": str(threads)})
+        return pd.read_csv(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    threads = page_threads()
+    print(
+        f"{dt.date.today()}, {os.cpu_count()} cores, {threads} thread(s) both ways, {args.runs} runs each, alternating"
+    )
+    print(
+        "| measure | page's worker (median; runs) | command line (median; runs) | difference | fresh MiB/call, page / CLI |"
+    )
+    print("|---|---|---|---|---|")
+    for name, sets in CASES.items():
+        page, cli = [], []
+        for _ in range(args.runs):
+            page.append(_read(name, _page(name, sets, threads)))
+            cli.append(_read(name, _cli(name, sets, threads)))
+        p, c = statistics.median(x for x, _ in page), statistics.median(x for x, _ in cli)
+        what = "checkpointed ÷ plain step, n = 4,096" if name == "checkpoint" else "naive attention, n = 2,048 (ms)"
+        runs = lambda xs: ", ".join(f"{x:.3g}" for x, _ in xs)
+        fresh = lambda xs: f"{max(f for _, f in xs) / 2**20:.0f}"
+        print(f"| {what} | {p:.3g} ({runs(page)}) | {c:.3g} ({runs(cli)}) | {100 * (p / c - 1):+.0f}% "
+              f"| {fresh(page)} / {fresh(cli)} |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""How clean is a live run with the page open in a browser? (a benchmark that prints figures, not a test)
+
+Starts the app, opens the serial page in headless Chromium (Debian's), presses Run on the quick preset, waits for
+the run to end with the page drawing its progress, downloads the results CSV from the page, and counts the points
+flagged noisy (an IQR above rules' share of the median) — `--runs` times, one server.
+
+    python scripts/bench_serial_noise.py --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import io
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]  # fmt: skip
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main() -> None:
+    import pandas as pd
+    from playwright.sync_api import sync_playwright
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    port = _port()
+    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.headless", "true",
+                               "--server.port", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                with urllib.request.urlopen(url + "/_stcore/health", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.3)
+        print(f"{dt.date.today()}, {os.cpu_count()} cores, serial quick preset from the page, browser open:")
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+            for i in range(args.runs):
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(f"{url}/serial?predict.serial=show&predict.serial.scaling=show&predict.serial.ckpt=show")
+                page.wait_for_selector("[data-testid='stVegaLiteChart'], .vega-embed", timeout=120000)
+                page.get_by_role("button", name="Run", exact=True).first.click()
+                page.wait_for_selector("text=/of 24 done/", timeout=120000)
+                page.wait_for_selector("text=/of 24 done/", state="detached", timeout=300000)
+                page.wait_for_timeout(2000)
+                with page.expect_download(timeout=60000) as dl:
+                    page.get_by_role("button", name="Download CSV").first.click()
+                df = pd.read_csv(io.BytesIO(Path(dl.value.path()).read_bytes()))
+                live = df[df["source"] == "live"] if "source" in df else df
+                noisy = int(live["noisy"].astype(str).str.lower().isin(["true", "yes"]).sum())
+                by = live.set_index(["model", "seq_len"])["train_ms"]
+                ratio = by.get(("transformer", 1024), float("nan")) / by.get(("lstm", 1024), float("nan"))
+                print(f"run {i + 1}: {noisy} of {len(live)} points noisy; Transformer / LSTM at n = 1,024: "
+                      f"{ratio:.2f}x; threads {sorted(set(live['threads']))}")  # fmt: skip
+                flagged = live[live["noisy"].astype(str).str.lower().isin(["true", "yes"])]
+                print("   noisy:", ", ".join(f"{m}@{n}" for m, n in zip(flagged["model"], flagged["seq_len"])))
+                page.close()
+            browser.close()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(10)
+
+
+if __name__ == "__main__":
+    main()
