@@ -171,3 +171,20 @@ def test_the_amdahl_chart_draws_the_three_measures_with_the_device():
     assert {r["what"] for r in data} == {"recurrence alone", "whole training step", "ceiling (1 ÷ shared share)"}
     assert sorted(r["speedup"] for r in data if r["seq_len"] == 1024) == pytest.approx([4.0, 5.0, 16.0])
     assert "cpu · test" in str(spec["layer"][0].get("title") or spec.get("title"))
+
+
+def test_the_shipped_reference_tells_amdahls_story_in_both_languages():
+    """The shipped CPU reference carries the recurrence alone, and page 5's headline mixer's recurrence sped up more
+    than its whole step at every length (the shared work is a real part of the step)."""
+    from core.results import load_reference
+
+    df, problems = load_reference("answers_speed")
+    assert not problems and df["device"].nunique() == 1  # one machine's run, not two concatenated
+    a = findings.amdahl(df)
+    h = findings.headline(df)
+    mine = a[a["mixer"] == h["mixer"]]
+    assert len(mine) == df["seq_len"].nunique() and (mine["rec"] > mine["whole"]).all(), mine
+    for lang in ("en", "zh"):
+        said = findings.amdahl_text(df, translator(lang))
+        assert len(said) >= 2 and not any("«" in line for line in said)
+        assert all(line in findings.speed_takeaways(df, translator(lang)) for line in said)
