@@ -52,6 +52,9 @@ PAIRED = (
 )
 
 
+_MIXERS = mixers.names  # the registry's names, under a name the config's own `mixers` field does not hide
+
+
 @dataclasses.dataclass(frozen=True)
 class AnswersSpeedConfig:
     mixers: tuple[str, ...] = spec(mixers.names(), choices=lambda: mixers.names("answers_speed"),
@@ -72,6 +75,8 @@ class AnswersSpeedConfig:
     repeats: int = spec(5, lo=1, hi=200, help="timed steps; the median and IQR are reported")
     max_point_s: float = spec(3.0, lo=0.05, hi=600.0, help="stop repeating a length after this much timed work")
     max_step_s: float = spec(20.0, lo=0.1, hi=3600.0, help="skip a point whose step would take longer (extrapolated)")
+    rec_mixers: tuple[str, ...] = spec(_MIXERS(), choices=lambda: _MIXERS("answers_speed"), min_len=0,
+                                       help="whose recurrence is also timed alone (Amdahl: the part a scan replaces)")  # fmt: skip
 
     def check(self):
         for m in self.mixers:
@@ -89,7 +94,8 @@ class AnswersSpeedConfig:
 PRESETS = {
     # no step of the quick lengths takes seconds on a quiet machine; a tighter limit would turn a busy moment at
     # n = 256 into skipped points at n = 1024 (extrapolated)
-    "quick": {"seq_lens": (256, 1024), "warmup": 1, "repeats": 3, "max_point_s": 1.0},
+    # the recurrence alone of minGRU only (the verdict's mixer): all five loops' doubled the run to ~29 s on 2 cores
+    "quick": {"seq_lens": (256, 1024), "warmup": 1, "repeats": 3, "max_point_s": 1.0, "rec_mixers": ("min_gru",)},
     "tiny": {
         "seq_lens": (8, 16),
         "d_model": 16,
@@ -226,6 +232,8 @@ def _time_recurrences(cfg, T: int, models: dict, device, fields: dict, after_rou
     warm-up, repeats and limit): rec_ms, rec_iqr_ms, and the repeats for the paired ratio."""
     steps = {}
     for key, model in models.items():
+        if key[0] not in cfg.rec_mixers:
+            continue
         step = recurrence_step(model.layers[0], key[1], (cfg.batch_size, T, cfg.d_model), cfg.seed, device)
         if step is not None:
             steps[key] = step
