@@ -4,7 +4,6 @@ Config level: each field of every experiment at its lowest and highest allowed v
 ValueError naming a field. Page level: every numeric control of every page's form at its minimum, then Run.
 """
 
-import dataclasses
 import os
 
 import pytest
@@ -62,16 +61,19 @@ def _crashed(at) -> list[str]:
 
 @pytest.mark.slow
 def test_a_crash_inside_core_is_caught_by_this_test(monkeypatch):
-    """The check above can fail: a run that raises inside core shows the page's crash message, and _crashed sees it."""
-    from core.experiments import serial
+    """The check above can fail: a run that raises inside core (in the worker process that measures it, through the
+    command line's test hook) shows the page's crash message, and _crashed sees it."""
+    import ui.live
 
-    def broken(cfg, on_progress=None):
-        raise RuntimeError("boom")
-
-    monkeypatch.setitem(EXPERIMENTS, "serial", dataclasses.replace(serial.EXPERIMENT, run=broken))
-    monkeypatch.setattr(serial, "EXPERIMENT", EXPERIMENTS["serial"])
-    at = app_test(default_timeout=120).run()
-    at.switch_page("pages/serial.py").run()
-    at.text_input(key="w:serial:seq_lens").set_value("16")
-    at.button(key="FormSubmitter:form:serial-Run").click().run()
-    assert not at.exception and _crashed(at) and "boom" in _crashed(at)[0]
+    monkeypatch.setenv("LAB_INJECT", "serial=error")  # the worker raises after its first rows
+    ui.live.runner().shutdown()  # a spare started before the hook was set would not see it
+    ui.live.runner.clear()
+    try:
+        at = app_test(default_timeout=120).run()
+        at.switch_page("pages/serial.py").run()
+        at.text_input(key="w:serial:seq_lens").set_value("16")
+        at.button(key="FormSubmitter:form:serial-Run").click().run()
+        assert not at.exception and _crashed(at) and "injected failure" in _crashed(at)[0]
+    finally:
+        ui.live.runner().shutdown()
+        ui.live.runner.clear()  # the next test's runner starts its workers without the hook
