@@ -4,6 +4,7 @@ Asserts no exception element on any page, a drawn chart on every measuring page,
 browser fails the test (set LAB_SKIP_BROWSER=1 to skip it deliberately on a machine without one).
 """
 
+import contextlib
 import os
 import re
 import signal
@@ -45,42 +46,38 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def app_url():
+@contextlib.contextmanager
+def serve():
+    """`streamlit run dashboard.py` on a free port until the block ends: (its URL, the server's pid)."""
     assert os.path.exists(CHROMIUM), f"no browser at {CHROMIUM}: install Debian's chromium (scripts/test.sh does)"
     port = _free_port()
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "dashboard.py",
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-        ],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+        [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.headless", "true", "--server.port",
+         str(port)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                if r.read().strip() == b"ok":
-                    break
-        except OSError:
-            time.sleep(0.3)
-    else:
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        break
+            except OSError:
+                time.sleep(0.3)
+        else:
+            pytest.fail("streamlit did not become healthy in 60 s")
+        yield url, proc.pid
+    finally:
         os.killpg(proc.pid, signal.SIGTERM)
-        pytest.fail("streamlit did not become healthy in 60 s")
-    yield url
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(10)
+        proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    with serve() as (url, _):
+        yield url
 
 
 @pytest.fixture(scope="module")

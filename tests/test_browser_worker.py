@@ -6,14 +6,12 @@ sessions that press Run together queue, each told its place, and every run compl
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 import urllib.parse
 
 import pytest
 from conftest import REVEALED
-from test_browser import ARGS, CHROMIUM, _free_port, _settle
+from test_browser import _settle, browser, serve  # noqa: F401 - the browser fixture
 
 pytestmark = pytest.mark.slow  # a real browser and server: the full suite only
 
@@ -24,35 +22,8 @@ LONG = "models=lstm_loop&seq_lens=16,65535"  # the step loop at 65,535 tokens: a
 
 @pytest.fixture(scope="module")
 def server():
-    import urllib.request
-
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.headless", "true", "--server.port",
-         str(port)],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                if r.read().strip() == b"ok":
-                    break
-        except OSError:
-            time.sleep(0.3)
-    yield url, proc.pid
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(10)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+    with serve() as (url, pid):
+        yield url, pid
 
 
 def _workers(server_pid: int) -> list[int]:
@@ -101,8 +72,8 @@ def _gone(pid: int) -> bool:
         return True
 
 
-def _open(browser, url: str, path: str):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+def _open(chromium, url: str, path: str):
+    page = chromium.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{url}/{path}")
     _settle(page)
     return page
@@ -117,7 +88,7 @@ def _no_exception(page) -> None:
     assert not errors, errors[0].inner_text()[:1500]
 
 
-def test_the_run_measures_in_a_child_process_and_stop_ends_it_in_the_middle_of_a_point(server, browser):
+def test_the_run_measures_in_a_child_process_and_stop_ends_it_in_the_middle_of_a_point(server, browser):  # noqa: F811
     url, server_pid = server
     page = _open(browser, url, f"serial?{SHOWN}&{LONG}")
     spare = set(_workers(server_pid))
@@ -140,7 +111,7 @@ def test_the_run_measures_in_a_child_process_and_stop_ends_it_in_the_middle_of_a
     page.close()
 
 
-def test_a_worker_killed_from_outside_is_a_message_and_the_next_run_completes(server, browser):
+def test_a_worker_killed_from_outside_is_a_message_and_the_next_run_completes(server, browser):  # noqa: F811
     url, server_pid = server
     page = _open(browser, url, f"serial?{SHOWN}&{LONG}")
     _run(page)
@@ -175,7 +146,7 @@ EIGHT = [  # eight sessions, five pages, each run short (the fields a page's lin
 ]
 
 
-def test_eight_sessions_pressing_run_together_queue_and_all_complete(server, browser):
+def test_eight_sessions_pressing_run_together_queue_and_all_complete(server, browser):  # noqa: F811
     url, _ = server
     pages, places = [], []
     for path in EIGHT:  # unanswered questions: the form without the reference's charts, light for 2 cores
