@@ -206,7 +206,7 @@ class Runner:
                 kind = msg.get("type")
                 if kind == "progress":
                     with self._lock:
-                        job.rows.extend(msg.get("rows") or [])
+                        job.rows.extend(_compact(row) for row in msg.get("rows") or [])
                         job.done, job.total, job.message = (
                             msg.get("done", 0),
                             msg.get("total", 0),
@@ -241,6 +241,14 @@ class Runner:
         job.state, job.ended = state, self._clock()
         if error is not None:
             job.error = error
+
+
+def _compact(row: dict) -> dict:
+    """A row as the server keeps it: its keys and short text values shared with every other row's (sys.intern).
+    Each protocol line is decoded on its own, so without this every row holds its own copies of ~30 column names:
+    a depth quick run's 3,900 rows took 12.3 MiB as decoded and 3.9 MiB compacted (tracemalloc), per session that
+    keeps them (a closed tab's session lives on for Streamlit's disconnectedSessionTTL, 120 s)."""
+    return {sys.intern(k): sys.intern(v) if isinstance(v, str) and len(v) < 80 else v for k, v in row.items()}
 
 
 def _terminate(proc: subprocess.Popen) -> None:
