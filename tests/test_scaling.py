@@ -89,7 +89,7 @@ def test_a_superlinear_speed_up_is_clamped_and_flagged():
 PAIR_WORDS = {
     "above": ("The Transformer (SDPA) gained more", "Transformer（SDPA）从"),
     "overlap": ("cannot tell", "分辨不出"),
-    "below": ("Here the LSTM (fused) gained more", "这里LSTM"),
+    "below": ("Here the LSTM (fused) gained more", "这里 LSTM"),
 }
 
 

@@ -7,41 +7,52 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core.charts.common import device_subtitle, log_x, log_y, titled
+from core.charts.common import device_subtitle, log_x, titled
 from core.findings import checkpoint as findings
+
+MIB = 2**20
 
 
 def _named(d: pd.DataFrame, tr) -> pd.DataFrame:
     d = d.copy()
     d["form"] = [tr(f"serial.ckpt.bptt.{b}") for b in d["bptt"]]
     d["model_name"] = [tr(f"model.{m}") for m in d["model"]]
+    # bytes read as MiB on the axis (0.125 … 1,096 MiB), not as 1,149,296,640
+    d["layer_saved_mib"] = d["layer_saved_bytes"] / MIB
+    d["predicted_layer_mib"] = (d["predicted_layer_bytes"] if "predicted_layer_bytes" in d else float("nan")) / MIB
     return d
 
 
 def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = _named(findings.measured(df), tr)
     x = log_x("seq_len", tr("serial.axis.seq_len"))
-    y = log_y("layer_saved_bytes", tr("serial.ckpt.axis.layer_bytes"))
-    color = alt.Color("form:N", title=tr("serial.ckpt.axis.form"))
+    # a y title longer than the plot's 300 px pushes the chart's own title up, under the box drawn above it
+    y = alt.Y(
+        "layer_saved_mib:Q",
+        scale=alt.Scale(type="log"),
+        title=tr("serial.ckpt.axis.layer_mib"),
+        axis=alt.Axis(titleLimit=280),
+    )
+    color = alt.Color("form:N", title=tr("serial.ckpt.axis.form"), legend=alt.Legend(orient="bottom", labelLimit=320))
     tips = [alt.Tooltip("model_name:N", title=tr("serial.axis.model")), alt.Tooltip("form:N", title=tr("serial.ckpt.axis.form")),
             alt.Tooltip("seq_len:Q", title=tr("serial.axis.seq_len")),
-            alt.Tooltip("layer_saved_bytes:Q", title=tr("serial.ckpt.axis.layer_bytes"), format=","),
+            alt.Tooltip("layer_saved_mib:Q", title=tr("serial.ckpt.axis.layer_mib"), format=",.3~f"),
             alt.Tooltip("segment:Q", title=tr("field.segment"))]  # fmt: skip
     measured = (
         alt.Chart(d)
         .mark_line(point=alt.OverlayMarkDef(filled=True, size=60))
         .encode(x=x, y=y, color=color, detail="model_name:N", tooltip=tips)
     )
-    formula = d[d["bptt"] == findings.CHECKPOINTED].dropna(subset=["predicted_layer_bytes"]).copy()
+    formula = d[d["bptt"] == findings.CHECKPOINTED].dropna(subset=["predicted_layer_mib"]).copy()
     formula["form"] = tr("serial.ckpt.formula")
     rule = (
         alt.Chart(formula)
         .mark_line(strokeDash=[6, 4], color="gray")
         .encode(
             x=x,
-            y=alt.Y("predicted_layer_bytes:Q"),
+            y=alt.Y("predicted_layer_mib:Q"),
             detail="model_name:N",
-            tooltip=[alt.Tooltip("predicted_layer_bytes:Q", title=tr("serial.ckpt.formula"), format=",")],
+            tooltip=[alt.Tooltip("predicted_layer_mib:Q", title=tr("serial.ckpt.formula_mib"), format=",.3~f")],
         )
     )
     return titled(rule + measured, tr("serial.ckpt.chart.memory"), device_subtitle(d, tr))

@@ -7,6 +7,7 @@ import altair as alt
 import pandas as pd
 
 from core.charts.common import device_subtitle, titled
+from core.findings import bracketed
 from core.findings import scaling as findings
 from core.models.registry import colors
 
@@ -63,14 +64,14 @@ def fits_table(df: pd.DataFrame, tr) -> pd.DataFrame:
     keep = [c for c in ("run",) if c in f.columns]
     gpu = [
         "–" if pd.isna(r["gpu_speedup_extrapolated"]) else
-        f"{r['gpu_speedup_extrapolated']:.3g}× ({r['gpu_speedup_lo']:.3g}–{r['gpu_speedup_hi']:.3g})"
+        f"{r['gpu_speedup_extrapolated']:.3g}×" + bracketed(f"{r['gpu_speedup_lo']:.3g}–{r['gpu_speedup_hi']:.3g}", tr)
         for _, r in f.iterrows()
     ]  # fmt: skip
     out = pd.DataFrame(
         {
             "model": [findings.name(m, tr) for m in f["model"]],
             "seq_len": f["seq_len"].astype(int),
-            "serial_fraction": [findings.fraction_text(r) for _, r in f.iterrows()],
+            "serial_fraction": [findings.fraction_text(r, tr) for _, r in f.iterrows()],
             "gpu": gpu,
             "fit_flag": [tr(f"serial.scaling.flag.{x or 'none'}") for x in f["fit_flag"]],
             **{c: f[c] for c in keep},

@@ -21,6 +21,7 @@ from torch import nn
 
 from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device
+from core.findings import listing
 from core.models import mixers, registry
 from core.models.layers import n_params
 from core.models.registry import ATTENTION, LayerSpec, n_heads_for
@@ -242,7 +243,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
             zeros = int((back == 0).sum())
             out.append(
                 tr("long_range.reach.take.decay", reach=int(r), factor=f"{REACH_FACTOR:,.0f}", **values)
-                + (" " + tr("long_range.reach.take.underflow", n=zeros) if zeros else "")
+                + (tr("ui.sentence_sep") + tr("long_range.reach.take.underflow", n=zeros) if zeros else "")
             )
         elif back.min() > 0 and back.max() / back.min() < FLAT_FACTOR:
             kinds[model] = "flat"
@@ -261,7 +262,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         out.append(
             tr(
                 "long_range.reach.take.contrast",
-                models=", ".join(tr(f"long_range.model.{m}") for m in decaying),
+                models=listing([tr(f"long_range.model.{m}") for m in decaying], tr),
                 reach=int(max(reaches[m] for m in decaying)),
                 T=T - 1,
             )

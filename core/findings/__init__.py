@@ -5,3 +5,25 @@ def sig3(v: float) -> str:
     """A number as a sentence shows it: three significant figures below 1,000 (0.0373, 50.9), whole and
     thousands-separated above (3,420), never '3.42e+03'."""
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+
+
+# Punctuation a sentence is assembled with in code follows the page's language ("a, b" / "a、b", " (x)" / "（x）"):
+# a Chinese sentence built with ASCII commas, colons or brackets reads as a typo.
+def listing(items, tr) -> str:
+    """Items as a list: 'a, b, c' in English, 'a、b、c' in 中文."""
+    return tr("ui.list_sep").join(items)
+
+
+def clauses(items, tr) -> str:
+    """Items that hold their own commas: 'a; b' in English, 'a；b' in 中文."""
+    return tr("ui.clause_sep").join(items)
+
+
+def bracketed(text, tr) -> str:
+    """' (text)' in English, '（text）' in 中文: an aside after a value."""
+    return tr("ui.bracketed", what=text)
+
+
+def labelled(label, value, tr) -> str:
+    """'label: value' in English, 'label：value' in 中文."""
+    return tr("ui.labelled", label=label, value=value)

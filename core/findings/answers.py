@@ -88,7 +88,7 @@ def headline_text(h: dict, tr) -> str:
     text = tr("answers.take.headline", mixer=name(tr, h["mixer"]), n=h["n"],
               how=_how(tr, h["speedup"], h["q25"], h["q75"]))  # fmt: skip
     if h["n0"] != h["n"]:
-        text += " " + tr("answers.take.headline_at", n0=h["n0"], x0=times_text(h["speedup0"]))
+        text += tr("ui.sentence_sep") + tr("answers.take.headline_at", n0=h["n0"], x0=times_text(h["speedup0"]))
     return text
 
 

@@ -8,11 +8,12 @@ extrapolation, never as measurement.
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
 from core import status
-from core.findings import sig3
+from core.findings import bracketed, sig3
 from core.findings.notes import fresh_memory_text, note_text
 from core.fit import exponent_text, loglog_fit, tail_fit, tail_slope
 from core.memory_formulas import DTYPE_BYTES, ModelShape, format_bytes, kv_cache_bytes
@@ -45,7 +46,7 @@ def wall(df: pd.DataFrame, budget_bytes: float, metric: str = "peak_bytes", poin
                 "n_max": n_max,
                 "budget_bytes": budget_bytes,
                 "metric": metric,
-                "fitted_on": f"n={int(g.seq_len.min())}..{int(g.seq_len.max())}" if len(g) else "",
+                "fitted_on": f"n = {_fmt_n(g.seq_len.min())}…{_fmt_n(g.seq_len.max())}" if len(g) else "",
                 "kind": "extrapolation",
             }
         )
@@ -136,6 +137,12 @@ def format_seconds(s: float, tr=None) -> str:
 # ---- takeaways -----------------------------------------------------------------------------------------------
 
 
+def _label_text(label: str, tr) -> str:
+    """'sdpa (auto → flash)' with the page's brackets: 'sdpa（auto → flash）' in a Chinese sentence."""
+    m = re.fullmatch(r"(\S+) \((.+)\)", str(label))
+    return m.group(1) + bracketed(m.group(2), tr) if m else str(label)
+
+
 def _fmt_n(n: float) -> str:
     return f"{n:,.0f}" if math.isfinite(n) else "?"
 
@@ -194,7 +201,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
             out.append(
                 tr(
                     key,
-                    impl=f["label"],
+                    impl=_label_text(f["label"], tr),
                     mem_slope=f["mem_text"],
                     time_slope=f["time_text"],
                     n_lo=_fmt_n(f["n_lo"]),
@@ -237,7 +244,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                 out.append(
                     tr(
                         "attention_cost.take.wall",
-                        impl=label.get((w.impl, w.requested_backend), w.impl),
+                        impl=_label_text(label.get((w.impl, w.requested_backend), w.impl), tr),
                         n_max=_fmt_n(w.n_max),
                         budget=format_bytes(budget),
                         slope=w.slope_text,
@@ -262,7 +269,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     refused = df[df.status.isin(status.NOT_MEASURED)].copy()
     if len(refused):
         refused["key"] = refused.status
-        refused["name"] = [f"{i} ({b})" if b != attention.NO_BACKEND else i
+        refused["name"] = [i + bracketed(b, tr) if b != attention.NO_BACKEND else i
                            for i, b in zip(refused.impl, refused.requested_backend)]  # fmt: skip
         for (key, name), g in refused.groupby(["key", "name"], sort=False):
             g = g.sort_values("seq_len")

@@ -7,6 +7,7 @@ import math
 
 import pandas as pd
 
+from core.findings import listing
 from core.findings.depth import init_profile, lstm_contrast, number, roles, summarize, to_frame
 
 
@@ -89,7 +90,8 @@ def _per_depth(s: pd.DataFrame, tr) -> str:
 
 
 def _layers(depths, tr) -> str:
-    return tr("depth.take.sep").join(str(int(L)) for L in depths)
+    """'8, 16, 32' / '8、16、32': a list of numbers, not of clauses."""
+    return listing([str(int(L)) for L in depths], tr)
 
 
 def _warmup_takeaways(ran: pd.DataFrame, tr) -> list[str]:

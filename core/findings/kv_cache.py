@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from core.findings import listing
 from core.memory_formulas import format_bytes
 
 STATE = "rnn_state"  # the scheme of the LSTM's rows: a fixed state instead of a cache
@@ -49,7 +50,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     if len(measured):
         exact = bool((measured.measured_bytes == measured.cache_bytes).all())
         last = measured[measured.seq_len == measured.seq_len.max()]
-        sizes = ", ".join(f"{r.scheme.upper()} {format_bytes(r.measured_bytes)}" for r in last.itertuples())
+        sizes = listing([f"{r.scheme.upper()} {format_bytes(r.measured_bytes)}" for r in last.itertuples()], tr)
         out.append(
             tr(
                 "attention_cost.kv.take.measured" if exact else "attention_cost.kv.take.mismatch",

@@ -8,6 +8,7 @@ import math
 import pandas as pd
 
 from core import status
+from core.findings import labelled, listing
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
 from core.rules import SOLVED
@@ -69,7 +70,9 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                 out.append(tr("long_range.take.diverged", task=task, model=tr(f"long_range.model.{model}")))
                 continue
             solved[model] = (m[m["accuracy"] >= SOLVED], m[m["accuracy"] < SOLVED])
-            accs = ", ".join(f"d={int(r.distance)}: {pct(r.accuracy)}{seed_spread(r, tr)}" for r in m.itertuples())
+            accs = tr("long_range.take.sep").join(  # 'd=36: 96% (3 seeds: …), d=72: …' / 'd=36：96%（…）；d=72：…'
+                labelled(f"d={int(r.distance)}", pct(r.accuracy) + seed_spread(r, tr), tr) for r in m.itertuples()
+            )
             out.append(
                 tr(
                     "long_range.take.model",
@@ -91,7 +94,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                 tr(
                     "long_range.take.contrast",
                     task=task,
-                    distances=", ".join(str(int(d)) for d in beaten),
+                    distances=listing([str(int(d)) for d in beaten], tr),
                     acc=pct(worst.accuracy) + seed_spread(worst, tr),
                     chance=pct(chance),
                     steps=steps,
@@ -112,7 +115,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                 tr(
                     "long_range.take.tfm_failed",
                     task=task,
-                    distances=", ".join(f"{int(r.distance)}{seed_spread(r, tr)}" for r in tfm[1].itertuples()),
+                    distances=listing([f"{int(r.distance)}{seed_spread(r, tr)}" for r in tfm[1].itertuples()], tr),
                     steps=steps,
                 )
             )

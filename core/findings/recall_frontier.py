@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from core import status
+from core.findings import listing
 from core.findings.long_range import pct, seed_spread
 from core.memory_formulas import KV_PAGE, format_bytes
 from core.models import mixers
@@ -201,7 +202,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         out.append(fell)
     g = copy_groups(df)
     if g is not None:
-        names = lambda rows: ", ".join(f"{_name(tr, r.mixer)} {pct(r.accuracy)}" for r in rows.itertuples())
+        names = lambda rows: listing([f"{_name(tr, r.mixer)} {pct(r.accuracy)}" for r in rows.itertuples()], tr)
         best = lambda rows: rows.loc[rows["accuracy"].idxmax()]
         bs, bf = best(g["selective"]), best(g["fixed"])
         key = "recall.take.copy_split" if g["separated"] else "recall.take.copy_no_split"

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from core import status
-from core.findings import sig3
+from core.findings import bracketed, sig3
 from core.i18n import translator
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
@@ -174,13 +174,15 @@ def comparison(df: pd.DataFrame) -> dict | None:
     return {"T": T, "p": p, "rec": rec, "att": att, "rec_row": r, "att_row": a, "order": order}
 
 
-def fraction_text(r) -> str:
-    """'0.08 ± 0.02' with a standard error; '0.08 (0.05–0.11)' from the quartile fits when there is none."""
+def fraction_text(r, tr=None) -> str:
+    """'0.08 ± 0.02' with a standard error; '0.08 (0.05–0.11)' from the quartile fits when there is none (in the
+    page's brackets: '0.08（0.05–0.11）' in 中文)."""
     if not math.isfinite(r["serial_fraction"]):
         return "–"
     if math.isfinite(r["serial_fraction_se"]):
         return f"{r['serial_fraction']:.2f} ± {r['serial_fraction_se']:.2f}"
-    return f"{r['serial_fraction']:.2f} ({r['serial_fraction_lo']:.2f}–{r['serial_fraction_hi']:.2f})"
+    spread = f"{r['serial_fraction_lo']:.2f}–{r['serial_fraction_hi']:.2f}"
+    return f"{r['serial_fraction']:.2f}" + bracketed(spread, tr or translator("en"))
 
 
 def takeaways(df: pd.DataFrame, tr=None) -> list[str]:
@@ -210,7 +212,7 @@ def takeaways(df: pd.DataFrame, tr=None) -> list[str]:
     fitted = f[(f["fit_points"] > 0) & (f["fit_flag"] != SLOWER)]
     if len(fitted):
         parts = [
-            tr("serial.scaling.take.fit_item", model=name(m, tr), s=fraction_text(r)) for m, r in fitted.iterrows()
+            tr("serial.scaling.take.fit_item", model=name(m, tr), s=fraction_text(r, tr)) for m, r in fitted.iterrows()
         ]
         out.append(tr("serial.scaling.take.fits", T=T, items=sep.join(parts)))
         gpu = [tr("serial.scaling.take.gpu_item", model=name(m, tr), gpu=sig3(r["gpu_speedup_extrapolated"]),
@@ -258,7 +260,7 @@ def why(df: pd.DataFrame, tr=None) -> list[str]:
     f = f[f["seq_len"] == c["T"]].set_index("model")
 
     def s_of(m) -> str:
-        return fraction_text(f.loc[m]) if m in f.index else "–"
+        return fraction_text(f.loc[m], tr) if m in f.index else "–"
 
     return [tr(f"serial.scaling.why.{c['order']}", T=c["T"], p=c["p"], att=name(c["att"], tr),
                rec=name(c["rec"], tr), att_s=s_of(c["att"]), rec_s=s_of(c["rec"]))]  # fmt: skip

@@ -158,10 +158,14 @@ def scaling(df: pd.DataFrame) -> Verdict | None:
     option = {"above": 0, "below": 1, "overlap": 2}[c["order"]]
     a, r = c["att_row"], c["rec_row"]
 
-    def x(row) -> str:
-        return f"{row['speedup']:.2f}× ({row['speedup_q25']:.2f}–{row['speedup_q75']:.2f})"
+    def x(row, who) -> dict:  # numbers only: the sentence in each language brackets them with its own punctuation
+        return {
+            who: f"{row['speedup']:.2f}",
+            f"{who}_lo": f"{row['speedup_q25']:.2f}",
+            f"{who}_hi": f"{row['speedup_q75']:.2f}",
+        }
 
-    return Verdict(option, "verdict.scaling.measured", {"T": c["T"], "p": c["p"], "att": x(a), "rec": x(r)})
+    return Verdict(option, "verdict.scaling.measured", {"T": c["T"], "p": c["p"], **x(a, "att"), **x(r, "rec")})
 
 
 def checkpoint(df: pd.DataFrame) -> Verdict | None:

@@ -1,0 +1,165 @@
+"""Words and facts (#31): one term per concept in 中文, no 倍 shape the glossary bans, and Chinese punctuation in the
+sentences code assembles — every takeaway, verdict and home-page finding rendered in 中文 from the shipped
+reference data (data/reference/) and scanned, since a catalogue check never sees what code joins together."""
+
+import functools
+import re
+
+import pytest
+
+from core import scoreboard
+from core.experiments import EXPERIMENTS
+from core.findings import scaling as scaling_findings
+from core.findings import serial as serial_findings
+from core.findings import verdicts
+from core.i18n import catalogue, t
+from core.results import load_reference
+
+# ---- one form per concept: the chapter's term, or the glossary's (docs/GLOSSARY.md) -------------------------------
+NUMBER = r"(?:\{[^{}]*\}|[\d.,，/]+|[一二两三四五六七八九十百千万]+|几十|几百|几千|几|数十|数百)"
+TERMS_ZH = {  # concept -> (the one form, what must not appear)
+    "recurrent neural network": ("循环神经网络", r"循环网络"),
+    "hidden state of a recurrence": ("隐状态", r"(?<![隐细胞])状态向量|(?:上一个|前一个|每一步的|固定大小的)状态"),
+    "Adam's moment estimates": ("一阶矩和二阶矩估计", r"动量"),
+    "a value over the seeds": ("各种子中的最低值 / 最高值", r"最[低高]的种子"),
+    "a gradient's reach": ("回传距离", r"传播距离"),
+    "multi-query (associative) recall": ("多查询联想回忆", r"多查询回忆"),
+    "a ratio (glossary §2), shapes the glossary check misses": (
+        "是……的 N 倍 / 只有……的 1/N / 不到……的 N 倍",
+        r"(?:快|慢|大|小|多|少|高|低)了?\s*(?:不到|不足|将近|近|超过|逾|至少|最多|几乎)\s*" + NUMBER + r"\s*多?\s*倍"
+        r"|(?:节省|节约|减少|降低|缩小|压缩|下降|增加|提高|提升|加快|扩大)(?:了|的)?倍数",
+    ),
+    "what the chapter names (three defects; page 4 is attention's price)": ("三个结构性缺陷", r"四个限制|四堵墙"),
+    "a claim with its source (Chen et al., 2016)": ("Chen 等人（2016）", r"教材的预期"),
+}
+TERMS_EN = {
+    "what the chapter names": r"four limits",
+    "a claim with its source": r"textbook's expectation",
+}
+
+
+def term_problems(text: str) -> list[str]:
+    text = re.sub(r"`[^`]*`", "", text)
+    return [f"{m.group(0)!r} → {good} ({concept})" for concept, (good, bad) in TERMS_ZH.items()
+            for m in re.finditer(bad, text)]  # fmt: skip
+
+
+def test_each_concept_has_one_chinese_term():
+    bad = {k: p for k, v in catalogue("zh").items() if (p := term_problems(v))}
+    assert not bad, f"zh values with another term than the one chosen: {bad}"
+
+
+def test_english_attributes_claims_to_their_source():
+    bad = {k: m.group(0) for k, v in catalogue("en").items() for p in TERMS_EN.values() if (m := re.search(p, v))}
+    assert not bad, bad
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["快不到 2 倍——差不多", "节省的倍数恰好是 4", "缩小的倍数", "快了近 {x} 倍", "循环网络把全部历史", "Adam 的两个动量",
+     "最低的种子，%", "实测传播距离", "每一个都要等上一个状态算完", "多查询回忆往往", "会碰到四个限制", "教材的预期"],
+)  # fmt: skip
+def test_the_term_check_catches(bad):
+    assert term_problems(bad)
+
+
+@pytest.mark.parametrize(
+    "good",
+    ["不到逐步循环的 2 倍", "是逐步循环的几十倍", "降到多头注意力的 1/N", "循环神经网络", "隐状态向量", "细胞状态",
+     "状态空间模型", "每通道状态数 N", "Adam 的一阶矩和二阶矩估计", "各种子中的最低值", "多查询联想回忆"],
+)  # fmt: skip
+def test_the_term_check_passes(good):
+    assert not term_problems(good)
+
+
+# ---- punctuation in Chinese sentences assembled by code --------------------------------------------------------
+CJK = r"\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"  # ideographs and the full-width punctuation around them
+ASCII_NEXT_TO_CJK = re.compile(rf"[{CJK}]\s*[,:;(]|[,:;]\s*[{CJK}]|[{CJK}]\)")
+ASIDE = re.compile(r" \((?:[^()]*[–{CJK}][^()]*)\)".replace("{CJK}", CJK))  # ' (1.1–1.3)', ' (3 个种子…)'
+
+
+def punctuation_problems(text: str) -> list[str]:
+    """ASCII , : ; ( ) touching a Chinese character, or an ASCII-bracketed aside after a value, in a 中文 sentence.
+    Formulas keep ASCII (O(n), N(0, 1), 1 / (s + (1 − s)/p)): their brackets sit between Latin letters and digits."""
+    text = re.sub(r"`[^`]*`", "", text)
+    found = [m.group(0) for m in ASCII_NEXT_TO_CJK.finditer(text)]
+    found += [m.group(0) for m in ASIDE.finditer(text)]
+    return found
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["加速比为 1.23× (1.10–1.30)，融合 LSTM", "d=36: 96%（3 个种子：20%–100%）, d=72", "增长, 而", "串行比例 0.61 (0.60–0.63)",
+     "MHA 1.0 MiB, GQA 256 KiB。"[:-1] + "（x）, 其余", "在{task}上(距离 64)"],
+)  # fmt: skip
+def test_the_punctuation_check_catches(bad):
+    assert punctuation_problems(bad)
+
+
+@pytest.mark.parametrize(
+    "good",
+    ["即表 1 的 O(n)", "x ~ N(0, 1) 的随机输入", "“加速比 = 1 / (s + (1 − s)/p)”拟合", "d=36：96%（3 个种子：20%–100%）",
+     "n^0.50 ± 0.00", "运行 `python -m core run serial, x`"],
+)  # fmt: skip
+def test_the_punctuation_check_passes(good):
+    assert not punctuation_problems(good)
+
+
+@functools.cache
+def _reference(name: str):
+    ref, problems = load_reference(name)
+    assert not problems, problems
+    return ref[ref["device"] == ref["device"].iloc[0]] if len(ref) else ref
+
+
+QUESTION_DATA = {"serial": "serial", "serial.scaling": "scaling", "serial.ckpt": "checkpoint", "long_range": "long_range",
+                 "depth": "depth", "attention_cost": "attention_cost", "answers_speed": "answers_speed",
+                 "recall": "recall_frontier"}  # fmt: skip
+
+
+def rendered(tr) -> dict[str, str]:
+    """Every sentence code assembles from the shipped references: takeaways, the verdicts' reasons and sentences,
+    and the home page's findings and Table 1."""
+    out = {}
+    frames = {name: _reference(name) for name in EXPERIMENTS}
+    for name, df in frames.items():
+        if len(df):
+            for i, line in enumerate(EXPERIMENTS[name].takeaways(df, tr)):
+                out[f"{name} takeaway {i}"] = line
+    for i, line in enumerate(scaling_findings.why(frames["scaling"], tr)):
+        out[f"scaling why {i}"] = line
+    c = serial_findings.comparison(frames["serial"])
+    for i, line in enumerate(serial_findings.explanation(c, tr) if c else []):
+        out[f"serial why {i}"] = line
+    assert set(QUESTION_DATA) == set(verdicts.QUESTIONS)
+    for question, name in QUESTION_DATA.items():
+        v = verdicts.QUESTIONS[question](frames[name])
+        if v is not None:
+            out[f"verdict {question}"] = verdicts.sentence(v, tr)
+    for key, line in scoreboard.findings(frames, tr).items():
+        out[f"home finding {key}"] = line
+    for i, row in enumerate(scoreboard.table1(frames, tr).itertuples(index=False)):
+        out[f"home table 1 row {i}"] = " | ".join(map(str, row))
+    return out
+
+
+def zh(key, **values):
+    return t(key, "zh", **values)
+
+
+def test_chinese_sentences_built_by_code_use_chinese_punctuation():
+    said = rendered(zh)
+    assert len(said) > 40, "the shipped references say something on every page"
+    bad = {k: p for k, v in said.items() if (p := punctuation_problems(v))}
+    assert not bad, f"ASCII punctuation in 中文 sentences assembled in code: {bad}"
+    bad = {k: p for k, v in said.items() if (p := term_problems(v))}
+    assert not bad, f"terms in 中文 sentences assembled in code: {bad}"
+
+
+def test_the_scan_sees_a_comma_put_into_a_chinese_takeaway(monkeypatch):
+    """The scan above reads what a learner reads: an ASCII comma in one catalogue sentence shows up in it."""
+    values = dict(catalogue("zh"))
+    values["serial.take.fastest"] = values["serial.take.fastest"].replace("，", ", ", 1)
+    monkeypatch.setattr("core.i18n.catalogue", lambda lang: values if lang == "zh" else catalogue(lang))
+    said = rendered(zh)
+    assert any(punctuation_problems(v) for k, v in said.items() if k.startswith("serial takeaway"))
