@@ -163,3 +163,24 @@ def test_the_scan_sees_a_comma_put_into_a_chinese_takeaway(monkeypatch):
     monkeypatch.setattr("core.i18n.catalogue", lambda lang: values if lang == "zh" else catalogue(lang))
     said = rendered(zh)
     assert any(punctuation_problems(v) for k, v in said.items() if k.startswith("serial takeaway"))
+
+
+# ---- facts that two pages state must agree; charts name what they draw ------------------------------------------
+def test_the_reach_table_and_table_1_give_attention_over_a_recurrence_the_same_path_length():
+    from core.experiments.gradient_reach import path_length
+
+    table1 = {row[0]: row[3] for row in scoreboard.TABLE1}  # (row, complexity, sequential, path)
+    assert path_length("lstm_attention") == table1["recurrent_attention"] == "O(1)"
+    assert path_length("lstm") == table1["recurrent"] == "O(n)" and path_length("attention") == "O(1)"
+
+
+def test_the_more_cores_chart_names_its_models_and_the_checkpoint_chart_reads_mib():
+    from core.charts import checkpoint as checkpoint_charts
+    from core.charts import scaling as scaling_charts
+
+    en = functools.partial(t, lang="en")
+    spec = scaling_charts.speedup_chart(_reference("scaling"), en).to_dict()
+    domains = [la["encoding"]["color"]["scale"]["domain"] for la in spec["layer"] if "color" in la["encoding"]]
+    assert domains and all("LSTM (fused)" in d and "lstm" not in d and "lstm_attention" not in d for d in domains)
+    memory = checkpoint_charts.memory_chart(_reference("checkpoint"), en).to_dict()
+    assert any("MiB" in str(la["encoding"]["y"].get("title", "")) for la in memory["layer"])

@@ -196,6 +196,8 @@ def path_length(model: str) -> str:
     """Vaswani et al. 2017, Table 1: maximum path length between two positions, for a layer of this family."""
     if registry.family_of(model) is None and model in mixers.MIXERS:  # page 5's mixers: their Table 1 row's
         return mixers.get(model).path
+    if registry.find([model], table1_row="recurrent_attention"):  # attention over the states: one step, as Table 1
+        return "O(1)"  # on the home page says (core.scoreboard)
     return "O(n)" if registry.family_of(model) == registry.RECURRENT else "O(1)"
 
 
