@@ -55,7 +55,9 @@ def shown_data(tr, name: str, live: pd.DataFrame | None) -> tuple[pd.DataFrame, 
 
 def file_problem_ui(tr, problem) -> None:
     """One translated warning for a damaged shipped file (core.files.FileProblem): which file, what is wrong."""
-    detail = f" ({literal(problem.detail)})" if problem.detail else ""
+    from core.findings import bracketed
+
+    detail = bracketed(literal(problem.detail), tr) if problem.detail else ""  # （…） in a Chinese sentence
     key = "ui.file_cut_row" if problem.kind == "cut_row" else "ui.bad_file"
     st.warning(tr(key, file=literal(problem.file), why=tr(f"file.{problem.kind}"), detail=detail))
 
@@ -114,6 +116,7 @@ def status_ui(tr, df: pd.DataFrame, shown_notes: int = 2) -> None:
     import pandas as pd
 
     from core import status as statuses
+    from core.findings import clauses
     from core.findings.notes import notes_text
 
     if "status" not in df or not revealed_now():
@@ -123,7 +126,7 @@ def status_ui(tr, df: pd.DataFrame, shown_notes: int = 2) -> None:
         bad = df[df["status"] == status]
         if len(bad):
             notes = notes_text(bad.get("note", pd.Series(dtype=str)), tr, literal)  # the raw note stays in the table
-            text = "; ".join(notes[:shown_notes]) + (
+            text = clauses(notes[:shown_notes], tr) + (
                 tr("ui.more_notes", n=len(notes) - shown_notes) if len(notes) > shown_notes else ""
             )
             st.warning(tr(f"status.{status}.banner", n=len(bad), notes=text))

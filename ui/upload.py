@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.findings import bracketed, listing
 from ui.frame import literal
 
 _KEY = "uploaded"  # session state: experiment → {file name: frame}
@@ -71,12 +72,12 @@ def _take(tr, files) -> None:
             checked[file_id] = (f.size, uploads.check(f.getvalue(), f.name))
         outcome = checked[file_id][1]
         if isinstance(outcome, uploads.Rejected):
-            detail = f" ({literal(outcome.detail)})" if outcome.detail else ""
+            detail = bracketed(literal(outcome.detail), tr) if outcome.detail else ""  # （…） in a Chinese sentence
             st.error(tr("ui.upload.rejected", file=literal(f.name), why=tr(f"upload.{outcome.kind}"), detail=detail))
             continue
         experiment, frame = outcome
         store.setdefault(experiment, {})[f.name] = frame
-        devices = ", ".join(dict.fromkeys(map(str, frame["device"])))
+        devices = listing(list(dict.fromkeys(map(str, frame["device"]))), tr)
         st.success(
             tr(
                 "ui.upload.accepted",

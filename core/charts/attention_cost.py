@@ -10,6 +10,7 @@ import pandas as pd
 
 from core import status
 from core.charts.common import device_subtitle, lines, log_x, log_y
+from core.findings import bracketed
 from core.findings.notes import note_text
 from core.models import attention
 
@@ -37,11 +38,11 @@ def titled(chart: alt.Chart, title: str, subtitle: str = "") -> alt.Chart:
 
 
 def impl_label(row, tr) -> str:
-    """'naive', 'sdpa · flash', 'sdpa · math (forced)', 'linear', 'LSTM state (inference)'."""
+    """'naive', 'sdpa · flash', 'sdpa · math (forced)' ('sdpa · math（强制）'), 'linear', 'LSTM state (inference)'."""
     record = attention.IMPLS.get(row["impl"])
     if record is not None and record.uses_backends:
         forced = attention.forced(row.get("requested_backend", attention.AUTO))
-        return f"{row['impl']} · {row['backend']}" + (f" ({tr('attention_cost.forced')})" if forced else "")
+        return f"{row['impl']} · {row['backend']}" + (bracketed(tr("attention_cost.forced"), tr) if forced else "")
     return tr(f"attention_cost.impl.{row['impl']}")
 
 
