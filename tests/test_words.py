@@ -154,6 +154,8 @@ def test_chinese_sentences_built_by_code_use_chinese_punctuation():
     assert not bad, f"ASCII punctuation in 中文 sentences assembled in code: {bad}"
     bad = {k: p for k, v in said.items() if (p := term_problems(v))}
     assert not bad, f"terms in 中文 sentences assembled in code: {bad}"
+    bad = {k: m.group(0) for k, v in said.items() if (m := re.search(r"\d(?:\.\d+)?e[+-]?\d", v))}
+    assert not bad, f"numbers in e-notation (the glossary: 1.4×10⁻¹⁵, 3,420): {bad}"
 
 
 def test_the_scan_sees_a_comma_put_into_a_chinese_takeaway(monkeypatch):

@@ -21,7 +21,7 @@ from torch import nn
 
 from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device
-from core.findings import listing
+from core.findings import listing, sci
 from core.models import mixers, registry
 from core.models.layers import n_params
 from core.models.registry import ATTENTION, LayerSpec, n_heads_for
@@ -239,7 +239,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         g1, gfar = _at(sub, model, 1), _at(sub, model, far)
         back = sub[sub["distance"] >= 1]["grad_norm"]
         r = float(sub["reach"].iloc[0])
-        values = {"model": name, "g1": f"{g1:.2g}", "k": far, "gfar": f"{gfar:.2g}", "T": T - 1}  # T: farthest k
+        values = {"model": name, "g1": sci(g1), "k": far, "gfar": sci(gfar), "T": T - 1}  # T: farthest k
         if not math.isnan(r):
             kinds[model] = "decay"
             zeros = int((back == 0).sum())
@@ -249,11 +249,11 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
             )
         elif back.min() > 0 and back.max() / back.min() < FLAT_FACTOR:
             kinds[model] = "flat"
-            out.append(tr("long_range.reach.take.flat", lo=f"{back.min():.2g}", hi=f"{back.max():.2g}", **values))
+            out.append(tr("long_range.reach.take.flat", lo=sci(back.min()), hi=sci(back.max()), **values))
         elif _levels_off(sub, far):  # a direct path beside a decaying one (attention over a recurrence's states)
             kinds[model] = "floor"
             tail = sub[sub["distance"] >= far]["grad_norm"]
-            out.append(tr("long_range.reach.take.floor", lo=f"{tail.min():.2g}", hi=f"{tail.max():.2g}", **values))
+            out.append(tr("long_range.reach.take.floor", lo=sci(tail.min()), hi=sci(tail.max()), **values))
         else:
             kinds[model] = "grows"
             out.append(tr("long_range.reach.take.grows", **values))

@@ -3,8 +3,20 @@
 
 def sig3(v: float) -> str:
     """A number as a sentence shows it: three significant figures below 1,000 (0.0373, 50.9), whole and
-    thousands-separated above (3,420), never '3.42e+03'."""
-    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+    thousands-separated above (3,420), never '3.42e+03'; a tiny one as 1.4×10⁻¹⁵, never '1.4e-15'."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else sci(v, 3)
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def sci(v: float, digits: int = 2) -> str:
+    """`digits` significant figures, with a power of ten written as a learner reads it: 0.0039, 1.4×10⁻¹⁵, 4×10⁻⁶."""
+    text = f"{v:.{digits}g}"
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    return f"{mantissa}×10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
 # Punctuation a sentence is assembled with in code follows the page's language ("a, b" / "a、b", " (x)" / "（x）"):

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from core.findings import sci
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
 from core.rules import FINAL_FRACTION, LEARNED_FRACTION, UNDERFLOW
@@ -165,7 +166,7 @@ def number(x: float) -> str:
     """Two significant digits; a geometric mean that hit the 1e-300 floor was an exact 0 (float underflow)."""
     if not math.isfinite(x):
         return "–"
-    return "0" if x <= 1e-299 else f"{x:.2g}"
+    return "0" if x <= 1e-299 else sci(x, 2)
 
 
 def lstm_contrast(df: pd.DataFrame) -> dict | None:
