@@ -20,15 +20,6 @@ live = ui.live_run_ui(
 )
 
 
-def pick_ui(label: str, values, key: str, fmt=str, at_most: int | None = None):
-    """A selectbox over the whole numbers present in the data; the largest (up to `at_most`) by default."""
-    options = sorted({int(v) for v in values})
-    fitting = [i for i, v in enumerate(options) if at_most is None or v <= at_most]
-    return st.selectbox(
-        label, options, index=fitting[-1] if fitting else len(options) - 1, format_func=fmt, key=f"pick:{PAGE}:{key}"
-    )
-
-
 with reveal:
     both, primary = ui.shown_data(tr, PAGE, live)
     lines = depth.takeaways(primary, tr) if len(primary) else []
@@ -44,7 +35,11 @@ with reveal:
     left, right = st.columns(2)
     with left:
         # 16 by default: deeper plain LSTM stacks underflow float32 at their first layers
-        L = pick_ui(tr("depth.pick.init_depth"), init["n_layers"], "init", at_most=16) if len(init) else None
+        L = (
+            ui.pick_ui(tr, tr("depth.pick.init_depth"), init["n_layers"], f"pick:{PAGE}:init", at_most=16)
+            if len(init)
+            else None
+        )
         ui.chart_ui(charts.init_layers_chart(both, tr, L))
     with right:
         ui.chart_ui(charts.first_layer_chart(both, tr))
@@ -60,13 +55,14 @@ with reveal:
         st.caption(tr("depth.heatmap_intro"))
         c1, c2, c3 = st.columns(3)
         with c1:
-            n = pick_ui(tr("depth.pick.n_layers"), train["n_layers"], "n_layers")
+            n = ui.pick_ui(tr, tr("depth.pick.n_layers"), train["n_layers"], f"pick:{PAGE}:n_layers")
         with c2:
-            w = pick_ui(
-                tr("depth.pick.warmup"), train["warmup_steps"], "warmup", lambda v: tr("depth.warmup_label", w=v)
+            warmup_label = ("depth.warmup_label", "w")
+            w = ui.pick_ui(
+                tr, tr("depth.pick.warmup"), train["warmup_steps"], f"pick:{PAGE}:warmup", value_label=warmup_label
             )
         with c3:  # per-layer rows exist for the first `layer_seeds` seeds only
-            s = pick_ui(tr("depth.pick.seed"), train[train["layer"].notna()]["seed"], "seed")
+            s = ui.pick_ui(tr, tr("depth.pick.seed"), train[train["layer"].notna()]["seed"], f"pick:{PAGE}:seed")
         chosen = primary[(primary["n_layers"] == n) & (primary["warmup_steps"] == w) & (primary["seed"] == s)]
         ui.chart_ui(charts.grad_heatmap_chart(chosen, tr))
 

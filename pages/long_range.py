@@ -61,7 +61,7 @@ else:
         )
     c1, c2, c3 = st.columns([1, 2, 1])
     name = c1.selectbox(
-        tr("long_range.map.name"), range(K), format_func=lambda i: tasks.NAMES[i], key=f"{PAGE}:map:name"
+        tr("long_range.map.name"), range(K), format_func=tasks.NAMES.__getitem__, key=f"{PAGE}:map:name"
     )
     distance = c2.slider(tr("long_range.map.distance"), 1, T - 1, T - 4, key=f"{PAGE}:map:distance")
     if c3.button(tr("long_range.map.shuffle"), key=f"{PAGE}:map:shuffle"):

@@ -32,7 +32,7 @@ from ui.data import (
     takeaways_ui,
     yes_no,
 )
-from ui.form import config_form_ui
+from ui.form import config_form_ui, pick_ui
 from ui.frame import (
     LANG_NAMES,
     PAGES,
@@ -69,6 +69,7 @@ __all__ = [
     "live_run_ui",
     "method_ui",
     "page_ui",
+    "pick_ui",
     "predict_ui",
     "reference_ui_data",
     "revealed_now",

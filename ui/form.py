@@ -5,6 +5,8 @@ copied link reopens the same controls.
 
 from __future__ import annotations
 
+import functools
+
 import streamlit as st
 
 from core.config import describe_range, field_info, make_config
@@ -127,3 +129,20 @@ def config_form_ui(tr, experiment, page: str, fields: list[str], preset: str = "
         v = getattr(cfg, name)
         st.query_params[_query_name(page, name)] = ",".join(map(str, v)) if isinstance(v, tuple) else str(v)
     return cfg
+
+
+def pick_ui(
+    tr, label: str, values, key: str, *, at_most: int | None = None, value_label: tuple[str, str] | None = None
+):
+    """A selectbox over the whole numbers present in `values`; the largest (up to `at_most`) by default.
+    `value_label` = (catalogue key, placeholder) names each value. The widget keeps its format function for the
+    session's life, so it is built here: a function defined in a page script would keep that script's every
+    table alive with the session (tests/test_session_memory.py)."""
+    options = sorted({int(v) for v in values})
+    fitting = [i for i, v in enumerate(options) if at_most is None or v <= at_most]
+    fmt = str if value_label is None else functools.partial(_value_label, tr, *value_label)
+    return st.selectbox(label, options, index=fitting[-1] if fitting else len(options) - 1, format_func=fmt, key=key)
+
+
+def _value_label(tr, catalogue_key: str, placeholder: str, value) -> str:
+    return tr(catalogue_key, **{placeholder: value})
