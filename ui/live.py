@@ -47,8 +47,10 @@ def _session() -> tuple[str, bool]:
     return sid, connected
 
 
-def _live_state(page: str) -> dict:
-    return st.session_state.setdefault(f"live:{page}", {"rows": [], "job": None})
+def _live_state(experiment_name: str) -> dict:
+    """This session's live run of an experiment, keyed by the experiment's name wherever its form sits: the home
+    page and ui.data.latest_rows find page 5's answers_speed run under the name they know it by."""
+    return st.session_state.setdefault(f"live:{experiment_name}", {"rows": [], "job": None})
 
 
 def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
@@ -63,7 +65,7 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
 
     from core.device import page_threads
 
-    state = _live_state(page)
+    state = _live_state(experiment.name)
     r = runner()
     r.prepare()  # a spare worker imports torch while the learner reads the form
     if cfg is not None:
