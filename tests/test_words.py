@@ -31,6 +31,12 @@ TERMS_ZH = {  # concept -> (the one form, what must not appear)
     ),
     "what the chapter names (three defects; page 4 is attention's price)": ("三个结构性缺陷", r"四个限制|四堵墙"),
     "a claim with its source (Chen et al., 2016)": ("Chen 等人（2016）", r"教材的预期"),
+    "the n × n matrix of scores (the chapter's 注意力矩阵)": ("得分矩阵", r"得分表"),
+    "the textbook chapter (the lab is not the chapter)": ("教材章节", r"本章"),
+    "the matmul ceiling measured during the run": ("运行期间实测", r"运行旁"),
+    "paired repeats": ("配对重复测量：", r"配对重复(?:之间|的范围|中|：)"),
+    "shipped with the lab (files, weights, reference)": ("随实验室附带的", r"自带"),
+    "growth as a power of n": ("按 n^b 增长", r"随\s*n\^"),
 }
 TERMS_EN = {
     "what the chapter names": r"four limits",
@@ -57,7 +63,8 @@ def test_english_attributes_claims_to_their_source():
 @pytest.mark.parametrize(
     "bad",
     ["快不到 2 倍——差不多", "节省的倍数恰好是 4", "缩小的倍数", "快了近 {x} 倍", "循环网络把全部历史", "Adam 的两个动量",
-     "最低的种子，%", "实测传播距离", "每一个都要等上一个状态算完", "多查询回忆往往", "会碰到四个限制", "教材的预期"],
+     "最低的种子，%", "实测传播距离", "每一个都要等上一个状态算完", "多查询回忆往往", "会碰到四个限制", "教材的预期",
+     "把得分表完整写出", "本章的模型", "运行旁实测", "配对重复之间为 2 倍", "自带文件", "耗时随 n^{b} 增长"],
 )  # fmt: skip
 def test_the_term_check_catches(bad):
     assert term_problems(bad)
@@ -66,7 +73,8 @@ def test_the_term_check_catches(bad):
 @pytest.mark.parametrize(
     "good",
     ["不到逐步循环的 2 倍", "是逐步循环的几十倍", "降到多头注意力的 1/N", "循环神经网络", "隐状态向量", "细胞状态",
-     "状态空间模型", "每通道状态数 N", "Adam 的一阶矩和二阶矩估计", "各种子中的最低值", "多查询联想回忆"],
+     "状态空间模型", "每通道状态数 N", "Adam 的一阶矩和二阶矩估计", "各种子中的最低值", "多查询联想回忆",
+     "一张得分矩阵", "教材章节中的模型", "运行期间实测", "配对重复测量：2.4–2.6 倍", "随实验室附带的文件", "随 n 线性增长"],
 )  # fmt: skip
 def test_the_term_check_passes(good):
     assert not term_problems(good)
