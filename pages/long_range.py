@@ -10,7 +10,7 @@ from core import tasks
 from core.charts import long_range as charts
 from core.config import make_config
 from core.experiments import gradient_reach, long_range
-from core.findings import verdicts
+from core.findings import listing, verdicts
 from core.models import registry
 from ui import common as ui
 
@@ -72,7 +72,7 @@ else:
         key=f"{PAGE}:map:typed",
         placeholder="Alice the cat sat on the mat and then it was very far she",
     )
-    st.caption(tr("long_range.map.vocab", names=", ".join(tasks.NAMES[:K]), fillers=", ".join(tasks.FILLERS)))
+    st.caption(tr("long_range.map.vocab", names=listing(tasks.NAMES[:K], tr), fillers=listing(tasks.FILLERS, tr)))
     tokens = ck.random_example(T, distance, K, st.session_state.get(f"{PAGE}:map:seed", 0), name)
     if typed.strip():
         try:

@@ -86,19 +86,48 @@ ASCII_NEXT_TO_CJK = re.compile(rf"[{CJK}]\s*[,:;(]|[,:;]\s*[{CJK}]|[{CJK}]\)")
 ASIDE = re.compile(r" \((?:[^()]*[–{CJK}][^()]*)\)".replace("{CJK}", CJK))  # ' (1.1–1.3)', ' (3 个种子…)'
 
 
+HAN = r"\u4e00-\u9fff"
+# Full-width brackets carry their own space: '（math） 在' and '**10 步** 就' show a gap a Chinese reader sees as a slip.
+# Brackets inside brackets ('停在 13%（3 个种子：…）；随机猜测 12%）') are untangled into a sentence of their own; a
+# quoted status word (“未运行（时间）”) is a name, not an aside.
+SHAPE_RULES = {
+    "space after a full-width bracket": re.compile(rf"）[ ]+[{HAN}]"),
+    "space after closing bold": re.compile(rf"[{HAN}]\*\*[ ]+[{HAN}]"),
+    "brackets inside brackets": re.compile(r"（[^（）]*（[^（）]*）[^（）]*）"),
+}
+SPACED_NAME = re.compile(rf"[{HAN}] +[{HAN}]")  # '注意力 的准确率', '2 个线程 上': a name dropped into a sentence
+
+
+def shape_problems(text: str) -> list[str]:
+    text = re.sub(r"“[^”]*”", "“”", re.sub(r"`[^`]*`", "", text))
+    return [f"{m.group(0)!r} ({rule})" for rule, pattern in SHAPE_RULES.items() for m in pattern.finditer(text)]
+
+
 def punctuation_problems(text: str) -> list[str]:
-    """ASCII , : ; ( ) touching a Chinese character, or an ASCII-bracketed aside after a value, in a 中文 sentence.
+    """ASCII , : ; ( ) touching a Chinese character, or an ASCII-bracketed aside after a value, in a 中文 sentence;
+    and the shapes above, plus a space between two Chinese characters where code put a name or label.
     Formulas keep ASCII (O(n), N(0, 1), 1 / (s + (1 − s)/p)): their brackets sit between Latin letters and digits."""
     text = re.sub(r"`[^`]*`", "", text)
     found = [m.group(0) for m in ASCII_NEXT_TO_CJK.finditer(text)]
     found += [m.group(0) for m in ASIDE.finditer(text)]
+    found += shape_problems(text) + [m.group(0) for m in SPACED_NAME.finditer(text)]
     return found
+
+
+def test_chinese_values_have_no_stray_space_or_nested_brackets():
+    """Over every 中文 value (methods and intros too, which no takeaway renders). A formula written in words keeps
+    its spaces (字节 ≈ a·nᵇ, 层数 × 头数), so the space between two Chinese characters is checked only where code
+    fills a sentence (below)."""
+    bad = {k: p for k, v in catalogue("zh").items() if (p := shape_problems(v))}
+    assert not bad, bad
 
 
 @pytest.mark.parametrize(
     "bad",
     ["加速比为 1.23× (1.10–1.30)，融合 LSTM", "d=36: 96%（3 个种子：20%–100%）, d=72", "增长, 而", "串行比例 0.61 (0.60–0.63)",
-     "MHA 1.0 MiB, GQA 256 KiB。"[:-1] + "（x）, 其余", "在{task}上(距离 64)"],
+     "MHA 1.0 MiB, GQA 256 KiB。"[:-1] + "（x）, 其余", "在{task}上(距离 64)", "sdpa（math） 在 n = 16,384",
+     "经过 **10 步** 就降到", "没有（停在 13%（3 个种子：12%–41%）；随机猜测 12%）", "LSTM + 注意力 的准确率",
+     "在 cpu · AMD EPYC · 2 个线程 上"],
 )  # fmt: skip
 def test_the_punctuation_check_catches(bad):
     assert punctuation_problems(bad)
@@ -107,7 +136,9 @@ def test_the_punctuation_check_catches(bad):
 @pytest.mark.parametrize(
     "good",
     ["即表 1 的 O(n)", "x ~ N(0, 1) 的随机输入", "“加速比 = 1 / (s + (1 − s)/p)”拟合", "d=36：96%（3 个种子：20%–100%）",
-     "n^0.50 ± 0.00", "运行 `python -m core run serial, x`"],
+     "n^0.50 ± 0.00", "运行 `python -m core run serial, x`", "sdpa（math），n = 16,384：没有运行", "经过 **10 步**就降到",
+     "**本机测得**：n = 1,024 时", "**来源。** Vaswani 等人", "状态为“未运行（时间）”（CSV 中为 `skipped_time`）",
+     "LSTM（融合内核） 2%、minGRU 18%"],
 )  # fmt: skip
 def test_the_punctuation_check_passes(good):
     assert not punctuation_problems(good)

@@ -138,9 +138,12 @@ def format_seconds(s: float, tr=None) -> str:
 
 
 def _label_text(label: str, tr) -> str:
-    """'sdpa (auto → flash)' with the page's brackets: 'sdpa（auto → flash）' in a Chinese sentence."""
+    """'sdpa (auto → flash)' with the page's brackets and words: 'sdpa（auto → flash）', 'naive' → '朴素注意力' in a
+    Chinese sentence (the chart's legend names it so; a raw id reads as code)."""
     m = re.fullmatch(r"(\S+) \((.+)\)", str(label))
-    return m.group(1) + bracketed(m.group(2), tr) if m else str(label)
+    name, aside = (m.group(1), m.group(2)) if m else (str(label), None)
+    name = tr(f"attention_cost.name.{name}") if name in attention.IMPLS else name
+    return name + bracketed(aside, tr) if aside else name
 
 
 def _fmt_n(n: float) -> str:
@@ -257,7 +260,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         out.append(
             tr(
                 "attention_cost.take.check",
-                impl=r.impl,
+                impl=_label_text(r.impl, tr),
                 n=_fmt_n(r.seq_len),
                 peak=format_bytes(r.peak_bytes),
                 budget=format_bytes(r.budget_bytes),
@@ -269,7 +272,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     refused = df[df.status.isin(status.NOT_MEASURED)].copy()
     if len(refused):
         refused["key"] = refused.status
-        refused["name"] = [i + bracketed(b, tr) if b != attention.NO_BACKEND else i
+        refused["name"] = [_label_text(i, tr) + (bracketed(b, tr) if b != attention.NO_BACKEND else "")
                            for i, b in zip(refused.impl, refused.requested_backend)]  # fmt: skip
         for (key, name), g in refused.groupby(["key", "name"], sort=False):
             g = g.sort_values("seq_len")
