@@ -197,6 +197,13 @@ def test_chinese_sentences_built_by_code_use_chinese_punctuation():
     assert not bad, f"numbers in e-notation (the glossary: 1.4×10⁻¹⁵, 3,420): {bad}"
 
 
+def test_no_catalogue_value_writes_a_number_in_e_notation():
+    """The glossary's number rule holds in methods and intros too (a learning rate is 0.003 or 10⁻⁴, not 3e-3)."""
+    bad = {(lang, k): m.group(0) for lang in ("en", "zh") for k, v in catalogue(lang).items()
+           if (m := re.search(r"\d(?:\.\d+)?e[-+]?\d", re.sub(r"`[^`]*`", "", v)))}  # fmt: skip
+    assert not bad, bad
+
+
 def test_the_scan_sees_a_comma_put_into_a_chinese_takeaway(monkeypatch):
     """The scan above reads what a learner reads: an ASCII comma in one catalogue sentence shows up in it."""
     values = dict(catalogue("zh"))
