@@ -195,6 +195,23 @@ def test_chinese_sentences_built_by_code_use_chinese_punctuation():
     assert not bad, f"terms in 中文 sentences assembled in code: {bad}"
     bad = {k: m.group(0) for k, v in said.items() if (m := re.search(r"\d(?:\.\d+)?e[+-]?\d", v))}
     assert not bad, f"numbers in e-notation (the glossary: 1.4×10⁻¹⁵, 3,420): {bad}"
+    bad = {k: p for k, v in said.items() if (p := uneven_ranges(v))}
+    assert not bad, f"a range whose two ends are written to different decimals: {bad}"
+
+
+def uneven_ranges(text: str) -> list[str]:
+    """'1.4–1.43' beside '1.40–1.43' in the verdict: below 10, both ends of a range get the same decimals."""
+    found = []
+    for m in re.finditer(r"(?<![\d.,])(\d+(?:\.(\d+))?)–(\d+(?:\.(\d+))?)(?![\d.,])", text):
+        if float(m.group(1)) < 10 and float(m.group(3)) < 10 and len(m.group(2) or "") != len(m.group(4) or ""):
+            found.append(m.group(0))
+    return found
+
+
+@pytest.mark.parametrize(("text", "uneven"), [("（1.4–1.43）", True), ("（1.40–1.43）", False), ("4.5–11", False),
+                                             ("2–3 层", False), ("0.0022–0.0087", False)])  # fmt: skip
+def test_the_range_check(text, uneven):
+    assert bool(uneven_ranges(text)) == uneven
 
 
 def test_no_catalogue_value_writes_a_number_in_e_notation():

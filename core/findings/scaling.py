@@ -154,7 +154,9 @@ def at_longest(df: pd.DataFrame) -> tuple[int, int, pd.DataFrame] | None:
 
 
 def _x(v: float) -> str:
-    return sig3(v)
+    """A speed-up and its quartiles to the same two decimals below 10 ('1.40–1.43', not '1.4–1.43'), as the verdict
+    writes them; three significant figures above."""
+    return f"{v:.2f}" if abs(v) < 10 else sig3(v)
 
 
 def comparison(df: pd.DataFrame) -> dict | None:
@@ -215,8 +217,8 @@ def takeaways(df: pd.DataFrame, tr=None) -> list[str]:
             tr("serial.scaling.take.fit_item", model=name(m, tr), s=fraction_text(r, tr)) for m, r in fitted.iterrows()
         ]
         out.append(tr("serial.scaling.take.fits", T=T, items=sep.join(parts)))
-        gpu = [tr("serial.scaling.take.gpu_item", model=name(m, tr), gpu=sig3(r["gpu_speedup_extrapolated"]),
-                  lo=sig3(r["gpu_speedup_lo"]), hi=sig3(r["gpu_speedup_hi"]))
+        gpu = [tr("serial.scaling.take.gpu_item", model=name(m, tr), gpu=_x(r["gpu_speedup_extrapolated"]),
+                  lo=_x(r["gpu_speedup_lo"]), hi=_x(r["gpu_speedup_hi"]))
                for m, r in fitted.iterrows()]  # fmt: skip
         out.append(tr("serial.scaling.take.gpu", items=sep.join(gpu)))
         if int(fitted["fit_points"].max()) < 2:
