@@ -31,12 +31,10 @@ def _init_takeaways(df: pd.DataFrame, tr) -> list[str]:
     c = lstm_contrast(df)
     if c is not None:
         key = "depth.take.lstm_init" if c["factor"] >= 1.5 else "depth.take.lstm_init_flat"
-        out.append(
-            tr(
-                key,
-                **{k: c[k] if k in ("d0", "d1") else number(c[k]) for k in ("d0", "d1", "g0", "g1", "factor", "top")},
-            )
-        )
+        values = {k: c[k] if k in ("d0", "d1") else number(c[k]) for k in ("d0", "d1", "g0", "g1", "factor", "top")}
+        if values["g1"] == "0":  # an exact 0 is float32 underflow, not "no gradient" (the home page says so too)
+            values["g1"] = tr("home.find.underflow")
+        out.append(tr(key, **values))
         if math.isfinite(c["res_g"]):
             out.append(tr("depth.take.res_init", d1=c["d1"], g=number(c["res_g"]), top=number(c["res_top"])))
     if R.no_skip in first.index.get_level_values(0):
