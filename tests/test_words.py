@@ -42,6 +42,9 @@ TERMS_EN = {
     "what the chapter names": r"four limits",
     "a claim with its source": r"textbook's expectation",
 }
+TERMS_EN_ONE_WORD = {
+    "the n × n matrix of scores (score matrix, as 中文 says 得分矩阵)": r"score table|table of scores|n × n table"
+}
 
 
 def term_problems(text: str) -> list[str]:
@@ -57,6 +60,12 @@ def test_each_concept_has_one_chinese_term():
 
 def test_english_attributes_claims_to_their_source():
     bad = {k: m.group(0) for k, v in catalogue("en").items() for p in TERMS_EN.values() if (m := re.search(p, v))}
+    assert not bad, bad
+
+
+def test_english_says_one_word_per_concept():
+    bad = {k: m.group(0) for k, v in catalogue("en").items() for p in TERMS_EN_ONE_WORD.values()
+           if (m := re.search(p, v))}  # fmt: skip
     assert not bad, bad
 
 
