@@ -1,7 +1,14 @@
-"""Shared test setup: a fixed thread count and seeds, and the repo root on sys.path."""
+"""Shared test setup: a fixed thread count and seeds, the repo root on sys.path, and the one Streamlit server and
+Chromium that every browser test module shares (session fixtures: each costs seconds to start on 2 cores)."""
 
+import contextlib
 import os
+import signal
+import socket
+import subprocess
 import sys
+import time
+import urllib.request
 
 import pytest
 import torch
@@ -74,3 +81,75 @@ def app_test(default_timeout: float = 60, revealed: bool = True):
         for k, v in REVEALED.items():
             at.query_params[k] = v
     return at
+
+
+# ---------------------------------------------------------------- the browser tests' server and Chromium
+
+CHROMIUM = os.environ.get("LAB_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve():
+    """`streamlit run dashboard.py` on a free port until the block ends: (its URL, the server's pid)."""
+    assert os.path.exists(CHROMIUM), f"no browser at {CHROMIUM}: install Debian's chromium (scripts/test.sh does)"
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.headless", "true", "--server.port",
+         str(port)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        break
+            except OSError:
+                time.sleep(0.3)
+        else:
+            pytest.fail("streamlit did not become healthy in 60 s")
+        yield url, proc.pid
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(10)
+
+
+@pytest.fixture(scope="session")
+def served():
+    """One server for every browser test module (test_browser, test_browser_worker, test_upload_browser): (its URL,
+    its pid). Each test opens its own browser page, so its own Streamlit session."""
+    with serve() as (url, pid):
+        yield url, pid
+
+
+@pytest.fixture(scope="session")
+def app_url(served):
+    return served[0]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium (Debian's, via Playwright) for every browser test module; each test opens its own page."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

@@ -1,36 +1,20 @@
-"""A real browser: `streamlit run dashboard.py`, every page opened in headless Chromium (Debian's, via Playwright).
+"""A real browser: `streamlit run dashboard.py`, every page opened in headless Chromium (Debian's, via Playwright;
+the server and the browser are conftest's session fixtures, shared with the other browser test modules).
 
 Asserts no exception element on any page, a drawn chart on every measuring page, and one live Run. A missing
 browser fails the test (set LAB_SKIP_BROWSER=1 to skip it deliberately on a machine without one).
 """
 
-import contextlib
 import os
 import re
-import signal
-import socket
-import subprocess
-import sys
 import time
 import urllib.parse
-import urllib.request
 
 import pytest
 from conftest import REVEALED
 
 from ui.common import PAGES
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHROMIUM = os.environ.get("LAB_CHROMIUM", "/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 CHART = "[data-testid='stVegaLiteChart'], .vega-embed"
 SHOWN = urllib.parse.urlencode(REVEALED)  # a shared link with every question answered "just show me"
 
@@ -38,56 +22,6 @@ pytestmark = pytest.mark.slow  # a real browser and server: the full suite only
 
 if os.environ.get("LAB_SKIP_BROWSER") == "1":
     pytest.skip("LAB_SKIP_BROWSER=1", allow_module_level=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def serve():
-    """`streamlit run dashboard.py` on a free port until the block ends: (its URL, the server's pid)."""
-    assert os.path.exists(CHROMIUM), f"no browser at {CHROMIUM}: install Debian's chromium (scripts/test.sh does)"
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.headless", "true", "--server.port",
-         str(port)],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                time.sleep(0.3)
-        else:
-            pytest.fail("streamlit did not become healthy in 60 s")
-        yield url, proc.pid
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(10)
-
-
-@pytest.fixture(scope="module")
-def app_url():
-    with serve() as (url, _):
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 def _settle(page, timeout_s=60):

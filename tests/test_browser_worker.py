@@ -1,4 +1,4 @@
-"""Live runs in worker processes, in a real browser (a server of its own, Debian's Chromium): the measuring happens
+"""Live runs in worker processes, in a real browser (conftest's shared server and Chromium): the measuring happens
 in a child process of the server; Stop in the middle of a point that would last minutes ends that process and keeps
 what was measured; a worker killed from outside is a message, not an exception, and the next Run works; eight
 sessions that press Run together queue, each told its place, and every run completes."""
@@ -11,19 +11,13 @@ import urllib.parse
 
 import pytest
 from conftest import REVEALED
-from test_browser import _settle, browser, serve  # noqa: F401 - the browser fixture
+from test_browser import _settle
 
 pytestmark = pytest.mark.slow  # a real browser and server: the full suite only
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHOWN = urllib.parse.urlencode(REVEALED)
 LONG = "models=lstm_loop&seq_lens=16,65535"  # the step loop at 65,535 tokens: a point of minutes on 2 cores
-
-
-@pytest.fixture(scope="module")
-def server():
-    with serve() as (url, pid):
-        yield url, pid
 
 
 def _workers(server_pid: int) -> list[int]:
@@ -88,8 +82,8 @@ def _no_exception(page) -> None:
     assert not errors, errors[0].inner_text()[:1500]
 
 
-def test_the_run_measures_in_a_child_process_and_stop_ends_it_in_the_middle_of_a_point(server, browser):  # noqa: F811
-    url, server_pid = server
+def test_the_run_measures_in_a_child_process_and_stop_ends_it_in_the_middle_of_a_point(served, browser):
+    url, server_pid = served
     page = _open(browser, url, f"serial?{SHOWN}&{LONG}")
     spare = set(_workers(server_pid))
     _run(page)
@@ -111,8 +105,8 @@ def test_the_run_measures_in_a_child_process_and_stop_ends_it_in_the_middle_of_a
     page.close()
 
 
-def test_a_worker_killed_from_outside_is_a_message_and_the_next_run_completes(server, browser):  # noqa: F811
-    url, server_pid = server
+def test_a_worker_killed_from_outside_is_a_message_and_the_next_run_completes(served, browser):
+    url, server_pid = served
     page = _open(browser, url, f"serial?{SHOWN}&{LONG}")
     _run(page)
     page.wait_for_selector("text=/1 of 2 done/", timeout=120000)
@@ -146,8 +140,8 @@ EIGHT = [  # eight sessions, five pages, each run short (the fields a page's lin
 ]
 
 
-def test_eight_sessions_pressing_run_together_queue_and_all_complete(server, browser):  # noqa: F811
-    url, _ = server
+def test_eight_sessions_pressing_run_together_queue_and_all_complete(served, browser):
+    url, _ = served
     pages, places = [], []
     for path in EIGHT:  # unanswered questions: the form without the reference's charts, light for 2 cores
         pages.append(_open(browser, url, path))

@@ -5,7 +5,7 @@ link to it forms."""
 import os
 
 import pytest
-from test_browser import CHART, SHOWN, _settle, app_url, browser  # noqa: F401 - the server and browser fixtures
+from test_browser import CHART, SHOWN, _settle
 from test_upload_pages import EVIL_NOTE, GPU, _csv, _reference
 
 pytestmark = pytest.mark.slow  # a real browser and server: the full suite only
@@ -14,7 +14,7 @@ if os.environ.get("LAB_SKIP_BROWSER") == "1":
     pytest.skip("LAB_SKIP_BROWSER=1", allow_module_level=True)
 
 
-def test_an_uploaded_files_markup_stays_text_in_the_browser(app_url, browser, tmp_path):  # noqa: F811
+def test_an_uploaded_files_markup_stays_text_in_the_browser(app_url, browser, tmp_path):
     serial = _reference("serial")
     serial["device"], serial["device_type"] = GPU, "cuda"
     serial.loc[serial.index[-1], ["status", "note"]] = ["skipped_memory", EVIL_NOTE]
