@@ -51,7 +51,9 @@ def tail_fit(x, y, points: int = 3) -> tuple[float, float]:
 
 
 def exponent_text(slope: float, se: float = math.nan) -> str:
-    """'2.00 ± 0.03' (the fit's standard error), '2.00' when there is none, '–' when there is no fit."""
+    """'2.00 ± 0.03' (the fit's standard error), '2.00' when there is none, '–' when there is no fit. A flat curve
+    reads 0.00, never '-0.00' (a slope of -0.001 rounds to a zero a learner would take for a sign)."""
     if not math.isfinite(slope):
         return "–"
-    return f"{slope:.2f} ± {se:.2f}" if math.isfinite(se) else f"{slope:.2f}"
+    text = f"{slope:.2f}".replace("-0.00", "0.00")
+    return f"{text} ± {se:.2f}" if math.isfinite(se) else text

@@ -204,6 +204,8 @@ def test_chinese_sentences_built_by_code_use_chinese_punctuation():
     assert not bad, f"terms in 中文 sentences assembled in code: {bad}"
     bad = {k: m.group(0) for k, v in said.items() if (m := re.search(r"\d(?:\.\d+)?e[+-]?\d", v))}
     assert not bad, f"numbers in e-notation (the glossary: 1.4×10⁻¹⁵, 3,420): {bad}"
+    bad = {k: m.group(0) for k, v in said.items() if (m := re.search(r"[-−]0\.0+(?!\d*[1-9])", v))}
+    assert not bad, f"a negative zero (a flat slope reads 0.00): {bad}"
     bad = {k: p for k, v in said.items() if (p := uneven_ranges(v))}
     assert not bad, f"a range whose two ends are written to different decimals: {bad}"
 
