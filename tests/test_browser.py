@@ -24,13 +24,21 @@ if os.environ.get("LAB_SKIP_BROWSER") == "1":
     pytest.skip("LAB_SKIP_BROWSER=1", allow_module_level=True)
 
 
+# Streamlit's app element says where its script run is: "initial" before the first one, "running", "notRunning"
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
+
 def _settle(page, timeout_s=60):
+    """Until the page's script has run and then stayed idle, with no "Running…" widget, for three looks in a row
+    150 ms apart; at most `timeout_s`. A condition, not fixed sleeps: 1.3 s of sleeps a call (then the widget
+    alone, which a short run may never show) was about a minute of the browser tests."""
     page.wait_for_selector("[data-testid='stAppViewContainer']", timeout=60000)
-    page.wait_for_timeout(800)
     deadline = time.time() + timeout_s
-    while time.time() < deadline and page.query_selector("[data-testid='stStatusWidget']") is not None:
-        page.wait_for_timeout(300)
-    page.wait_for_timeout(500)
+    idle_looks = 0
+    while time.time() < deadline and idle_looks < 3:
+        idle = page.query_selector(IDLE) is not None and page.query_selector("[data-testid='stStatusWidget']") is None
+        idle_looks = idle_looks + 1 if idle else 0
+        page.wait_for_timeout(150)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
