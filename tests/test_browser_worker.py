@@ -13,6 +13,8 @@ import pytest
 from conftest import REVEALED
 from test_browser import _settle
 
+from core.i18n import translator
+
 pytestmark = pytest.mark.slow  # a real browser and server: the full suite only
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -129,15 +131,17 @@ def test_a_worker_killed_from_outside_is_a_message_and_the_next_run_completes(se
 
 
 EIGHT = [  # eight sessions, five pages, each run short (the fields a page's link may set)
-    f"serial?{LONG.replace('65535', '4096')}",  # the first: long enough that the others wait behind it
+    f"serial?{LONG.replace('65535', '2048')}",  # the first: long enough that the others wait behind it
     "serial?models=lstm,transformer&seq_lens=16,32&d_model=16",
     "serial?models=lstm,transformer&seq_lens=16,32&d_model=32",
     "long_range?distances=4&steps=20",
-    "depth?depths=2&steps=10&seeds=1",
+    # no warm-up: the quick preset's 20-step warm-up is refused with 10 steps, and a refused link runs the defaults
+    "depth?depths=2&steps=10&seeds=1&warmup_steps=0",
     "attention_cost?seq_lens=64,128",
-    "answers?seq_lens=16,32",
+    "answers?mixers=min_gru,lstm,transformer&seq_lens=16,32&d_model=16",  # 3 of the 10 mixers: half the CPU time
     "serial?models=gru&seq_lens=16&d_model=24",
 ]
+REFUSED_LINK = translator("en")("ui.bad_url", error="\x00").split("\x00")[0]  # "The link's settings were not valid"
 
 
 def test_eight_sessions_pressing_run_together_queue_and_all_complete(served, browser):
@@ -145,6 +149,7 @@ def test_eight_sessions_pressing_run_together_queue_and_all_complete(served, bro
     pages, places = [], []
     for path in EIGHT:  # unanswered questions: the form without the reference's charts, light for 2 cores
         pages.append(_open(browser, url, path))
+        assert REFUSED_LINK not in pages[-1].inner_text("body"), path  # each run is the link's, not the defaults
     for i, page in enumerate(pages):  # Run on every page within a few seconds
         _run(page)
         if i:
