@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from streamlit.testing.v1 import AppTest
+from conftest import app_test
 
 from core import status
 from core.charts import scaling as charts
@@ -18,7 +18,6 @@ from core.findings import scaling as findings
 from core.i18n import LANGS, translator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-APP = os.path.join(ROOT, "dashboard.py")
 COUNTS = (1, 2, 4, 8, 16, 32, 64)
 
 
@@ -219,7 +218,7 @@ def test_cli_run_writes_the_csv_with_the_extrapolation(tmp_path):
 
 @pytest.mark.slow
 def test_the_serial_page_runs_the_scaling_section_live():
-    at = AppTest.from_file(APP, default_timeout=120).run()
+    at = app_test(default_timeout=120, revealed=False).run()  # the question unanswered, as a new visitor
     at.switch_page("pages/serial.py").run()
     assert not at.exception
     assert any(s.value == "More cores: who gets faster?" for s in at.subheader)
