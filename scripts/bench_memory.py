@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark (not a test): does a long-lived server's memory level off? Repeated live runs, one server process.
 
-    python scripts/bench_memory.py [--runs 10] [--pages serial,long_range,depth,attention_cost]
+    python scripts/bench_memory.py [--runs 10] [--pages serial,long_range,depth,attention_cost,answers]
 
 Starts `streamlit run dashboard.py`; for each page, `--runs` times: a new browser tab (a new visitor) opens the
 page, presses the main form's Run (the quick preset), waits for the run to end, and closes. The server's resident
@@ -48,7 +48,7 @@ def one_run(browser, url: str, key: str, timeout_s: float = 300) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--pages", default="serial,long_range,depth,attention_cost")
+    ap.add_argument("--pages", default="serial,long_range,depth,attention_cost,answers")
     ap.add_argument(
         "--session-ttl",
         type=int,
