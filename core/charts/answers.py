@@ -6,7 +6,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core.charts.common import device_subtitle, log_x, log_y, titled
+from core.charts.common import dash_legend, device_subtitle, log_x, log_y, titled
 from core.findings.answers import FENG, FENG_N, amdahl
 from core.memory_formulas import kv_cache_bytes
 from core.models import mixers
@@ -16,8 +16,7 @@ DASHES = [[6, 4], [1, 0], [2, 2], [1, 0]]  # loop dashed, scan solid, chunked do
 REACH_FLOOR = 1e-12  # the reach chart's lowest gridline: a recurrence's decay runs on far below it
 # ten mixers and four forms beside a half-width plot: small entries, so the legends fit the chart's height
 LEGEND = alt.Legend(orient="right", labelLimit=160, labelFontSize=10, titleFontSize=10, symbolSize=40, rowPadding=0)
-DASH_LEGEND = alt.Legend(orient="right", labelLimit=160, labelFontSize=10, titleFontSize=10, symbolType="stroke",
-                         symbolStrokeWidth=2, symbolStrokeColor="#555", symbolSize=300, rowPadding=0)  # fmt: skip
+DASH_LEGEND = dash_legend(orient="right", labelLimit=160, labelFontSize=10, titleFontSize=10, rowPadding=0)
 TALL = 340  # the charts whose legend lists all ten mixers need this height beside it
 
 

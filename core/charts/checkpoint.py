@@ -55,7 +55,8 @@ def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
             tooltip=[alt.Tooltip("predicted_layer_mib:Q", title=tr("serial.ckpt.formula_mib"), format=",.3~f")],
         )
     )
-    return titled(rule + measured, tr("serial.ckpt.chart.memory"), device_subtitle(d, tr))
+    # the height holds title, axes and the legend below: at 300 the plot was ~40 px and the title rose out of the box
+    return titled(rule + measured, tr("serial.ckpt.chart.memory"), device_subtitle(d, tr)).properties(height=400)
 
 
 def time_chart(df: pd.DataFrame, tr) -> alt.Chart:

@@ -13,6 +13,14 @@ from core.i18n import device_words
 MAX_ROWS = 4_000
 
 
+def dash_legend(**kw) -> alt.Legend:
+    """A legend whose entries show their line's dash. Vega draws a legend entry of a line drawn with points
+    (mark_line(point=True)) as the point's symbol, and for a dash-only encoding that symbol has no colour: the
+    entries showed their labels beside nothing. A filled, opaque stroke symbol shows the dash."""
+    return alt.Legend(symbolType="stroke", symbolStrokeWidth=2, symbolStrokeColor="#555", symbolFillColor="#555",
+                      symbolOpacity=1, symbolSize=300, **kw)  # fmt: skip
+
+
 def thin(df: pd.DataFrame, keys, x: str = "step", most: int = MAX_ROWS, per_series: int | None = None) -> pd.DataFrame:
     """At most about `most` rows of `df` (and `per_series` per series), for drawing: each series (the rows sharing
     `keys`) keeps points evenly spaced along `x`, its first and last among them, and every row whose status is not
@@ -55,7 +63,7 @@ def lines(df: pd.DataFrame, x, y, color: str, color_title: str, dash: str = "run
         "tooltip": list(tooltip) or [color, dash],
     }
     if dash in df.columns and df[dash].nunique() > 1:
-        enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None, legend=alt.Legend(orient="right", labelLimit=240))
+        enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None, legend=dash_legend(orient="right", labelLimit=240))
         enc["shape"] = alt.Shape(f"{dash}:N", title=None, legend=None)
     return alt.Chart(df).mark_line(point=True).encode(**enc)
 

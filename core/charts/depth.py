@@ -8,7 +8,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from core.charts.common import device_subtitle, log_x, log_y, thin
+from core.charts.common import dash_legend, device_subtitle, log_x, log_y, thin
 from core.findings.depth import UNDERFLOW, chain_entropy, init_profile, summarize, to_frame
 from core.findings.notes import note_text
 
@@ -73,7 +73,7 @@ def init_layers_chart(df: pd.DataFrame, tr, n_layers: int | None = None) -> alt.
         "tooltip": ["variant", "layer", alt.Tooltip("grad_norm:Q", format=".3g")],
     }
     if "run" in d and d["run"].nunique() > 1:
-        enc["strokeDash"] = alt.StrokeDash("run:N", title=tr("depth.axis.run"))
+        enc["strokeDash"] = alt.StrokeDash("run:N", title=tr("depth.axis.run"), legend=dash_legend())
     return (
         alt.Chart(d)
         .mark_line(point=True)
@@ -93,7 +93,7 @@ def first_layer_chart(df: pd.DataFrame, tr) -> alt.Chart:
         "tooltip": ["variant", "n_layers", alt.Tooltip("grad_norm:Q", format=".3g")],
     }
     if "run" in d and d["run"].nunique() > 1:
-        enc["strokeDash"] = alt.StrokeDash("run:N", title=tr("depth.axis.run"))
+        enc["strokeDash"] = alt.StrokeDash("run:N", title=tr("depth.axis.run"), legend=dash_legend())
     return alt.Chart(d).mark_line(point=True).encode(**enc).properties(title=_title(tr, "first_layer", df), height=320)
 
 
@@ -183,7 +183,7 @@ def loss_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
         .encode(
             **enc,
             y=alt.Y("loss:Q", title=tr("depth.axis.loss")),
-            strokeDash=alt.StrokeDash("warmup:N", title=tr("depth.axis.warmup")),
+            strokeDash=alt.StrokeDash("warmup:N", title=tr("depth.axis.warmup"), legend=dash_legend()),
             detail="seed:N",
             tooltip=["variant", "warmup", "seed", "step", alt.Tooltip("loss:Q", format=".3f")],
         )
@@ -217,7 +217,7 @@ def grad_norm_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
         x=alt.X("step:Q", title=tr("depth.axis.step")),
         y=log_y("grad_norm", tr("depth.axis.grad_norm")),
         color=color,
-        strokeDash=alt.StrokeDash("warmup:N", title=tr("depth.axis.warmup")),
+        strokeDash=alt.StrokeDash("warmup:N", title=tr("depth.axis.warmup"), legend=dash_legend()),
         detail="seed:N",
         tooltip=["variant", "warmup", "seed", "step", alt.Tooltip("grad_norm:Q", format=".3g"), "clipped"],
     )

@@ -7,7 +7,7 @@ import json
 import altair as alt
 import pandas as pd
 
-from core.charts.common import device_subtitle, lines, log_y, thin, titled
+from core.charts.common import dash_legend, device_subtitle, lines, log_y, thin, titled
 from core.findings.long_range import by_distance
 from core.models import registry
 
@@ -116,7 +116,7 @@ def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
     if "seed" in d and d["seed"].nunique() > 1:
         enc["detail"] = "seed:N"  # one line per seed
     if "run" in d and d["run"].nunique() > 1:
-        enc["strokeDash"] = alt.StrokeDash("run:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=500))
+        enc["strokeDash"] = alt.StrokeDash("run:N", title=None, legend=dash_legend(orient="bottom", labelLimit=500))
     line = alt.Chart(d).mark_line(point=True).encode(**enc)
     chance = alt.Chart(d).mark_rule(strokeDash=[4, 4], color="gray").encode(y="mean(chance_pct):Q")
     order = list(dict.fromkeys(d.sort_values(["task", "distance"])["panel"]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core.charts.common import device_subtitle, lines, log_x, log_y, titled
+from core.charts.common import dash_legend, device_subtitle, lines, log_x, log_y, titled
 from core.models.registry import family_of
 
 
@@ -95,6 +95,11 @@ def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
     return titled(c, tr("serial.chart.memory"), tr("serial.chart.memory_sub"))
 
 
+# the roofline's hardware and run labels carry their figures ("数据中心 GPU：50 TFLOP/s，每步 10 µs（假设）"): below the
+# chart, where they have the chart's width, not cut at a side legend's 240 px
+WIDE_LEGEND = {"orient": "bottom", "direction": "vertical", "labelLimit": 600}
+
+
 def roofline_chart(model_df: pd.DataFrame, measured: pd.DataFrame, tr) -> alt.Chart:
     """Model lines (dashed per hardware) with the measured points drawn over them."""
     model_df = _named(model_df, tr).assign(bound=lambda d: d["bound"].map(lambda b: tr(f"serial.bound.{b}")))
@@ -106,7 +111,7 @@ def roofline_chart(model_df: pd.DataFrame, measured: pd.DataFrame, tr) -> alt.Ch
             y=log_y("predicted_ms", tr("serial.axis.train_ms")),
             color=alt.Color("model:N", title=tr("serial.axis.model")),
             strokeDash=alt.StrokeDash(
-                "hardware:N", title=tr("serial.axis.hardware"), legend=alt.Legend(orient="right", labelLimit=240)
+                "hardware:N", title=tr("serial.axis.hardware"), legend=dash_legend(**WIDE_LEGEND)
             ),
             tooltip=[
                 alt.Tooltip("hardware:N", title=tr("serial.axis.hardware")),
@@ -124,9 +129,7 @@ def roofline_chart(model_df: pd.DataFrame, measured: pd.DataFrame, tr) -> alt.Ch
             x=log_x("seq_len", tr("serial.axis.seq_len")),
             y=log_y("predicted_ms", tr("serial.axis.train_ms")),
             color="model:N",
-            shape=alt.Shape(
-                "run:N", title=tr("serial.axis.measured"), legend=alt.Legend(orient="right", labelLimit=240)
-            ),
+            shape=alt.Shape("run:N", title=tr("serial.axis.measured"), legend=alt.Legend(**WIDE_LEGEND)),
             tooltip=[
                 alt.Tooltip("model:N", title=tr("serial.axis.model")),
                 alt.Tooltip("seq_len:Q", title=tr("serial.axis.seq_len"), format=","),
@@ -135,4 +138,6 @@ def roofline_chart(model_df: pd.DataFrame, measured: pd.DataFrame, tr) -> alt.Ch
             ],
         )
     )
-    return titled(base + pts, tr("serial.chart.roofline"), tr("serial.chart.roofline_sub"))
+    # Streamlit fits the whole chart (title, axes, legends) into its height: 300 left the plot ~40 px under two
+    # legends below it, and pushed the title up out of the chart's box
+    return titled(base + pts, tr("serial.chart.roofline"), tr("serial.chart.roofline_sub")).properties(height=420)

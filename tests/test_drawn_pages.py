@@ -1,0 +1,59 @@
+"""Each measuring page drawn whole (AppTest, reference data): what its session keeps, and what its legends show.
+
+What a visitor's session keeps once its page is drawn: no table of results.
+
+Streamlit keeps a session (a closed tab's too, for server.disconnectedSessionTTL, 120 s by default) and with it its
+widgets, and a widget keeps the functions it was given (a format_func, a callback). A function defined in a page's
+script holds that script's whole namespace, so every frame the page built at top level (17,110 rows of depth data,
+~12 MiB per session) stayed alive with the session: ten depth visitors grew the server by 129 MiB
+(scripts/bench_memory.py). Pages hand widgets functions defined outside them (ui, core), so a drawn page leaves no
+DataFrame behind.
+
+Every dash legend shows its dashes: Vega draws a legend entry of a line drawn with points as the point's symbol,
+which for a dash-only encoding has no colour, so the Amdahl chart's and the speed-up chart's legends (and others)
+showed labels beside nothing. core.charts.common.dash_legend gives each a filled, opaque stroke symbol.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+
+import pandas as pd
+import pytest
+from conftest import app_test
+
+pytestmark = pytest.mark.slow  # five whole pages drawn with their reference charts
+
+
+def _dash_legends(spec) -> list[dict]:
+    """Every strokeDash encoding's legend in a Vega-Lite spec (layers included); {} for Vega-Lite's default."""
+    found = []
+    if isinstance(spec, dict):
+        dash = spec.get("encoding", {}).get("strokeDash")
+        if isinstance(dash, dict) and dash.get("legend", {}) is not None:
+            found.append(dash.get("legend", {}))
+        for v in spec.values():
+            found += _dash_legends(v)
+    elif isinstance(spec, list):
+        for v in spec:
+            found += _dash_legends(v)
+    return found
+
+
+def _frames() -> list[pd.DataFrame]:
+    gc.collect()
+    return [o for o in gc.get_objects() if isinstance(o, pd.DataFrame) and len(o) >= 20]
+
+
+@pytest.mark.parametrize("page", ["serial", "long_range", "depth", "attention_cost", "answers"])
+def test_a_drawn_page_leaves_no_table_in_its_session_and_its_dash_legends_show_dashes(page):
+    at = app_test(default_timeout=120).run()
+    at.switch_page(f"pages/{page}.py").run()
+    assert not at.exception, at.exception
+    legends = [leg for c in at.get("vega_lite_chart") for leg in _dash_legends(json.loads(c.proto.spec))]
+    blank = [leg for leg in legends if leg.get("symbolType") != "stroke" or leg.get("symbolOpacity") != 1]
+    assert not blank, f"{len(blank)} of the {page} page's {len(legends)} dash legends draw no dash: {blank[:3]}"
+    kept = [f"{len(f)} rows × {', '.join(map(str, f.columns[:4]))}…" for f in _frames()]
+    assert not kept, f"the session of a drawn {page} page still holds {len(kept)} table(s): {kept[:5]}"
+    del at
