@@ -137,7 +137,7 @@ def pick_ui(
     """A selectbox over the whole numbers present in `values`; the largest (up to `at_most`) by default.
     `value_label` = (catalogue key, placeholder) names each value. The widget keeps its format function for the
     session's life, so it is built here: a function defined in a page script would keep that script's every
-    table alive with the session (tests/test_session_memory.py)."""
+    table alive with the session (tests/test_drawn_pages.py)."""
     options = sorted({int(v) for v in values})
     fitting = [i for i, v in enumerate(options) if at_most is None or v <= at_most]
     fmt = str if value_label is None else functools.partial(_value_label, tr, *value_label)
