@@ -2,7 +2,9 @@
 
 Starts the app, opens the serial page in headless Chromium (Debian's), presses Run on the quick preset, waits for
 the run to end with the page drawing its progress, downloads the results CSV from the page, and counts the points
-flagged noisy (an IQR above rules' share of the median) — `--runs` times, one server.
+flagged noisy (an IQR above rules' share of the median) — `--runs` times, one server. After each browser run, the
+same preset from the command line (`python -m core run serial --preset quick`, the page's thread count, no browser
+drawing): the host's own noise in the same minutes, so a count can be read as the page's doing or the machine's.
 
     python scripts/bench_serial_noise.py --runs 3
 """
@@ -17,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -30,6 +33,15 @@ def _port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _noisy(rows):
+    return rows["noisy"].astype(str).str.lower().isin(["true", "yes"])
+
+
+def _say_noisy(rows) -> None:
+    flagged = rows[_noisy(rows)]
+    print("   noisy:", ", ".join(f"{m}@{n}" for m, n in zip(flagged["model"], flagged["seq_len"])))
 
 
 def main() -> None:
@@ -66,14 +78,22 @@ def main() -> None:
                     page.get_by_role("button", name="Download CSV").first.click()
                 df = pd.read_csv(io.BytesIO(Path(dl.value.path()).read_bytes()))
                 live = df[df["source"] == "live"] if "source" in df else df
-                noisy = int(live["noisy"].astype(str).str.lower().isin(["true", "yes"]).sum())
+                noisy = int(_noisy(live).sum())
                 by = live.set_index(["model", "seq_len"])["train_ms"]
                 ratio = by.get(("transformer", 1024), float("nan")) / by.get(("lstm", 1024), float("nan"))
                 print(f"run {i + 1}: {noisy} of {len(live)} points noisy; Transformer / LSTM at n = 1,024: "
                       f"{ratio:.2f}x; threads {sorted(set(live['threads']))}")  # fmt: skip
-                flagged = live[live["noisy"].astype(str).str.lower().isin(["true", "yes"])]
-                print("   noisy:", ", ".join(f"{m}@{n}" for m, n in zip(flagged["model"], flagged["seq_len"])))
+                _say_noisy(live)
                 page.close()
+                threads = int(live["threads"].min())
+                with tempfile.TemporaryDirectory() as tmp:
+                    out = Path(tmp) / "serial.csv"
+                    cmd = [sys.executable, "-m", "core", "run", "serial", "--preset", "quick", "--out", str(out)]
+                    env = {**os.environ, "LAB_THREADS": str(threads)}
+                    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, env=env)
+                    cli = pd.read_csv(out)
+                print(f"  command line, {threads} thread(s), same minutes: {_noisy(cli).sum()} of {len(cli)} noisy")
+                _say_noisy(cli)
             browser.close()
     finally:
         os.killpg(server.pid, signal.SIGTERM)
