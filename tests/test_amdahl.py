@@ -146,7 +146,7 @@ def test_the_sentence_states_both_speed_ups_the_share_and_the_ceiling_in_both_la
     assert "the law predicts 4× for the whole step" in en
     assert every == "At every one of the 2 lengths from n = 256 to 1,024, the recurrence's own speed-up (8–16×) " \
                     "exceeded the whole step's (2.4–4×)."  # fmt: skip
-    assert "加速比为 16（配对重复：14–18）" in zh and "整个训练步的加速比为 4。" in zh
+    assert "加速比为 16（配对重复测量：14–18）" in zh and "整个训练步的加速比为 4。" in zh
     assert "100 毫秒中占 20 毫秒，即 20%（扫描一步中为 20 毫秒）" in zh and "1 ÷ 20% ≈ 5 以内" in zh
     assert "2 个长度上" in zh_every and "（8–16）" in zh_every and "（2.4–4）" in zh_every
     for line in (zh, zh_every):  # Chinese punctuation: no ASCII comma, semicolon, colon or parenthesis
