@@ -120,7 +120,9 @@ def test_a_step_timed_in_a_thread_is_said_to_include_fresh_memory_and_in_the_mai
     t.start()
     t.join()
     for where in ("main", "thread"):
-        assert got[where].loc["checkpointed", "fresh_bytes"] < 8 << 20  # 1 MiB kept: nothing large to map
+        # ~1 MiB kept for backward, and its recompute's buffers: a 16 MiB block mapped afresh was seen once (fresh
+        # clone, 2026-12-02), below glibc's largest dynamic mmap threshold (32 MiB) and far from plain's ~270 MiB
+        assert got[where].loc["checkpointed", "fresh_bytes"] < 32 << 20
     assert got["thread"].loc["plain", "fresh_bytes"] > 128 << 20  # its ~270 MiB of activations, mapped each call
     assert got["main"].loc["plain", "fresh_bytes"] < got["thread"].loc["plain", "fresh_bytes"] / 4  # reused
     tr = translator("en")
