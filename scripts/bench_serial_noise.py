@@ -15,24 +15,13 @@ import argparse
 import datetime as dt
 import io
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]  # fmt: skip
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_startup import ARGS, ROOT, start, stop_all
 
 
 def _noisy(rows):
@@ -51,18 +40,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
-    port = _port()
-    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.headless", "true",
-                               "--server.port", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    _, url, _ = start("dashboard.py", ROOT)
     try:
-        for _ in range(200):
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2):
-                    break
-            except OSError:
-                time.sleep(0.3)
         print(f"{dt.date.today()}, {os.cpu_count()} cores, serial quick preset from the page, browser open:")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
@@ -96,8 +75,7 @@ def main() -> None:
                 _say_noisy(cli)
             browser.close()
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(10)
+        stop_all()
 
 
 if __name__ == "__main__":
