@@ -4,6 +4,8 @@
 #   bash scripts/test.sh          the full suite (what CI runs)
 #   bash scripts/test.sh --fast   the fast tier: every test not marked `slow` (no browser, no torch subprocess, no
 #                                 training or measuring beyond a second); any other arguments go to pytest
+# Both run in two pytest-xdist workers (LAB_TEST_WORKERS=0 runs them in this one process; tests/conftest.py keeps the
+# tests that share a server, a browser or a module's fixture in one worker).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
@@ -19,8 +21,10 @@ fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/lint-imports --no-logo  # the layers and import rules in .importlinter
+WORKERS=(-n "${LAB_TEST_WORKERS:-2}")
+[ "${LAB_TEST_WORKERS:-2}" = "0" ] && WORKERS=(-p no:xdist)
 if [ "${1:-}" = "--fast" ]; then
   shift
-  exec .venv/bin/python -m pytest -q -m "not slow" "$@"
+  exec .venv/bin/python -m pytest -q "${WORKERS[@]}" -m "not slow" "$@"
 fi
-exec .venv/bin/python -m pytest -q "$@"
+exec .venv/bin/python -m pytest -q "${WORKERS[@]}" "$@"

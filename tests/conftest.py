@@ -3,6 +3,7 @@ Chromium that every browser test module shares (session fixtures: each costs sec
 
 import contextlib
 import os
+import pathlib
 import signal
 import socket
 import subprocess
@@ -51,6 +52,40 @@ def pytest_collection_modifyitems(items):
         names = SLOW_ELSEWHERE.get(item.path.name, ())
         if names is None or getattr(item, "originalname", None) in names:
             item.add_marker(pytest.mark.slow)
+
+
+# scripts/test.sh runs the suite in two pytest-xdist workers. A fixture several tests share is built once only if
+# those tests run in one worker: the browser tests share one Streamlit server and Chromium (conftest's session
+# fixtures), and a file with a module-scoped fixture (a whole gpu_reference.sh run, a trained model) shares it among
+# its tests; each of those goes to one worker whole, and every other test wherever a worker is free. (xdist's own
+# `xdist_group` marks do not group under pytest 9, whose test ids no longer take xdist's suffix.)
+BROWSER_FILES = {"test_browser.py", "test_browser_worker.py", "test_upload_browser.py"}
+MODULE_FIXTURE_FILES = {
+    path.name for path in pathlib.Path(__file__).parent.glob("test_*.py") if 'scope="module"' in path.read_text()
+}
+
+
+def _scope(nodeid: str) -> str:
+    file = os.path.basename(nodeid.split("::")[0])
+    return "browser" if file in BROWSER_FILES else file if file in MODULE_FIXTURE_FILES else nodeid
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, there when it is
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Shared(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return _scope(nodeid)
+
+    return Shared(config, log)
+
+
+def pytest_configure(config):
+    # two xdist workers on two cores: one torch thread each, or their thread pools spin against each other (a test
+    # that needs more threads sets them itself; subprocesses keep torch's default)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        torch.set_num_threads(1)
 
 
 @pytest.fixture(autouse=True)
