@@ -19,11 +19,14 @@ if TYPE_CHECKING:  # pandas costs ~0.5 s to import; the home page needs none of 
 def spec(default, *, lo=None, hi=None, choices=None, help: str = "", min_len: int = 1):
     """A config field with its allowed range (`lo`..`hi` inclusive) or `choices`, for validation and widgets.
 
-    `choices` may be a function returning them, read at validation time (a registry that can still grow).
+    `choices` may be a function returning them, read at validation time (a registry that can still grow); so may
+    a sequence's `default` (`lambda: registry.names("serial")`), read whenever a config is made.
     """
     if choices is not None and not callable(choices):
         choices = tuple(choices)
     meta = {"lo": lo, "hi": hi, "choices": choices or None, "help": help, "min_len": min_len}
+    if callable(default):
+        return dataclasses.field(default_factory=lambda: tuple(default()), metadata=meta)
     if isinstance(default, (list, tuple)):
         return dataclasses.field(default=tuple(default), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -46,8 +49,12 @@ def field_info(cls) -> list[dict]:
         meta = dict(f.metadata)
         if callable(meta.get("choices")):
             meta["choices"] = tuple(meta["choices"]())
-        out.append({"name": f.name, "type": elem, "sequence": seq, "default": f.default, **meta})
+        out.append({"name": f.name, "type": elem, "sequence": seq, "default": _default(f), **meta})
     return out
+
+
+def _default(f: dataclasses.Field):
+    return f.default_factory() if f.default is dataclasses.MISSING else f.default
 
 
 def describe_range(info: dict) -> str:
@@ -171,5 +178,6 @@ class Experiment:
     def config(self, preset: str = "quick", overrides: dict | None = None):
         if preset not in self.presets:
             raise ValueError(f"preset: {preset!r} is not one of {', '.join(self.presets)}")
-        base = make_config(self.config_cls, self.presets[preset])
+        preset_ = {k: v() if callable(v) else v for k, v in self.presets[preset].items()}  # models chosen by tag
+        base = make_config(self.config_cls, preset_)
         return make_config(self.config_cls, overrides, base=base)

@@ -18,7 +18,7 @@ from core.findings import depth as depth_findings
 from core.findings import long_range as long_range_findings
 from core.findings import serial as serial_findings
 from core.fit import exponent_text
-from core.models import mixers, registry
+from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
 
 # Vaswani et al. 2017, Table 1: per layer, n = sequence length, d = width, k = kernel size, r = neighbourhood.
@@ -155,7 +155,7 @@ def hybrid_cells(frames: dict, tr) -> dict:
     none = tr("home.t1.none")
     ok, reach = _ok(frames.get("serial")), _ok(frames.get("gradient_reach"))
     models = list(dict.fromkeys([*ok.get("model", []), *reach.get("model", [])]))
-    m = registry.find(models, table1_row="recurrent_attention")
+    m = registry.find(models, table1="recurrent_attention")
     if m is None:
         return {}
     cost = steps = path = none
@@ -182,9 +182,9 @@ def answers_cells(frames: dict, tr) -> dict:
     for row in ("convolutional", "restricted", "scan"):
         cost = steps = path = none
         rows = speed[[answers_findings.row_of(m, row) for m in speed["mixer"]]] if len(speed) else speed
-        if len(rows) and len(rows[rows["form"] == mixers.get(rows["mixer"].iloc[0]).forms[-1]]):
+        if len(rows) and len(rows[rows["form"] == registry.get(rows["mixer"].iloc[0]).forms[-1]]):
             m = rows["mixer"].iloc[0]
-            form = mixers.get(m).forms[-1]  # its parallel form: the one this row of the table is about
+            form = registry.get(m).forms[-1]  # its parallel form: the one this row of the table is about
             g = rows[(rows["mixer"] == m) & (rows["form"] == form)]
             slope, se = fit.tail_fit(g["seq_len"], g["train_ms"])
             what = tr("answers.named_form", mixer=tr(f"model.{m}"), form=tr(f"answers.form.{form}"))

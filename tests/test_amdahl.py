@@ -13,18 +13,18 @@ import torch
 from core.experiments import answers_speed
 from core.findings import answers as findings
 from core.i18n import translator
-from core.models import mixers
-from core.models.mixers import LOOP, MixerSpec
+from core.models import registry
+from core.models.registry import LOOP, Spec
 
-SPEC = MixerSpec(16, window=4, kernel=2, levels=3, chunk=4, d_state=4)
+SPEC = Spec(16, window=4, kernel=2, levels=3, chunk=4, d_state=4)
 # a mixer with a step loop has a parallel form of the same recurrence (scan or chunked), and the recurrence to time
-RECURRENT = [m for m in mixers.names() if LOOP in mixers.get(m).forms]
-PAIRS = [(m, f) for m in RECURRENT for f in mixers.get(m).forms]
+RECURRENT = [m for m in registry.names("answers") if LOOP in registry.get(m).forms]
+PAIRS = [(m, f) for m in RECURRENT for f in registry.get(m).forms]
 
 
 def _layer(name: str, form: str):
     torch.manual_seed(1)
-    return mixers.get(name).layer(SPEC, form).double()
+    return registry.get(name).mixer(SPEC, form).double()
 
 
 def _inputs(layer, T: int = 13):
@@ -35,9 +35,9 @@ def _inputs(layer, T: int = 13):
 
 def test_only_mixers_with_a_loop_have_a_recurrence_to_time():
     assert {"min_gru", "min_lstm", "rwkv", "selective_ssm", "linear_attention"} <= set(RECURRENT)
-    for m in mixers.names():
-        for f in mixers.get(m).forms:
-            layer = mixers.get(m).layer(SPEC, f)
+    for m in registry.names("answers"):
+        for f in registry.get(m).forms:
+            layer = registry.get(m).mixer(SPEC, f)
             has = getattr(layer, "recurrence_inputs", lambda x: None)(torch.randn(1, 5, SPEC.d_model)) is not None
             assert has == (m in RECURRENT), (m, f)
 

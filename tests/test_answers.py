@@ -18,7 +18,7 @@ from core.findings import answers as findings
 from core.findings import verdicts
 from core.fit import tail_fit
 from core.i18n import translator
-from core.models import mixers
+from core.models import registry
 
 tr = translator("en")
 SPEED_COLUMNS = ("mixer", "form", "seq_len", "batch_size", "d_model", "params", "train_ms", "train_iqr_ms",
@@ -39,41 +39,41 @@ def decode():
 
 def test_speed_rows_cover_every_mixer_and_form_with_the_promised_columns(speed):
     assert set(SPEED_COLUMNS) <= set(speed.columns)
-    assert set(speed["mixer"]) == set(mixers.names())
-    assert {(m, f) for m, f in zip(speed["mixer"], speed["form"])} == {(m, f) for m in mixers.names()
-                                                                       for f in mixers.get(m).forms}  # fmt: skip
+    assert set(speed["mixer"]) == set(registry.names("answers"))
+    assert {(m, f) for m, f in zip(speed["mixer"], speed["form"])} == {(m, f) for m in registry.names("answers")
+                                                                       for f in registry.get(m).forms}  # fmt: skip
     assert (speed["status"] == status.OK).all()
-    assert set(speed["form"]) == set(mixers.FORMS)
-    scans = speed[speed["form"] == mixers.SCAN]
+    assert set(speed["form"]) == set(registry.FORMS)
+    scans = speed[speed["form"] == registry.SCAN]
     assert scans["speedup_vs_loop"].notna().all() and (scans["speedup_q25"] <= scans["speedup_q75"]).all()
     assert (scans["max_error"] < 1e-4).all()  # float32 scan vs float64 loop, at 16 tokens
-    loops = speed[speed["form"] == mixers.LOOP]
+    loops = speed[speed["form"] == registry.LOOP]
     assert (loops["seq_steps"] == loops["seq_len"]).all() and (scans["seq_steps"] < scans["seq_len"]).all()
     assert (speed["saved_bytes"] > 0).all()
     # the recurrence alone (Amdahl's split), in every form of a mixer with a step loop; nothing to separate elsewhere
-    recurrent = speed["mixer"].isin([m for m in mixers.names() if mixers.LOOP in mixers.get(m).forms])
+    recurrent = speed["mixer"].isin([m for m in registry.names("answers") if registry.LOOP in registry.get(m).forms])
     assert (speed[recurrent]["rec_ms"] > 0).all() and (speed[recurrent]["rec_iqr_ms"] >= 0).all()
     assert speed[~recurrent]["rec_ms"].isna().all()
-    parallel = speed[recurrent & (speed["form"] != mixers.LOOP)]
+    parallel = speed[recurrent & (speed["form"] != registry.LOOP)]
     assert (parallel["rec_speedup_vs_loop"] > 0).all() and (
         parallel["rec_speedup_q25"] <= parallel["rec_speedup_q75"]
     ).all()
 
 
 def test_a_form_that_overflows_is_a_row_with_a_status_and_the_others_go_on(monkeypatch):
-    rec = mixers.get("min_gru")
+    rec = registry.get("min_gru")
 
     def poisoned(spec, form):
         layer = rec.make(spec, form)
         with torch.no_grad():
-            layer.to_gates.bias.fill_(float("inf") if form == mixers.SCAN else 0.0)
+            layer.to_gates.bias.fill_(float("inf") if form == registry.SCAN else 0.0)
         return layer
 
-    monkeypatch.setitem(mixers.MIXERS, "min_gru", dataclasses.replace(rec, make=poisoned))
+    monkeypatch.setitem(registry.MODELS, "min_gru", dataclasses.replace(rec, make=poisoned))
     cfg = answers_speed.EXPERIMENT.config("tiny", {"device": "cpu", "mixers": "min_gru,lstm", "seq_lens": "8"})
     df = answers_speed.run(cfg).set_index("form")
-    assert df.loc[mixers.SCAN, "status"] == status.DIVERGED and math.isnan(df.loc[mixers.SCAN, "train_ms"])
-    assert (df.loc[[mixers.LOOP, mixers.FUSED], "status"] == status.OK).all()
+    assert df.loc[registry.SCAN, "status"] == status.DIVERGED and math.isnan(df.loc[registry.SCAN, "train_ms"])
+    assert (df.loc[[registry.LOOP, registry.FUSED], "status"] == status.OK).all()
 
 
 def test_the_time_and_memory_guards_refuse_points_as_rows(monkeypatch):
@@ -113,13 +113,13 @@ def test_a_mixer_without_any_chosen_form_and_a_context_that_cannot_fit_are_refus
 
 
 def test_decoding_keeps_a_fixed_state_while_the_kv_cache_grows_linearly(decode):
-    assert set(DECODE_COLUMNS) <= set(decode.columns) and set(decode["mixer"]) == set(mixers.names())
+    assert set(DECODE_COLUMNS) <= set(decode.columns) and set(decode["mixer"]) == set(registry.names("answers"))
     assert (decode["state_bytes"] == decode["predicted_bytes"]).all()
     for m, g in decode.groupby("mixer"):
         slope, _ = tail_fit(g["context_len"], g["state_bytes"], points=len(g))
-        if mixers.get(m).table1 == "self_attention":
+        if registry.get(m).table1 == "self_attention":
             assert slope == pytest.approx(1.0, abs=1e-9), m
-        elif mixers.get(m).table1 != "restricted":
+        elif registry.get(m).table1 != "restricted":
             assert abs(slope) < 1e-9, m
     window = decode[decode["mixer"] == "sliding_window"]
     assert window[window["context_len"] >= 4]["state_bytes"].nunique() == 1  # flat at r once r tokens are read
@@ -142,9 +142,9 @@ def test_reach_ends_at_the_receptive_field_and_after_layers_times_the_window():
     cfg = answers_reach.EXPERIMENT.config("tiny", {"device": "cpu", "seq_len": "140",
                                                    "models": "sliding_window,dilated_conv,min_gru,linear_attention"})  # fmt: skip
     prof = findings.reach_profiles(answers_reach.EXPERIMENT.run(cfg)).set_index("model")
-    spec = mixers.MixerSpec(8)
+    spec = registry.Spec(8)
     assert prof.loc["dilated_conv", "end"] == spec.kernel**spec.levels
-    assert prof.loc["sliding_window", "end"] == mixers.get("sliding_window").reach_depth * (spec.window - 1) + 1
+    assert prof.loc["sliding_window", "end"] == registry.get("sliding_window").reach_depth * (spec.window - 1) + 1
     assert math.isnan(prof.loc["min_gru", "end"]) and prof.loc["min_gru", "reach"] < 60
     assert math.isnan(prof.loc["linear_attention", "reach"])  # flat: no decay
     said = " ".join(findings.reach_takeaways(answers_reach.EXPERIMENT.run(cfg), tr))

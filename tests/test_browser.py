@@ -13,6 +13,7 @@ import urllib.parse
 import pytest
 from conftest import REVEALED
 
+from core.models import registry
 from ui.common import PAGES
 
 CHART = "[data-testid='stVegaLiteChart'], .vega-embed"
@@ -148,9 +149,8 @@ def test_a_live_run_on_every_chinese_page_shows_no_english(app_url, browser, key
 
 
 def test_stop_keeps_what_was_measured(app_url, browser):
-    from core.experiments import serial
 
-    total = 9 * len(serial.MODELS)  # 9 lengths, every default model
+    total = 9 * len(registry.names("serial"))  # 9 lengths, every default model
     page = _run_serial(browser, app_url, "16, 32, 64, 128, 256, 512, 1024, 2048, 4096")
     # the bar moves as rows arrive (a worker reports a length's points together, so the count may jump by 6): any
     # count short of the total means the run is under way and not finished

@@ -14,7 +14,7 @@ import pytest
 from core import device, results
 from core.cli import main
 from core.device import ENV_COLUMNS
-from core.experiments import gradient_reach
+from core.models import registry
 from core.outputs import RowWriter, check_out_file, stop_row
 from core.runner import table
 
@@ -87,7 +87,9 @@ def test_run_writes_the_csv_named_like_the_reference_into_out_dir(tmp_path, caps
     (path,) = tmp_path.glob("gradient_reach-cpu-*.csv")
     df = pd.read_csv(path)
     assert (
-        len(df) == len(gradient_reach.MODELS) * 16 and (df.status == "ok").all() and set(ENV_COLUMNS) <= set(df.columns)
+        len(df) == len(registry.names("gradient_reach:quick")) * 16
+        and (df.status == "ok").all()
+        and set(ENV_COLUMNS) <= set(df.columns)
     )
     assert "tf32" not in table(df) and "cudnn_version" not in table(df)  # environment columns stay out of the table
 
@@ -124,7 +126,7 @@ def test_a_write_that_fails_after_the_run_keeps_the_rows_beside_it(tmp_path, cap
     monkeypatch.setattr(results, "save_csv", refuse_the_requested_path)
     assert main([*TINY, "--out", str(out)]) == 0
     (kept,) = tmp_path.glob("g.recovered-*.csv")
-    assert len(pd.read_csv(kept)) == len(gradient_reach.MODELS) * 16 and not out.exists()
+    assert len(pd.read_csv(kept)) == len(registry.names("gradient_reach:quick")) * 16 and not out.exists()
     err = capsys.readouterr().err
     assert err.count("could not write") == 1 and str(kept) in err  # said once, with where the rows are
 

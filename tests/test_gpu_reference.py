@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 
 from core import reference, status
-from core.experiments import EXPERIMENTS, gradient_reach, long_range
+from core.experiments import EXPERIMENTS
 from core.i18n import translator
+from core.models import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 # the order the issue asks for: what matters most first, depth and recall_frontier (whatever time is left) last
@@ -180,7 +181,10 @@ def test_one_failing_experiment_costs_only_its_own_remaining_points(tmp_path):
              "--out-dir", str(out), "--time-limit", "gradient_reach=8",
              env={"LAB_INJECT": "attention_cost=error,gradient_reach=hang"})  # fmt: skip
     assert r.returncode == 1, r.stderr[-3000:]
-    for name, rows in (("kv_cache", 9), ("long_range", 2 * len(long_range.MODELS))):  # tiny: 2 chunks a model
+    for name, rows in (
+        ("kv_cache", 9),
+        ("long_range", 2 * len(registry.names("long_range"))),
+    ):  # tiny: 2 chunks a model
         df = _csv(out, name)
         assert len(df) == rows and (df.status == status.OK).all(), name
     failed = _csv(out, "attention_cost")
@@ -250,7 +254,9 @@ def test_trouble_in_the_runner_itself_is_a_logged_status_and_the_next_experiment
                  "--out-dir", str(out)])  # fmt: skip
     assert code == 1
     assert list(pd.read_csv(out / "kv_cache-cpu-failed.csv").status) == [status.STOPPED]
-    assert len(_csv(out, "gradient_reach")) == len(gradient_reach.MODELS) * 16  # tiny: 16 distances a model
+    assert (
+        len(_csv(out, "gradient_reach")) == len(registry.names("gradient_reach:quick")) * 16
+    )  # tiny: 16 distances a model
     log = _log(out)
     assert "FAILED kv_cache: the runner failed (OSError" in log[0] and "done gradient_reach" in log[2]
 

@@ -82,7 +82,7 @@ def test_cli_bad_input_exits_2(capsys):
 def test_models_have_matched_parameter_counts():
     cfg = _cfg(d_model=32)
     V = tasks.vocab_size("recall", cfg.n_keys)
-    p = {m: sum(t.numel() for t in lr.build_model(m, cfg, V).parameters()) for m in lr.MODELS}
+    p = {m: sum(t.numel() for t in lr.build_model(m, cfg, V).parameters()) for m in registry.names("long_range")}
     assert abs(p["lstm"] - p["transformer"]) / p["transformer"] < 0.02
     lstm = lr.build_model("lstm", cfg, V)
     width = lstm.embed.embedding_dim

@@ -8,17 +8,17 @@ import pytest
 import torch
 
 from core.memory_formulas import KV_PAGE, kv_cache_bytes, tokens_held
-from core.models import mixers
-from core.models.mixers import MixerSpec
+from core.models import registry
 from core.models.mixers.base import log_scan, scan, state_bytes
+from core.models.registry import Spec
 
-SPEC = MixerSpec(16, window=4, kernel=2, levels=3, chunk=4, d_state=4)  # small sizes: several chunks and windows
-FORMS = [(m, f) for m in mixers.names() for f in mixers.get(m).forms]
+SPEC = Spec(16, window=4, kernel=2, levels=3, chunk=4, d_state=4)  # small sizes: several chunks and windows
+FORMS = [(m, f) for m in registry.names("answers") for f in registry.get(m).forms]
 
 
 def _layer(name: str, form: str, dtype=torch.float64):
     torch.manual_seed(1)
-    return mixers.get(name).layer(SPEC, form).to(dtype)
+    return registry.get(name).mixer(SPEC, form).to(dtype)
 
 
 def _x(T: int = 13, dtype=torch.float64) -> torch.Tensor:
@@ -26,7 +26,7 @@ def _x(T: int = 13, dtype=torch.float64) -> torch.Tensor:
 
 
 def _reference(name: str) -> str:
-    return mixers.get(name).reference_form or mixers.get(name).forms[0]
+    return registry.get(name).reference_form or registry.get(name).forms[0]
 
 
 @pytest.mark.parametrize("name, form", FORMS)
@@ -57,9 +57,9 @@ def test_every_form_is_causal(name, form):
         torch.testing.assert_close(layer(later)[:, :6], layer(x)[:, :6], rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", mixers.names())
+@pytest.mark.parametrize("name", registry.names("answers"))
 def test_decoding_token_by_token_reproduces_the_forward_pass(name):
-    layer = _layer(name, mixers.get(name).forms[-1])
+    layer = _layer(name, registry.get(name).forms[-1])
     x = _x(T=10)
     with torch.no_grad():
         want = layer(x)
@@ -76,10 +76,10 @@ def test_decoding_token_by_token_reproduces_the_forward_pass(name):
             torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-10)
 
 
-@pytest.mark.parametrize("name", mixers.names())
+@pytest.mark.parametrize("name", registry.names("answers"))
 def test_the_state_kept_is_what_the_record_says(name):
-    mixer = mixers.get(name)
-    layer = mixer.layer(SPEC).eval()
+    mixer = registry.get(name)
+    layer = mixer.mixer(SPEC).eval()
     x = torch.randn(1, 40, SPEC.d_model)
     with torch.no_grad():
         for n in (1, 9, 40):
@@ -88,7 +88,7 @@ def test_the_state_kept_is_what_the_record_says(name):
 
 
 def test_the_kv_cache_is_written_in_place_and_copied_only_when_a_page_fills():
-    layer = mixers.get("transformer").layer(SPEC).eval()
+    layer = registry.get("transformer").mixer(SPEC).eval()
     x = torch.randn(1, 3 * KV_PAGE + 1, SPEC.d_model)
     with torch.no_grad():
         state = layer.prefill(x[:, :KV_PAGE], layer.init_state(1, x))
@@ -104,10 +104,14 @@ def test_the_kv_cache_is_written_in_place_and_copied_only_when_a_page_fills():
 
 
 def test_recurrent_states_stay_fixed_and_attentions_cache_grows():
-    grows = {m for m in mixers.names() if mixers.get(m).state_floats(100, SPEC) > mixers.get(m).state_floats(50, SPEC)}
-    assert {mixers.get(m).table1 for m in grows} == {"self_attention"}
-    window = next(m for m in mixers.names() if mixers.get(m).table1 == "restricted")
-    assert mixers.get(window).state_floats(10**6, SPEC) == 2 * SPEC.window * SPEC.d_model
+    grows = {
+        m
+        for m in registry.names("answers")
+        if registry.get(m).state_floats(100, SPEC) > registry.get(m).state_floats(50, SPEC)
+    }
+    assert {registry.get(m).table1 for m in grows} == {"self_attention"}
+    window = next(m for m in registry.names("answers") if registry.get(m).table1 == "restricted")
+    assert registry.get(window).state_floats(10**6, SPEC) == 2 * SPEC.window * SPEC.d_model
 
 
 def test_the_scans_agree_with_a_loop_and_stay_finite_in_float32_at_32k_tokens():
@@ -123,12 +127,12 @@ def test_the_scans_agree_with_a_loop_and_stay_finite_in_float32_at_32k_tokens():
     torch.testing.assert_close(scan(a, b), want)  # odd length: padded and cut
     assert torch.equal(a, a_before) and torch.equal(b, b_before)  # the sweep works on copies
     torch.testing.assert_close(log_scan(a.log(), b.abs().log()).exp(), scan(a, b.abs()))
-    for name in mixers.names():
-        mixer = mixers.get(name)
+    for name in registry.names("answers"):
+        mixer = registry.get(name)
         if mixer.table1 != "scan":
             continue
         torch.manual_seed(0)
-        layer = mixer.layer(MixerSpec(8, d_state=2))  # its parallel form, float32
+        layer = mixer.mixer(Spec(8, d_state=2))  # its parallel form, float32
         with torch.no_grad():
             y = layer(torch.randn(1, 32768, 8))
         assert torch.isfinite(y).all(), name
@@ -146,18 +150,18 @@ def test_the_scans_own_backward_is_the_gradient(T):
 
 def test_dependent_steps_are_counted_per_form():
     for name, form in FORMS:
-        steps = mixers.get(name).steps
-        if form == mixers.LOOP:
+        steps = registry.get(name).steps
+        if form == registry.LOOP:
             assert steps(4096, form, SPEC) == 4096
-        if form == mixers.SCAN:
+        if form == registry.SCAN:
             assert steps(4096, form, SPEC) == 2 * 12 and steps(1024, form, SPEC) == 2 * 10  # ~2·log₂ n
-    linear = next(m for m in mixers.names() if mixers.CHUNKED in mixers.get(m).forms and mixers.LOOP in
-                  mixers.get(m).forms)  # fmt: skip
-    assert mixers.get(linear).steps(4096, mixers.CHUNKED, SPEC) == math.ceil(4096 / SPEC.chunk)
+    linear = next(m for m in registry.names("answers") if registry.CHUNKED in registry.get(m).forms and registry.LOOP in
+                  registry.get(m).forms)  # fmt: skip
+    assert registry.get(linear).steps(4096, registry.CHUNKED, SPEC) == math.ceil(4096 / SPEC.chunk)
 
 
 def test_a_form_a_mixer_lacks_and_an_unknown_mixer_are_named():
     with pytest.raises(ValueError, match="forms"):
-        mixers.get(mixers.names()[0]).layer(SPEC, "no_such_form")
-    with pytest.raises(ValueError, match="mixers"):
-        mixers.get("no_such_mixer")
+        registry.get(registry.names("answers")[0]).mixer(SPEC, "no_such_form")
+    with pytest.raises(ValueError, match="model"):
+        registry.get("no_such_mixer")

@@ -14,10 +14,10 @@ from core.experiments import recall_frontier as experiment
 from core.findings import recall_frontier as findings
 from core.findings import verdicts
 from core.i18n import translator
-from core.models import mixers
-from core.models.mixers import MixerSpec
+from core.models import registry
 from core.models.mixers.base import state_bytes
-from core.models.mixers.stack import CONV_KERNEL
+from core.models.registry import Spec
+from core.models.stack import CONV_KERNEL
 
 EN = translator("en")
 
@@ -72,12 +72,12 @@ def test_the_runs_form_a_cross_of_widths_and_pairs():
     assert experiment.runs(cfg) == [("mqar", 16, 8), ("mqar", 32, 8), ("mqar", 16, 2)]
 
 
-@pytest.mark.parametrize("name", mixers.names("recall_frontier"))
+@pytest.mark.parametrize("name", registry.names("recall_frontier"))
 def test_the_state_bytes_are_what_the_layers_keep_after_reading_the_sequence(name):
     d, T, L = 32, 40, 2
     cfg = experiment.EXPERIMENT.config("quick", {"d_models": (d,), "seq_len": T, "n_layers": L, "n_pairs": (2,)})
     spec = cfg.mixer_spec(d)
-    layer = mixers.get(name).layer(spec)
+    layer = registry.get(name).mixer(spec)
     x = torch.randn(3, T, d)
     with torch.no_grad():
         kept = state_bytes(layer.prefill(x, layer.init_state(3, x))) // 3  # per sequence
@@ -98,10 +98,10 @@ def test_the_state_sizes_are_the_formulas_a_learner_can_check():
     assert experiment.state_bytes("linear_attention", d, longer) == experiment.state_bytes("linear_attention", d, cfg)
 
 
-@pytest.mark.parametrize("name", mixers.names("recall_frontier"))
+@pytest.mark.parametrize("name", registry.names("recall_frontier"))
 def test_every_stack_is_causal(name):
     torch.manual_seed(0)
-    model = mixers.get(name).stack(20, MixerSpec(16, n_heads=1), 2).eval()
+    model = registry.get(name).stack(20, Spec(16, n_heads=1), 2).eval()
     tokens = torch.randint(20, (2, 24))
     later = tokens.clone()
     later[:, 12:] = torch.randint(20, (2, 12))
@@ -149,7 +149,7 @@ def _rows(acc: dict, task="mqar", seeds=(0,), chance=1 / 32, T=64) -> pd.DataFra
     rows = []
     for (m, d, p), a in acc.items():
         for s in seeds:
-            floats = mixers.get(m).stack_state_floats(T, MixerSpec(d, n_heads=1), 2)
+            floats = registry.get(m).stack_state_floats(T, Spec(d, n_heads=1), 2)
             rows.append({"task": task, "mixer": m, "d_model": d, "n_pairs": p, "seq_len": T, "state_bytes": 4 * floats,
                          "params": 1000, "n_layers": 2, "step": 500, "loss": 1.0, "accuracy": a, "chance": chance, "seed": s,
                          "device": "cpu · test", "status": status.OK})  # fmt: skip
@@ -208,6 +208,6 @@ def test_every_model_says_what_its_state_holds_in_both_languages(lang):
     from core.i18n import catalogue
 
     words = catalogue(lang)
-    assert all(f"recall.state.{m}" in words for m in mixers.names("recall_frontier"))
+    assert all(f"recall.state.{m}" in words for m in registry.names("recall_frontier"))
     assert all(f"recall.group.{g}" in words for g in ("selective", "fixed", "attention"))
     assert all(f"answers.task.{t}" in words for t in experiment.TASKS)

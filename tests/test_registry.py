@@ -18,7 +18,7 @@ ASKING_CALLS = {"isin", "get", "startswith", "endswith", "index"}
 
 def _names() -> set[str]:
     backends = {b for b in attention.BACKENDS if b != attention.AUTO}  # 'auto' is also a device choice
-    return set(registry.KINDS) | set(attention.IMPLS) | backends
+    return set(registry.MODELS) | set(attention.IMPLS) | backends
 
 
 def _asked(tree: ast.AST, names: set[str]) -> list[tuple[int, str]]:
@@ -70,7 +70,7 @@ def toy_kind():
     """A new model kind — a fused tanh RNN twice as wide inside — registered for the serial experiment, with its
     catalogue strings; removed again afterwards."""
 
-    def make_layer(spec):
+    def make_layer(spec, form):
         import torch
 
         class Wide(torch.nn.Module):
@@ -84,14 +84,14 @@ def toy_kind():
 
         return Wide(spec.d_model)
 
-    kind = registry.ModelKind(
+    kind = registry.Model(
         name="toy_wide_rnn",
         family=registry.RECURRENT,
-        make_layer=make_layer,
+        make=make_layer,
         layer_flops=lambda B, T, d, causal=True: 2 * B * T * (2 * d) * (d + 2 * d) + 2 * B * T * 2 * d * d,
         layer_params=lambda d: (2 * d) * d + (2 * d) ** 2 + 2 * (2 * d) + 2 * d * d + d,
         activation_floats=24,
-        experiments=frozenset({"serial"}),
+        tags=frozenset({"serial"}),
     )
     registry.register(kind)
     strings = {lang: catalogue(lang) for lang in ("en", "zh")}

@@ -9,6 +9,7 @@ import pytest
 
 from core.experiments import serial
 from core.i18n import translator
+from core.models import registry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REQUIRED = (
@@ -68,7 +69,7 @@ def test_sequential_steps_are_n_times_layers_for_recurrent_models(tiny):
         assert r["seq_steps"] == expected
 
 
-@pytest.mark.parametrize("model", serial.MODELS)
+@pytest.mark.parametrize("model", registry.names("serial"))
 def test_saved_bytes_grow_exactly_linearly(tiny, model):
     _, df, _ = tiny
     s = df[df["model"] == model].set_index("seq_len")["saved_bytes"]

@@ -9,8 +9,8 @@ import pandas as pd
 from core.charts.common import dash_legend, device_subtitle, log_x, log_y, titled
 from core.findings.answers import FENG, FENG_N, amdahl
 from core.memory_formulas import kv_cache_bytes
-from core.models import mixers
-from core.models.registry import n_heads_for
+from core.models import registry
+from core.models.registry import ANSWERS, FORMS, n_heads_for
 
 DASHES = [[6, 4], [1, 0], [2, 2], [1, 0]]  # loop dashed, scan solid, chunked dotted, a library kernel solid
 REACH_FLOOR = 1e-12  # the reach chart's lowest gridline: a recurrence's decay runs on far below it
@@ -36,7 +36,7 @@ def _detail(d: pd.DataFrame) -> dict:
 
 def _named(df: pd.DataFrame, tr, col: str = "mixer") -> pd.DataFrame:
     """The rows with a translated name per mixer (and per form), colours from the mixers' records."""
-    known = df[df[col].isin(list(mixers.MIXERS))] if len(df) else df
+    known = df[df[col].isin(registry.names(ANSWERS))] if len(df) else df
     out = known.assign(name=[tr(f"model.{m}") for m in known[col]])
     if "form" in out:
         out = out.assign(form_name=[tr(f"answers.form.{f}") for f in out["form"]])
@@ -45,7 +45,7 @@ def _named(df: pd.DataFrame, tr, col: str = "mixer") -> pd.DataFrame:
 
 def _color(df: pd.DataFrame, tr, col: str = "mixer") -> alt.Color:
     names = list(dict.fromkeys(df[col]))
-    domain, colours = mixers.colors(names)
+    domain, colours = registry.colors(names)
     return alt.Color("name:N", title=tr("answers.axis.mixer"), legend=LEGEND,
                      scale=alt.Scale(domain=[tr(f"model.{m}") for m in domain], range=colours))  # fmt: skip
 
@@ -66,7 +66,7 @@ def _lines(d: pd.DataFrame, tr, x, y, dash: str, tooltip) -> alt.Chart:
                 f"{dash}:N",
                 title=tr("answers.axis.form"),
                 legend=None,  # the section's intro says it: dashed = loop, dotted = chunked (no room for a second legend)
-                scale=alt.Scale(domain=[tr(f"answers.form.{f}") for f in mixers.FORMS], range=DASHES),
+                scale=alt.Scale(domain=[tr(f"answers.form.{f}") for f in FORMS], range=DASHES),
             ),
             **_detail(d),
             tooltip=_tips(d, tooltip),
@@ -125,7 +125,7 @@ def amdahl_chart(df: pd.DataFrame, tr) -> alt.Chart:
     recurrence alone (dashed), for the whole step (solid), and the ceiling the shared work puts on the whole step's
     (dotted, 1 ÷ its share of the loop's step) — Amdahl's law drawn from the rows."""
     a = amdahl(df)
-    a = a[a["mixer"].isin(list(mixers.MIXERS))]
+    a = a[a["mixer"].isin(registry.names(ANSWERS))]
     what = {
         "rec": tr("answers.amdahl.rec"),
         "whole": tr("answers.amdahl.whole"),
@@ -213,7 +213,7 @@ def reach_chart(df: pd.DataFrame, tr) -> alt.Chart:
     ok = _ok(df)
     d = ok[ok["grad_norm"] >= REACH_FLOOR] if len(ok) else ok
     d = d.assign(name=[tr(f"model.{m}") for m in d["model"]])
-    domain, colours = mixers.colors(list(dict.fromkeys(d["model"])))
+    domain, colours = registry.colors(list(dict.fromkeys(d["model"])))
     color = alt.Color("name:N", title=tr("answers.axis.mixer"), legend=LEGEND,
                       scale=alt.Scale(domain=[tr(f"model.{m}") for m in domain], range=colours))  # fmt: skip
     c = (

@@ -10,21 +10,22 @@ import pandas as pd
 from core.charts.answers import LEGEND
 from core.charts.common import device_subtitle, titled
 from core.findings import recall_frontier as findings
-from core.models import mixers
+from core.models import registry
+from core.models.registry import ANSWERS
 
 DASHES = ([1, 0], [6, 4], [2, 2], [8, 2, 2, 2])  # the reference solid, any other run dashed
 SHAPES = ("circle", "square", "triangle-up", "diamond")
 
 
 def _named(d: pd.DataFrame, tr) -> pd.DataFrame:
-    d = d[d["mixer"].isin(list(mixers.MIXERS))]
+    d = d[d["mixer"].isin(registry.names(ANSWERS))]
     return d.assign(name=[tr(f"model.{m}") for m in d["mixer"]], percent=100 * d["accuracy"], lo_pct=100 * d["lo"],
                     hi_pct=100 * d["hi"], chance_pct=100 * d["chance"])  # fmt: skip
 
 
 def _color(d: pd.DataFrame, tr) -> alt.Color:
     shown = set(d["mixer"])
-    domain, colours = mixers.colors([m for m in mixers.MIXERS if m in shown])  # the records' order, whatever ran
+    domain, colours = registry.colors([m for m in registry.names(ANSWERS) if m in shown])  # the records' order
     return alt.Color("name:N", title=tr("answers.axis.mixer"), legend=LEGEND,
                      scale=alt.Scale(domain=[tr(f"model.{m}") for m in domain], range=colours))  # fmt: skip
 
@@ -116,7 +117,7 @@ def copy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Selective copying: a bar per model, grouped by what decides what its state keeps."""
     d = _named(findings.copying(df), tr)
     group = {True: "selective", False: "fixed", None: "attention"}
-    d = d.assign(group=[tr(f"recall.group.{group[mixers.get(m).selective]}") for m in d["mixer"]])
+    d = d.assign(group=[tr(f"recall.group.{group[registry.get(m).selective]}") for m in d["mixer"]])
     order = [tr(f"recall.group.{g}") for g in ("selective", "fixed", "attention")]
     tips = _tips(d, ["name", "group", "percent", "lo_pct", "hi_pct", "seeds", "step", "state_bytes", "run"])
     y = alt.Y("name:N", title=None, sort=alt.EncodingSortField("percent", order="descending"),

@@ -24,9 +24,9 @@ from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device, synchronize, threads_used, torch_threads
 from core.findings.answers import decode_takeaways
 from core.memory_formulas import format_bytes
-from core.models import mixers
-from core.models.mixers import MixerSpec
+from core.models import registry
 from core.models.mixers.base import state_bytes
+from core.models.registry import ANSWERS, Spec
 from core.results import tidy
 
 COLUMNS = ("mixer", "family", "context_len", "state_bytes", "predicted_bytes", "ms_per_token", "ms_iqr",
@@ -37,7 +37,7 @@ PREFILL_CHUNK = 1024  # tokens read per prefill call (exact in pieces: tests/tes
 
 @dataclasses.dataclass(frozen=True)
 class AnswersDecodeConfig:
-    mixers: tuple[str, ...] = spec(mixers.names(), choices=lambda: mixers.names("answers_decode"),
+    mixers: tuple[str, ...] = spec(registry.tagged(ANSWERS), choices=registry.tagged(ANSWERS),
                                    help="which mixers decode")  # fmt: skip
     context_lens: tuple[int, ...] = spec((256, 1024, 4096, 16384, 32768), lo=1, hi=131072,
                                          help="context already read when the timed tokens are generated")  # fmt: skip
@@ -51,8 +51,8 @@ class AnswersDecodeConfig:
     seed: int = spec(0, lo=0, hi=2**31 - 1)
 
     @property
-    def mixer_spec(self) -> MixerSpec:
-        return MixerSpec(self.d_model, self.window, self.kernel, self.levels, d_state=self.d_state)
+    def mixer_spec(self) -> Spec:
+        return Spec(self.d_model, self.window, self.kernel, self.levels, d_state=self.d_state)
 
     def check(self):
         if self.kernel**self.levels > 2**16:
@@ -81,14 +81,14 @@ PRESETS = {
 def predicted_bytes(m: str, cfg: AnswersDecodeConfig, context: int) -> float:
     """The state after `context` tokens, the whole input sequence and one prefill's working memory."""
     total = context + cfg.gen_tokens * len(cfg.context_lens)
-    state = mixers.get(m).state_floats(total, cfg.mixer_spec)
+    state = registry.get(m).state_floats(total, cfg.mixer_spec)
     return 4.0 * (state + (1 + PREFILL_FLOATS) * total * cfg.d_model)
 
 
 def _decode(m: str, cfg: AnswersDecodeConfig, device: torch.device):
     """Yields (context length read, bytes kept after reading it, the next tokens' times in ms), per length."""
     torch.manual_seed(cfg.seed)
-    layer = mixers.get(m).layer(cfg.mixer_spec).to(device).eval()
+    layer = registry.get(m).mixer(cfg.mixer_spec).to(device).eval()
     contexts = sorted(cfg.context_lens)
     gen = torch.Generator().manual_seed(cfg.seed)
     x = torch.randn(1, contexts[-1] + cfg.gen_tokens * len(contexts), cfg.d_model, generator=gen).to(device)
@@ -117,7 +117,7 @@ def run(cfg: AnswersDecodeConfig, on_progress=None) -> pd.DataFrame:
     env = {**environment(device), "threads": threads_used(device, 1)}
     total, rows = len(cfg.mixers) * len(cfg.context_lens), []
     for m in cfg.mixers:
-        mixer = mixers.get(m)
+        mixer = registry.get(m)
         base = {**dict.fromkeys(COLUMNS, math.nan), "mixer": m, "family": mixer.family, "d_model": cfg.d_model, "window": cfg.window,
                 "kernel": cfg.kernel, "levels": cfg.levels, "d_state": cfg.d_state, "seed": cfg.seed,
                 "note": ""}  # fmt: skip

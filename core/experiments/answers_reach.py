@@ -13,13 +13,11 @@ from __future__ import annotations
 from core.config import Experiment
 from core.experiments import gradient_reach
 from core.findings.answers import reach_takeaways
-from core.models import mixers, registry
+from core.models import registry
 
-# page 5's mixers, then the chapter's two anchors as the long-range page measures them
-MODELS = mixers.names("gradient_reach") + tuple(
-    registry.representative(family, registry.names("gradient_reach"))
-    for family in (registry.RECURRENT, registry.ATTENTION)
-)
+# page 5's mixers, then the chapter's two anchors as the long-range page measures them: the models tagged
+# answers_reach, read when a config is made (a model registered later is in it)
+MODELS = registry.tagged("answers_reach")
 PRESETS = {
     "quick": {"models": MODELS, "seq_len": 256, "d_model": 32},
     "tiny": {"models": MODELS, "seq_len": 16, "d_model": 8},

@@ -30,10 +30,9 @@ from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device
 from core.experiments.serial import training_step
 from core.findings.answers import speed_takeaways
-from core.models import mixers, registry
+from core.models import registry
 from core.models.layers import n_params
-from core.models.mixers import FORMS, LOOP, MixerSpec
-from core.models.registry import ATTENTION, RECURRENT
+from core.models.registry import ANSWERS, ATTENTION, CHAPTER, FORMS, LOOP, RECURRENT, Spec
 from core.results import tidy
 
 COLUMNS = ("mixer", "form", "family", "seq_len", "batch_size", "d_model", "params", "train_ms", "train_iqr_ms",
@@ -52,12 +51,9 @@ PAIRED = (
 )
 
 
-_MIXERS = mixers.names  # the registry's names, under a name the config's own `mixers` field does not hide
-
-
 @dataclasses.dataclass(frozen=True)
 class AnswersSpeedConfig:
-    mixers: tuple[str, ...] = spec(mixers.names(), choices=lambda: mixers.names("answers_speed"),
+    mixers: tuple[str, ...] = spec(registry.tagged(ANSWERS), choices=registry.tagged(ANSWERS),
                                    help="which mixers to time (the chapter's LSTM, GRU and Transformer included)")  # fmt: skip
     forms: tuple[str, ...] = spec(FORMS, choices=FORMS, help="loop: n steps; scan; chunked; fused: a library kernel")
     seq_lens: tuple[int, ...] = spec((256, 1024, 4096), lo=2, hi=16384, help="sequence lengths to sweep")
@@ -75,27 +71,28 @@ class AnswersSpeedConfig:
     repeats: int = spec(5, lo=1, hi=200, help="timed steps; the median and IQR are reported")
     max_point_s: float = spec(3.0, lo=0.05, hi=600.0, help="stop repeating a length after this much timed work")
     max_step_s: float = spec(20.0, lo=0.1, hi=3600.0, help="skip a point whose step would take longer (extrapolated)")
-    rec_mixers: tuple[str, ...] = spec(_MIXERS(), choices=lambda: _MIXERS("answers_speed"), min_len=0,
+    rec_mixers: tuple[str, ...] = spec(registry.tagged(ANSWERS), choices=registry.tagged(ANSWERS), min_len=0,
                                        help="whose recurrence is also timed alone (Amdahl: the part a scan replaces)")  # fmt: skip
 
     def check(self):
         for m in self.mixers:
-            if not set(mixers.get(m).forms) & set(self.forms):
+            if not set(registry.get(m).forms) & set(self.forms):
                 raise ValueError(f"forms: {m} has none of {', '.join(self.forms)} (it has "
-                                 f"{', '.join(mixers.get(m).forms)})")  # fmt: skip
+                                 f"{', '.join(registry.get(m).forms)})")  # fmt: skip
         if self.kernel**self.levels > 2**16:
             raise ValueError(f"levels: a receptive field of {self.kernel}^{self.levels} tokens is over 65,536")
 
     @property
-    def mixer_spec(self) -> MixerSpec:
-        return MixerSpec(self.d_model, self.window, self.kernel, self.levels, self.chunk, self.d_state)
+    def mixer_spec(self) -> Spec:
+        return Spec(self.d_model, self.window, self.kernel, self.levels, self.chunk, self.d_state)
 
 
+REC_QUICK = registry.tagged("answers_speed.recurrence:quick")  # the models whose recurrence quick times alone
 PRESETS = {
     # no step of the quick lengths takes seconds on a quiet machine; a tighter limit would turn a busy moment at
     # n = 256 into skipped points at n = 1024 (extrapolated)
     # the recurrence alone of minGRU only (the verdict's mixer): all five loops' doubled the run to ~29 s on 2 cores
-    "quick": {"seq_lens": (256, 1024), "warmup": 1, "repeats": 3, "max_point_s": 1.0, "rec_mixers": ("min_gru",)},
+    "quick": {"seq_lens": (256, 1024), "warmup": 1, "repeats": 3, "max_point_s": 1.0, "rec_mixers": REC_QUICK},
     "tiny": {
         "seq_lens": (8, 16),
         "d_model": 16,
@@ -121,20 +118,20 @@ PRESETS = {
 
 def points(cfg: AnswersSpeedConfig) -> list[tuple[str, str]]:
     """(mixer, form) pairs the run measures, in the config's order."""
-    return [(m, f) for m in cfg.mixers for f in mixers.get(m).forms if f in cfg.forms]
+    return [(m, f) for m in cfg.mixers for f in registry.get(m).forms if f in cfg.forms]
 
 
 def predicted_bytes(m: str, form: str, cfg: AnswersSpeedConfig, T: int) -> float:
     """A generous estimate of a point's peak memory, for the guard (as the serial experiment's)."""
     B, d, V = cfg.batch_size, cfg.d_model, cfg.vocab_size
-    activations = B * T * (mixers.get(m).saved_floats(form, cfg.mixer_spec) + 4 * V + 2 * d) * 4
+    activations = B * T * (registry.get(m).saved_floats(form, cfg.mixer_spec) + 4 * V + 2 * d) * 4
     return 2.0 * activations + 4 * (16 * d * d + 2 * V * d) * 4
 
 
 def _prepare(m: str, form: str, cfg: AnswersSpeedConfig, T: int, device: torch.device):
     """(model, one training step, the loss alone, its inputs); seeded, so every form starts from the same weights."""
     torch.manual_seed(cfg.seed)
-    model = mixers.get(m).build(cfg.vocab_size, cfg.mixer_spec, form).to(device)
+    model = registry.get(m).build(cfg.vocab_size, cfg.mixer_spec, 1, form).to(device)
     return (model, *training_step(model, cfg.vocab_size, cfg.batch_size, T, cfg.seed, device))  # serial's step
 
 
@@ -152,7 +149,7 @@ def _finite(model, loss_fn) -> bool:
 def max_error(m: str, form: str, cfg: AnswersSpeedConfig, T: int) -> float:
     """Largest |float32 form − float64 reference form| over one sequence, relative to the reference's largest
     value; NaN where there is no other form or the reference would cost too much. On the CPU, any device."""
-    mixer = mixers.get(m)
+    mixer = registry.get(m)
     ref_form = mixer.reference_form
     if ref_form is None or form == ref_form or T > mixer.reference_max_len:
         return math.nan
@@ -250,9 +247,9 @@ def _time_recurrences(cfg, T: int, models: dict, device, fields: dict, after_rou
 
 def _baseline(family: str, keys) -> tuple | None:
     """The (mixer, form) of the chapter's model of `family` (the LSTM, the Transformer) among `keys`, by record."""
-    kinds = {mixers.get(m).kind: (m, f) for m, f in keys if mixers.get(m).kind is not None}
-    chosen = registry.representative(family, kinds)
-    return kinds.get(chosen) if chosen is not None and registry.get(chosen).representative else None
+    chapter = {m: (m, f) for m, f in keys if CHAPTER in registry.get(m).tags}
+    chosen = registry.representative(family, chapter)
+    return chapter.get(chosen) if chosen is not None and registry.get(chosen).representative else None
 
 
 def _ratio(num: tuple, den: tuple) -> tuple[float, float, float]:
@@ -278,7 +275,7 @@ def _paired(fields: dict) -> None:
         for col, base in (("vs_lstm", lstm), ("vs_transformer", transformer)):
             if base is not None:
                 f[col] = _ratio(timed[base], times)[1]
-        twin = mixers.get(m).traditional  # the model it simplifies, timed in the same rounds (Feng et al.'s ratio)
+        twin = registry.get(m).traditional  # the model it simplifies, timed in the same rounds (Feng et al.'s ratio)
         fused = [k for k in timed if k[0] == twin]
         if twin is not None and fused and form != LOOP:
             f["vs_traditional"] = _ratio(timed[fused[0]], times)[1]
@@ -327,7 +324,7 @@ def run(cfg: AnswersSpeedConfig, on_progress=None) -> pd.DataFrame:
             f = fields[(m, form)]
             if f["status"] == status.OK:
                 history[(m, form)].append((T, f["train_ms"]))
-            mixer = mixers.get(m)
+            mixer = registry.get(m)
             row = {**dict.fromkeys(COLUMNS, math.nan), "mixer": m, "form": form, "family": mixer.family, "seq_len": T, "batch_size": cfg.batch_size,
                    "d_model": cfg.d_model, "seq_steps": mixer.steps(T, form, cfg.mixer_spec),
                    "predicted_bytes": predicted_bytes(m, form, cfg, T), "window": cfg.window, "chunk": cfg.chunk,

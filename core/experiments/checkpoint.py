@@ -39,7 +39,7 @@ COLUMNS = ("model", "bptt", "seq_len", "segment", "segments", "n_layers", "d_mod
 
 @dataclasses.dataclass(frozen=True)
 class CheckpointConfig:
-    models: tuple[str, ...] = spec(("lstm",), choices=lambda: registry.names("checkpoint"),
+    models: tuple[str, ...] = spec(registry.tagged("checkpoint:quick"), choices=registry.tagged("checkpoint"),
                                    help="recurrent models with fused layers")  # fmt: skip
     seq_lens: tuple[int, ...] = spec((256, 1024, 4096), lo=2, hi=65535, help="sequence lengths to sweep")
     segment: int = spec(0, lo=0, hi=65535, help="tokens per checkpointed segment (0 = ⌈√n⌉ at each length)")

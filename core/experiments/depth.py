@@ -28,7 +28,6 @@ from core.findings.depth_text import takeaways
 from core.models import registry
 from core.models.registry import n_heads_for
 
-DEFAULT_MODELS = ("lstm", "lstm_residual", "post_ln", "pre_ln", "no_residual")
 CHUNK_STEPS = 10  # report progress at least every this many training steps …
 CHUNK_SECONDS = 0.3  # … or this often, whichever comes first, so a page can Stop promptly
 
@@ -36,7 +35,7 @@ CHUNK_SECONDS = 0.3  # … or this often, whichever comes first, so a page can S
 @dataclasses.dataclass(frozen=True)
 class DepthConfig:
     models: tuple[str, ...] = spec(
-        DEFAULT_MODELS, choices=lambda: registry.names("depth"), help="which variants to compare"
+        registry.tagged("depth:quick"), choices=registry.tagged("depth"), help="which variants to compare"
     )
     depths: tuple[int, ...] = spec((2, 8), lo=1, hi=64, help="stack depths to train")
     init_depths: tuple[int, ...] = spec(

@@ -22,13 +22,12 @@ from torch import nn
 from core.config import Experiment, Progress, spec
 from core.device import DEVICES, environment, resolve_device
 from core.findings import listing, sci
-from core.models import mixers, registry
+from core.models import registry
 from core.models.layers import n_params
-from core.models.registry import ATTENTION, LayerSpec, n_heads_for
+from core.models.registry import ATTENTION, CHAPTER, Spec, n_heads_for
 from core.results import tidy
 from core.rules import FLAT_FACTOR, REACH_FACTOR
 
-MODELS = ("rnn", "lstm", "gru", "attention", "lstm_attention")  # the last: attention over an LSTM (#17)
 COLUMNS = (
     "model",
     "seq_len",
@@ -51,8 +50,8 @@ JACOBIAN_CHUNK = 64  # Jacobian rows per backward pass, so memory stays bounded 
 @dataclasses.dataclass(frozen=True)
 class GradientReachConfig:
     models: tuple[str, ...] = spec(
-        MODELS,
-        choices=lambda: registry.names("gradient_reach") + mixers.names("gradient_reach"),
+        registry.tagged("gradient_reach:quick"),  # the chapter's, and attention over an LSTM (#17)
+        choices=registry.tagged("gradient_reach"),
         help="which layers to compare (page 5's mixers included)",
     )
     seq_len: int = spec(200, lo=2, hi=4096, help="T: length of the input sequence")
@@ -67,7 +66,7 @@ class GradientReachConfig:
     seed: int = spec(0, lo=0, hi=2**31 - 1)
 
     def check(self):
-        if any(not _recurrent(m) for m in self.models) and self.d_model % n_heads_for(self.d_model):
+        if any(not registry.get(m).recurrent for m in self.models) and self.d_model % n_heads_for(self.d_model):
             raise ValueError(f"d_model: {self.d_model} must be divisible by the number of heads")
 
 
@@ -86,12 +85,6 @@ PRESETS = {
 }
 
 
-def _recurrent(name: str) -> bool:
-    """Whether a model kind or one of page 5's mixers (core.models.mixers, a registry of its own) is recurrent."""
-    kind = registry.KINDS.get(name)
-    return kind.recurrent if kind is not None else mixers.get(name).family == registry.RECURRENT
-
-
 def spectral_radius(w: torch.Tensor) -> float:
     # to the CPU first, then float64: MPS has no float64, and eigvals runs on the CPU anyway
     return float(torch.linalg.eigvals(w.detach().cpu().double()).abs().max())
@@ -100,10 +93,10 @@ def spectral_radius(w: torch.Tensor) -> float:
 def build_layer(name: str, cfg: GradientReachConfig) -> nn.Module:
     """One layer of width d_model at initialisation: (B, T, d) → (B, T, d); seeded by cfg.seed."""
     torch.manual_seed(cfg.seed)
-    if name in mixers.names("gradient_reach"):  # page 5's mixers: `reach_depth` layers of the parallel form
-        return mixers.get(name).reach_layer(cfg.d_model)
     kind = registry.get(name)
-    layer = kind.layer(LayerSpec(cfg.d_model, forget_bias=cfg.forget_bias))
+    if CHAPTER not in kind.tags:  # page 5's mixers: `reach_depth` layers of the parallel form
+        return kind.reach_layer(cfg.d_model)
+    layer = kind.layer(Spec(cfg.d_model, forget_bias=cfg.forget_bias))
     if kind.recurrent_weight is not None and cfg.rnn_radius > 0:
         with torch.no_grad():
             w = kind.recurrent_weight(layer)
@@ -157,8 +150,8 @@ def run(cfg: GradientReachConfig, on_progress=None) -> pd.DataFrame:
         ms = (time.perf_counter() - t0) * 1e3
         finite = bool(torch.isfinite(norms).all())
         k_reach = reach(norms) if finite else math.nan
-        kind = registry.KINDS.get(name)  # None for page 5's mixers: no recurrent matrix, no forget gate
-        weight = kind.recurrent_weight if kind is not None else None
+        kind = registry.get(name)  # page 5's mixers: no recurrent matrix, no forget gate
+        weight = kind.recurrent_weight
         radius = spectral_radius(weight(layer)) if weight is not None else math.nan
         underflow = int((norms == 0).sum())
         note = f"{underflow} distances below float32's smallest number (exactly 0)" if underflow else ""
@@ -173,7 +166,7 @@ def run(cfg: GradientReachConfig, on_progress=None) -> pd.DataFrame:
                 "reach": k_reach,
                 "params": n_params(layer),
                 "rnn_radius": radius,
-                "forget_bias": cfg.forget_bias if kind is not None and kind.forget_gate else math.nan,
+                "forget_bias": cfg.forget_bias if kind.forget_gate else math.nan,
                 "compute_ms": ms,
                 "status": "ok" if finite else "diverged",
                 "note": note if finite else "gradient overflowed to inf/NaN",
@@ -194,10 +187,9 @@ def to_frame(rows: list[dict]) -> pd.DataFrame:
 
 def path_length(model: str) -> str:
     """Vaswani et al. 2017, Table 1: maximum path length between two positions, for a layer of this family."""
-    if registry.family_of(model) is None and model in mixers.MIXERS:  # page 5's mixers: their Table 1 row's
-        return mixers.get(model).path
-    if registry.find([model], table1_row="recurrent_attention"):  # attention over the states: one step, as Table 1
-        return "O(1)"  # on the home page says (core.scoreboard)
+    known = registry.MODELS.get(model)  # its Table 1 row's (attention over the states: one step, as Table 1 on
+    if known is not None and known.table1:  # the home page says, core.scoreboard)
+        return known.path
     return "O(n)" if registry.family_of(model) == registry.RECURRENT else "O(1)"
 
 

@@ -28,7 +28,6 @@ from core.models.layers import n_params
 from core.models.registry import ATTENTION, n_heads_for
 from core.results import tidy
 
-MODELS = ("lstm", "transformer", "lstm_attention")  # the chapter's two, and attention bolted onto the LSTM (#17)
 COLUMNS = (
     "task",
     "model",
@@ -53,7 +52,9 @@ COLUMNS = (
 @dataclasses.dataclass(frozen=True)
 class LongRangeConfig:
     tasks: tuple[str, ...] = spec(("recall",), choices=task_lib.TASKS, help="recall = one name; mqar = several pairs")
-    models: tuple[str, ...] = spec(MODELS, choices=lambda: registry.names("long_range"), help="which models to train")
+    models: tuple[str, ...] = spec(
+        registry.tagged("long_range"), choices=registry.tagged("long_range"), help="which models to train"
+    )
     distances: tuple[int, ...] = spec(
         (4, 16, 60), lo=1, hi=4095, help="tokens between the fact and its question; each < seq_len"
     )

@@ -1,6 +1,6 @@
 """Page 5, what a fixed state costs: recall accuracy against the bytes a model keeps per sequence while generating.
 
-Every mixer of page 5 (in Zoology's residual blocks with a short convolution, core.models.mixers.stack) and the
+Every mixer of page 5 (in Zoology's residual blocks with a short convolution, core.models.stack) and the
 chapter's LSTM and Transformer, trained with the same optimizer, steps and batches on multi-query associative recall
 (`core.tasks`' MQAR: key–value pairs, a gap, then the keys again) and on selective copying (Gu & Dao 2023). Each
 row records the model's **state at inference** — the numbers it carries from one token to the next after reading
@@ -27,13 +27,12 @@ from core.config import Experiment, spec
 from core.device import DEVICES, environment, resolve_device, torch_threads
 from core.experiments.long_range import ChunkRows, train_chunks
 from core.findings.recall_frontier import takeaways
-from core.models import mixers
+from core.models import registry
 from core.models.layers import n_params
-from core.models.mixers import MixerSpec
+from core.models.registry import ANSWERS, Spec
 from core.results import tidy
 
 TASKS = ("mqar", "selective_copy")
-QUICK_MIXERS = ("transformer", "linear_attention", "min_gru", "lstm")
 BYTES_PER_FLOAT = 4  # float32 states
 STOP_AT = 0.99  # two evaluations in a row at or above this end a run early (stop_when_solved)
 COLUMNS = ("task", "mixer", "form", "d_model", "n_pairs", "seq_len", "state_bytes", "params", "step", "loss",
@@ -44,7 +43,9 @@ COLUMNS = ("task", "mixer", "form", "d_model", "n_pairs", "seq_len", "state_byte
 class RecallFrontierConfig:
     tasks: tuple[str, ...] = spec(("mqar",), choices=TASKS,
                                   help="mqar = key-value recall; selective_copy = copy the tokens among blanks")  # fmt: skip
-    mixers: tuple[str, ...] = spec(QUICK_MIXERS, choices=mixers.names, help="which models to train")
+    mixers: tuple[str, ...] = spec(
+        registry.tagged("recall_frontier:quick"), choices=registry.tagged(ANSWERS), help="which models to train"
+    )
     d_models: tuple[int, ...] = spec((32, 16), lo=8, hi=512, help="widths: every one at the largest n_pairs, "
                                                                    "and every n_pairs at the first")  # fmt: skip
     n_pairs: tuple[int, ...] = spec((4, 8), lo=1, hi=64, help="key-value pairs: every count at the pairs width")
@@ -110,8 +111,8 @@ class RecallFrontierConfig:
     def width_for_copy(self) -> int:
         return self.copy_width or self.width_for_pairs
 
-    def mixer_spec(self, d_model: int) -> MixerSpec:
-        return MixerSpec(d_model, n_heads=self.heads)
+    def mixer_spec(self, d_model: int) -> Spec:
+        return Spec(d_model, n_heads=self.heads)
 
 
 PRESETS = {
@@ -121,7 +122,7 @@ PRESETS = {
     "quick": {},
     "tiny": {
         "tasks": TASKS,
-        "mixers": ("transformer", "min_gru"),
+        "mixers": registry.tagged("recall_frontier:tiny"),
         "d_models": (8,),
         "n_pairs": (2,),
         "seq_len": 12,
@@ -146,7 +147,7 @@ PRESETS = {
     # steps the models spread from 16% to 85%
     "full": {
         "tasks": TASKS,
-        "mixers": mixers.names("recall_frontier"),
+        "mixers": registry.tagged("recall_frontier"),
         "d_models": (16, 32, 64),
         "n_pairs": (4, 8, 16),
         "seq_len": 64,
@@ -177,18 +178,18 @@ def runs(cfg: RecallFrontierConfig) -> list[tuple[str, int, int]]:
 def state_bytes(mixer: str, d_model: int, cfg: RecallFrontierConfig) -> int:
     """What the model keeps per sequence between tokens after reading seq_len tokens (float32): its layers' states
     and short-convolution buffers; for attention, the KV cache of all seq_len tokens."""
-    return BYTES_PER_FLOAT * mixers.get(mixer).stack_state_floats(cfg.seq_len, cfg.mixer_spec(d_model), cfg.n_layers)
+    return BYTES_PER_FLOAT * registry.get(mixer).stack_state_floats(cfg.seq_len, cfg.mixer_spec(d_model), cfg.n_layers)
 
 
-def fastest_form(mixer: str, spec_: MixerSpec, x: torch.Tensor) -> str:
+def fastest_form(mixer: str, spec_: Spec, x: torch.Tensor) -> str:
     """The form that runs one forward and backward fastest here, timed once after a warm-up (every form computes
     the same function, tested in tests/test_mixers.py; only the time differs)."""
-    forms = mixers.get(mixer).forms
+    forms = registry.get(mixer).forms
     if len(forms) == 1:
         return forms[0]
     times = {}
     for form in forms:
-        layer = mixers.get(mixer).layer(spec_, form).to(x.device)
+        layer = registry.get(mixer).layer(spec_, form).to(x.device)
         for timed in (False, True):
             start = time.perf_counter()
             layer(x).sum().backward()
@@ -233,7 +234,7 @@ def train_one(cfg, seed, task, name, d, pairs, form, eval_batch, device, env, em
     """Train one (task, mixer, width, pairs) run with core.train; `emit(row)` after every chunk of eval_every steps."""
     V = task_lib.vocab_size(task, cfg.n_keys)
     torch.manual_seed(seed)
-    model = mixers.get(name).stack(V, cfg.mixer_spec(d), cfg.n_layers, form).to(device)
+    model = registry.get(name).stack(V, cfg.mixer_spec(d), cfg.n_layers, form).to(device)
     g = torch.Generator().manual_seed(seed)  # every model sees exactly the same training batches
     base = {"task": task, "mixer": name, "form": form, "d_model": d, "n_pairs": pairs, "seq_len": cfg.seq_len,
             "state_bytes": state_bytes(name, d, cfg), "params": n_params(model), "chance": 1.0 / cfg.n_keys,

@@ -33,7 +33,6 @@ from core.models import registry
 from core.models.registry import n_heads_for
 from core.results import tidy
 
-MODELS = ("rnn", "lstm", "gru", "lstm_loop", "transformer", "lstm_attention")  # the last: attention on an LSTM
 COLUMNS = ("model", "seq_len", "threads", "threads_requested", "train_ms", "train_iqr_ms", "noisy", "speedup",
            "speedup_q25", "speedup_q75", "efficiency", "repeats", "serial_fraction", "serial_fraction_se",
            "serial_fraction_lo", "serial_fraction_hi", "fit_points", "fit_flag", "gpu_width",
@@ -43,7 +42,9 @@ COLUMNS = ("model", "seq_len", "threads", "threads_requested", "train_ms", "trai
 
 @dataclasses.dataclass(frozen=True)
 class ScalingConfig:
-    models: tuple[str, ...] = spec(MODELS, choices=lambda: registry.names("scaling"), help="which models to time")
+    models: tuple[str, ...] = spec(
+        registry.tagged("scaling"), choices=registry.tagged("scaling"), help="which models to time"
+    )
     max_threads: int = spec(0, lo=0, hi=1024, help="most threads to try: 1, 2, 4, … and this (0 = every usable "
                             "core; more than the cores oversubscribes them)")  # fmt: skip
     seq_lens: tuple[int, ...] = spec((256, 1024), lo=2, hi=65535, help="sequence lengths to sweep")

@@ -25,7 +25,6 @@ from core.models.layers import n_params
 from core.models.registry import RECURRENT, n_heads_for
 from core.results import tidy
 
-MODELS = ("rnn", "lstm", "gru", "lstm_loop", "transformer", "lstm_attention")  # any kind for "serial" runs
 COLUMNS = ("model", "n_layers", "d_model", "batch_size", "seq_len", "params", "train_ms", "train_iqr_ms",
            "noisy", "ratio_to_recurrent", "ratio_q25", "ratio_q75", "ratio_base", "tokens_per_s",
            "saved_bytes", "peak_bytes", "predicted_bytes", "seq_steps", "flops", "flop_convention",
@@ -35,7 +34,11 @@ COLUMNS = ("model", "n_layers", "d_model", "batch_size", "seq_len", "params", "t
 
 @dataclasses.dataclass(frozen=True)
 class SerialConfig:
-    models: tuple[str, ...] = spec(MODELS, choices=lambda: registry.names("serial"), help="which models to compare")
+    models: tuple[str, ...] = spec(
+        registry.tagged("serial"),
+        choices=registry.tagged("serial"),
+        help="which models to compare (every model tagged serial)",
+    )
     d_model: int = spec(128, lo=8, hi=4096, help="width of every model (hidden size, embedding size)")
     n_layers: int = spec(1, lo=1, hi=32, help="stacked layers in every model")
     batch_size: int = spec(8, lo=1, hi=1024, help="sequences per training step")

@@ -11,9 +11,8 @@ import pandas as pd
 
 from core import fit, status
 from core.memory_formulas import format_bytes, tokens_held
-from core.models import mixers
-from core.models.mixers import CONVOLUTION, LOOP
-from core.models.registry import ATTENTION, RECURRENT, family_of
+from core.models import registry
+from core.models.registry import ANSWERS, ATTENTION, CHAPTER, CONVOLUTION, LOOP, RECURRENT, Spec, family_of
 
 FENG_N = 512  # Feng et al. 2024 (T4 GPU, vs the sequential versions): the published speed-ups at this length
 FENG = {"min_gru": 175.0, "min_lstm": 235.0}
@@ -27,7 +26,7 @@ def _ok(df: pd.DataFrame | None) -> pd.DataFrame:
 
 def row_of(m: str, table1: str) -> bool:
     """Whether `m` is a mixer of that Table 1 row (False for a name from another version of the lab)."""
-    return m in mixers.MIXERS and mixers.get(m).table1 == table1
+    return registry.has(m, ANSWERS) and registry.get(m).table1 == table1
 
 
 def name(tr, m: str) -> str:
@@ -189,10 +188,10 @@ def speed_takeaways(df: pd.DataFrame, tr) -> list[str]:
     if len(ok) and "vs_lstm" in ok:
         n = int(ok["seq_len"].max())
         at = ok[ok["seq_len"] == n].set_index(["mixer", "form"])
-        known = [k for k in at.index if k[0] in mixers.MIXERS]
-        base = {fam: [k for k in known if mixers.get(k[0]).kind and family_of(mixers.get(k[0]).kind) == fam]
+        known = [k for k in at.index if registry.has(k[0], ANSWERS)]
+        base = {fam: [k for k in known if registry.has(k[0], CHAPTER) and family_of(k[0]) == fam]
                 for fam in (RECURRENT, ATTENTION)}  # fmt: skip
-        new = at.loc[[k for k in known if mixers.get(k[0]).kind is None]]
+        new = at.loc[[k for k in known if not registry.has(k[0], CHAPTER)]]
         if base[RECURRENT] and base[ATTENTION] and len(new):
             best = new["train_ms"].idxmin()
             out.append(tr("answers.take.baselines", n=n, lstm=ms_text(at.loc[base[RECURRENT][0], "train_ms"]),
@@ -223,14 +222,14 @@ def decode_fits(df: pd.DataFrame | None) -> pd.DataFrame:
     ok = _ok(df)
     rows = []
     for m, g in ok.groupby("mixer", sort=False) if len(ok) else ():
-        if m not in mixers.MIXERS:
+        if not registry.has(m, ANSWERS):
             continue
         g = g.sort_values("context_len")
         x = g["context_len"].astype(float)
         mem = fit.tail_fit(x, g["state_bytes"], points=len(g))
         ms = fit.tail_fit(x, g["ms_per_token"], points=len(g))
         last = g.iloc[-1]
-        rows.append({"mixer": m, "family": mixers.get(m).family, "mem_slope": mem[0], "mem_se": mem[1],
+        rows.append({"mixer": m, "family": registry.get(m).family, "mem_slope": mem[0], "mem_se": mem[1],
                      "time_slope": ms[0], "time_se": ms[1], "n": int(last["context_len"]),
                      "bytes": float(last["state_bytes"]), "ms": float(last["ms_per_token"]),
                      "predicted": float(last.get("predicted_bytes", math.nan)), "points": len(g)})  # fmt: skip
@@ -286,10 +285,8 @@ def reach_profiles(df: pd.DataFrame | None) -> pd.DataFrame:
         T = int(g["distance"].max()) + 1
         end = int(nonzero.max()) + 1 if len(nonzero) else 0
         back = g[g["distance"] >= 1]["grad_norm"]
-        if m in mixers.MIXERS:
-            table1 = mixers.get(m).table1
-        else:  # the chapter's layers, as the long-range page measures them
-            table1 = "recurrent" if family_of(m) == RECURRENT else "self_attention"
+        table1 = registry.get(m).table1 if registry.has(m, ANSWERS) else None  # else the chapter's layers, as
+        table1 = table1 or ("recurrent" if family_of(m) == RECURRENT else "self_attention")  # the long-range page
         # an end only where the layer has one (a window, a receptive field): a recurrence's far gradients can
         # underflow to exactly 0 in float32 too, without its path ending there
         ends = table1 in ("restricted", "convolutional") and end < T
@@ -308,13 +305,13 @@ def reach_takeaways(df: pd.DataFrame, tr) -> list[str]:
     if len(decays):
         out.append(tr("answers.take.decay", names=tr("answers.sep").join(name(tr, m) for m in decays["model"]),
                       lo=int(decays["reach"].min()), hi=int(decays["reach"].max())))  # fmt: skip
-    for _, r in prof[prof["end"].notna() & prof["model"].isin(list(mixers.MIXERS))].iterrows():
-        spec = mixers.MixerSpec(r["d_model"])
-        if mixers.get(r["model"]).family == CONVOLUTION:
+    for _, r in prof[prof["end"].notna() & prof["model"].isin(registry.names(ANSWERS))].iterrows():
+        spec = Spec(r["d_model"])
+        if registry.get(r["model"]).family == CONVOLUTION:
             out.append(tr("answers.take.field", end=int(r["end"]) - 1, k=spec.kernel, levels=spec.levels,
                           field=spec.kernel**spec.levels))  # fmt: skip
         else:
-            layers = mixers.get(r["model"]).reach_depth
+            layers = registry.get(r["model"]).reach_depth
             out.append(tr("answers.take.window_reach", end=int(r["end"]) - 1, layers=layers, r=spec.window,
                           per=spec.window - 1))  # fmt: skip
     level = prof[prof["reach"].isna() & prof["end"].isna() & (prof["lo"] > 0)]

@@ -14,7 +14,7 @@ from core import status
 from core.findings import listing
 from core.findings.long_range import pct, seed_spread
 from core.memory_formulas import KV_PAGE, format_bytes
-from core.models import mixers
+from core.models import registry
 from core.rules import NEAR_CHANCE, SEPARATED, SOLVED
 
 ATTENTION_MODEL = "transformer"
@@ -125,7 +125,7 @@ def copy_groups(df: pd.DataFrame) -> dict | None:
     c = copying(df)
     if not len(c):
         return None
-    kind = {m: mixers.get(m).selective for m in c["mixer"] if m in mixers.MIXERS}
+    kind = {m: registry.get(m).selective for m in c["mixer"] if m in registry.MODELS}
     sel = c[[kind.get(m) is True for m in c["mixer"]]]
     fixed = c[[kind.get(m) is False for m in c["mixer"]]]
     if not len(sel) or not len(fixed):
@@ -192,7 +192,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                           what=tr(f"recall.state.{m}")))  # fmt: skip
         if att_best is not None:
             d, layers = int(att_best["d_model"]), int(att_best.get("n_layers", 2))
-            cache = lambda n: BYTES * layers * mixers.get(ATTENTION_MODEL).state_floats(n, mixers.MixerSpec(d))
+            cache = lambda n: BYTES * layers * registry.get(ATTENTION_MODEL).state_floats(n, registry.Spec(d))
             per_token = cache(KV_PAGE) / KV_PAGE  # it grows a page at a time: a whole page's bytes per token
             out.append(tr("recall.take.cache", T=T, state=format_bytes(att_best["state_bytes"]), d=d,
                           per_token=format_bytes(per_token), T2=f"{10 * T:,}",

@@ -202,7 +202,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                         util=f"{100 * at_c.loc[loop, 'utilization']:.0f}",
                     )
                 )
-        hybrid = registry.find(at_c.index, table1_row="recurrent_attention")  # attention over a recurrence
+        hybrid = registry.find(at_c.index, table1="recurrent_attention")  # attention over a recurrence
         if hybrid is not None:
             h = at_c.loc[hybrid]
             times = lambda x: f"{x:.2g}" if x < 1 else f"{x:.1f}" if x < 10 else f"{x:.0f}"  # 1.0×, not 1×

@@ -1,2 +1,7 @@
-"""Models: the layers (`core.models.layers`, torch) and the registry of model kinds (`core.models.registry`, which
-imports torch only when it builds a layer)."""
+"""Models: the layers (`core.models.layers`, torch) and the registry of models (`core.models.registry`, which
+imports torch only when it builds a layer), filled here: page 5's mixers first (the order of its runs and charts),
+then the chapter's models."""
+
+# isort: off
+from core.models import mixers  # noqa: F401
+from core.models import chapter  # noqa: F401

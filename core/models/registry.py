@@ -1,9 +1,14 @@
-"""The model registry: one record per model kind holds everything that differs between kinds.
+"""The model registry: one record per model — the chapter's and page 5's mixers alike — holds everything that
+differs between models.
 
-How to build a kind's layer, whether it is recurrent, how many dependent steps a layer takes for n tokens, its
-analytic forward FLOPs and parameter count, what it keeps for backward, its initialisation: the record answers, so
-no experiment, chart or page asks a kind's name (zoology's mixers/, lm-evaluation-harness's task registry).
-Adding a kind is one `register(ModelKind(...))` call plus its catalogue strings (`model.<name>` in core/locales).
+How to build its layer in each of its forms, whether it is recurrent, how many dependent steps a layer takes for
+n tokens, its analytic forward FLOPs and parameter count, what it keeps for backward and between tokens, its row of
+Vaswani et al.'s Table 1, its source, colour and tags: the record answers, so no experiment, chart or page asks a
+model's name (zoology's mixers/, lm-evaluation-harness's task registry). Experiments choose models by tag
+(`names(tag)`): an experiment's name offers a model there, `<experiment>:<preset>` puts it in that preset's run
+where the preset runs fewer than it offers. Adding a model is one module with one `register(Model(...))` call plus
+its catalogue strings (`model.<name>` in core/locales); core.models.chapter holds the chapter's records,
+core.models.mixers page 5's.
 
 Torch is imported only when a layer is built: the home page and the findings read the records without it.
 """
@@ -22,14 +27,29 @@ if TYPE_CHECKING:
     from core.models.layers import LanguageModel
 
 RECURRENT, ATTENTION = "recurrent", "attention"  # the two families the chapter compares
+CONVOLUTION = "convolution"  # neither a state nor attention: a fixed receptive field (page 5's dilated convolution)
+LOOP, SCAN, CHUNKED, FUSED = "loop", "scan", "chunked", "fused"
+FORMS = (LOOP, SCAN, CHUNKED, FUSED)
+# Vaswani et al. 2017, Table 1, maximum path length per row, page 5's new row (a linear recurrence as a scan) and
+# the home page's row beyond the chapter's pair: attention over a recurrence's states, one step between tokens
+PATHS = {"self_attention": "O(1)", "recurrent": "O(n)", "convolutional": "O(log_k n)", "restricted": "O(n/r)",
+         "scan": "O(n)", "recurrent_attention": "O(1)"}  # fmt: skip
+CHAPTER, ANSWERS = "chapter", "answers"  # tags: the chapter's own models; page 5's mixer interface (its models)
+SELECTIVE, TIME_INVARIANT = "selective", "time_invariant"  # tags: what it keeps depends on the token read, or not
 
 
 @dataclasses.dataclass(frozen=True)
-class LayerSpec:
-    """What a layer is built from: width, heads, attention path, causality, LSTM forget-gate bias."""
+class Spec:
+    """What a layer is built from: width, heads, attention path, causality, forget-gate bias, and the size
+    parameters some of page 5's mixers have."""
 
     d_model: int
-    n_heads: int | None = None  # None: heads of size 32 where d_model allows (n_heads_for)
+    window: int = 32  # sliding window: tokens each query sees (itself included)
+    kernel: int = 2  # dilated convolution: kernel size k (dilations k^i: doubling for k = 2)
+    levels: int = 6  # dilated convolution: layers, so the receptive field is k^levels tokens
+    chunk: int = 64  # linear attention, chunked form: tokens per chunk
+    d_state: int = 16  # selective SSM: state numbers per channel (Mamba's N)
+    n_heads: int | None = None  # None or 0: heads of size 32 where d_model allows (n_heads_for)
     impl: str = "sdpa"  # attention: 'sdpa' (fused kernels) or 'naive' (explicit, its probabilities readable)
     causal: bool = True
     forget_bias: float | None = None  # None: PyTorch's own init
@@ -48,35 +68,64 @@ def n_heads_for(d_model: int) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class ModelKind:
-    """A model kind: its layer and the facts about it that experiments, FLOP counts and charts need."""
+class Model:
+    """A model: its layer in each form and the facts about it that experiments, FLOP counts and charts need."""
 
     name: str
-    family: str  # RECURRENT (information flows through a state, step by step) or ATTENTION
-    make_layer: Callable[[LayerSpec], nn.Module]  # one layer, (B, T, d) → (B, T, d)
-    layer_flops: Callable[..., int]  # forward FLOPs of one layer for (batch, seq_len, d_model, causal=True)
-    layer_params: Callable[[int], int]  # parameters of one layer at width d_model
-    activation_floats: int  # a generous count of floats per token and d_model kept per layer (memory guard)
-    experiments: frozenset  # the experiments that offer this kind
+    family: str  # RECURRENT (information flows through a state, step by step), ATTENTION or CONVOLUTION
+    make: Callable[[Spec, str], nn.Module]  # one layer in one form, (B, T, d) → (B, T, d)
+    tags: frozenset  # where it is offered and run (see the module's docstring), CHAPTER, ANSWERS, SELECTIVE…
+    color: str | None = None  # its colour on every chart (recurrent models warm, attention cool); None: a default
+    layer_flops: Callable[..., int] | None = None  # forward FLOPs of one layer for (batch, seq_len, d, causal=True)
+    layer_params: Callable[[int], int] | None = None  # parameters of one layer at width d_model
+    activation_floats: int = 0  # a generous count of floats per token and d_model kept per layer (memory guard)
+    forms: tuple[str, ...] = (FUSED,)  # the forms it offers; the first is the reference the others are tested against
+    steps: Callable[[int, str, Spec], int] | None = None  # dependent steps of one layer's forward pass, per form
+    state_floats: Callable[[int, Spec], int] | None = None  # numbers kept per sequence between tokens, after n
+    saved: Callable[[str, Spec], int] | None = None  # floats per token kept for backward; None: activation_floats·d
+    decoder: Callable[[nn.Module], nn.Module] | None = None  # wraps its layer so it reads one token at a time
+    table1: str | None = None  # its row of Table 1 (PATHS): self_attention, recurrent, convolutional, restricted…
+    source: str = ""  # the paper the layer follows
     positions: bool = False  # sinusoidal positions added to the embedding (attention has no order of its own)
     final_norm: bool = False  # a LayerNorm before the head (Pre-LN stacks)
     fused: bool = True  # a library kernel (cuDNN/oneDNN, SDPA); False: an explicit Python loop
-    twin: str | None = None  # the fused kind that computes the same function (for the explicit loop)
+    twin: str | None = None  # the fused model that computes the same function (for the explicit loop)
+    traditional: str | None = None  # the model it simplifies (minGRU: the GRU), as Feng et al. compare them
     representative: bool = False  # the family's model in the chapter's comparison (the LSTM, the Transformer)
-    forget_gate: bool = False  # an LSTM forget gate whose bias LayerSpec.forget_bias sets
+    forget_gate: bool = False  # an LSTM forget gate whose bias Spec.forget_bias sets
     residual: bool = False  # a skip connection around each layer
     norm: str = "none"  # LayerNorm placement: 'pre', 'post' or 'none'
     recurrent_weight: Callable[[nn.Module], object] | None = None  # a tanh RNN's W_hh, whose spectral radius matters
-    color: str | None = None  # its colour on every chart (recurrent models warm, attention cool); None: a default
-    table1_row: str | None = None  # the home page's Table 1 row it fills beyond the chapter's pair, if any
+    reach_depth: int = 1  # layers stacked when its gradient reach is measured (restricted attention: steps of r)
+    reference: str | None = None  # the form its others are checked against in float64 (default: its first form)
+    reference_max_len: int = 1 << 20  # the longest sequence that check runs at (a dense reference costs n²)
 
     @property
     def recurrent(self) -> bool:
         return self.family == RECURRENT
 
-    def layer(self, spec: LayerSpec) -> nn.Module:
-        """One layer at initialisation, its forget-gate bias set if asked."""
-        layer = self.make_layer(spec)
+    @property
+    def selective(self) -> bool | None:
+        """Does what it keeps or forgets depend on the token read (a gate or step computed from the input: Mamba's
+        "selection")? False: a fixed decay or kernel, the same at every position (time-invariant); None: neither
+        tag (attention, which keeps every token and chooses among them by content)."""
+        return True if SELECTIVE in self.tags else False if TIME_INVARIANT in self.tags else None
+
+    @property
+    def path(self) -> str:
+        """Table 1's maximum path length for its row."""
+        return PATHS[self.table1]
+
+    @property
+    def reference_form(self) -> str | None:
+        return self.reference or (self.forms[0] if len(self.forms) > 1 else None)
+
+    def layer(self, spec: Spec, form: str | None = None) -> nn.Module:
+        """One layer in one form (its last by default) at initialisation, its forget-gate bias set if asked."""
+        form = form or self.forms[-1]
+        if form not in self.forms and form != self.reference:  # a reference form is built for checks only
+            raise ValueError(f"forms: {self.name} has no {form!r} form (it has {', '.join(self.forms)})")
+        layer = self.make(spec, form)
         if self.forget_gate and spec.forget_bias is not None:
             from torch import nn
 
@@ -87,12 +136,53 @@ class ModelKind:
                     set_forget_bias(m, spec.forget_bias)
         return layer
 
-    def build(self, vocab_size: int, d_model: int, n_layers: int, **spec) -> LanguageModel:
-        """The language model of this kind: embedding → n_layers layers → head (LayerSpec fields as keywords)."""
+    def mixer(self, spec: Spec, form: str | None = None) -> nn.Module:
+        """Its layer as page 5 runs it: one that can also decode a token at a time (`step`, `prefill`)."""
+        layer = self.layer(spec, form)
+        return self.decoder(layer) if self.decoder is not None else layer
+
+    def build(self, vocab_size: int, d_model: int | Spec, n_layers: int = 1, form: str | None = None,
+              **spec) -> LanguageModel:  # fmt: skip
+        """The language model: embedding → n_layers layers → head (a Spec, or a width and Spec fields)."""
         from core.models.layers import LanguageModel
 
-        s = LayerSpec(d_model, **spec)
-        return LanguageModel(vocab_size, d_model, n_layers, lambda: self.layer(s), self.positions, self.final_norm)
+        s = d_model if isinstance(d_model, Spec) else Spec(d_model, **spec)
+        make = lambda: self.layer(s, form)
+        return LanguageModel(vocab_size, s.d_model, n_layers, make, self.positions, self.final_norm)
+
+    def stack(self, vocab_size: int, spec: Spec, n_layers: int, form: str | None = None) -> nn.Module:
+        """A deep language model: `n_layers` residual blocks of this mixer with a short convolution in front
+        (core.models.stack), the same block for every mixer so the mixer is the only difference: the chapter's
+        fused LSTM as it is, its Transformer as causal softmax attention (sinusoidal positions added)."""
+        from core.models.layers import LanguageModel, SelfAttention
+        from core.models.stack import MixerBlock
+
+        if self.positions:  # the chapter's attention: attention alone, which has no order of its own
+            make = lambda: SelfAttention(spec.d_model, spec.heads)
+        else:
+            make = lambda: self.layer(spec, form)
+        block = lambda: MixerBlock(spec.d_model, make())
+        return LanguageModel(vocab_size, spec.d_model, n_layers, block, positions=self.positions, final_norm=True)
+
+    def stack_state_floats(self, n: int, spec: Spec, n_layers: int) -> int:
+        """Numbers a `stack` keeps per sequence between tokens after n tokens: every layer's state (for attention
+        its KV cache), plus the last kernel − 1 inputs of each short convolution."""
+        from core.models.stack import CONV_KERNEL
+
+        return n_layers * (self.state_floats(n, spec) + (CONV_KERNEL - 1) * spec.d_model)
+
+    def saved_floats(self, form: str, spec: Spec) -> int:
+        """A generous count of floats per token kept for backward by one layer in `form`."""
+        return self.saved(form, spec) if self.saved is not None else self.activation_floats * spec.d_model
+
+    def reach_layer(self, d_model: int) -> nn.Module:
+        """What page 5's gradient reach is measured on: `reach_depth` layers of its first form, default sizes. The
+        first form, the sequential one where there is one: the log-space scan's backward has a float32 floor (its
+        decay gradients are 1 − Σ weights), ~1e-6 of the largest, where the true gradient keeps falling."""
+        from torch import nn
+
+        spec = Spec(d_model)
+        return nn.Sequential(*(self.layer(spec, self.forms[0]) for _ in range(self.reach_depth)))
 
     def seq_steps(self, seq_len: int, n_layers: int) -> int:
         """Dependent steps on the critical path of one forward pass: n per recurrent layer, 1 per attention layer."""
@@ -111,158 +201,70 @@ class ModelKind:
         return body + fl.head_forward(batch_size, seq_len, d_model, vocab_size)
 
 
-KINDS: dict[str, ModelKind] = {}
+MODELS: dict[str, Model] = {}
 
 
-def register(kind: ModelKind) -> ModelKind:
-    if kind.family not in (RECURRENT, ATTENTION):
-        raise ValueError(f"family: {kind.family!r} is not one of {RECURRENT}, {ATTENTION}")
-    KINDS[kind.name] = kind
-    return kind
+def register(model: Model) -> Model:
+    if model.family not in (RECURRENT, ATTENTION, CONVOLUTION):
+        raise ValueError(f"family: {model.family!r} is not one of {RECURRENT}, {ATTENTION}, {CONVOLUTION}")
+    MODELS[model.name] = model
+    return model
 
 
 def unregister(name: str) -> None:
-    KINDS.pop(name, None)
+    MODELS.pop(name, None)
 
 
-def get(name: str) -> ModelKind:
-    if name not in KINDS:
-        raise ValueError(f"model: {name!r} is not one of {', '.join(KINDS)}")
-    return KINDS[name]
+def get(name: str) -> Model:
+    if name not in MODELS:
+        raise ValueError(f"model: {name!r} is not one of {', '.join(MODELS)}")
+    return MODELS[name]
+
+
+def has(name: str, tag: str) -> bool:
+    """Is `name` a registered model with `tag` (False for a name no record knows: a row from another version)?"""
+    return name in MODELS and tag in MODELS[name].tags
 
 
 def family_of(name: str) -> str | None:
     """A model's family; None for a name no record knows (a row from another version of the lab)."""
-    kind = KINDS.get(name)
-    return kind.family if kind is not None else None
+    model = MODELS.get(name)
+    return model.family if model is not None else None
 
 
 FALLBACK_COLORS = ("#2ca02c", "#9467bd", "#8c564b", "#bcbd22", "#17becf", "#7f7f7f")
 
 
 def colors(models) -> tuple[list[str], list[str]]:
-    """(domain, range) of a chart's colour scale over `models`: each kind's own colour, others from a palette."""
+    """(domain, range) of a chart's colour scale over `models`: each model's own colour, others from a palette."""
     domain = list(dict.fromkeys(models))
     spare = iter(FALLBACK_COLORS * (1 + len(domain) // len(FALLBACK_COLORS)))
-    return domain, [(KINDS[m].color if m in KINDS and KINDS[m].color else next(spare)) for m in domain]
+    return domain, [(MODELS[m].color if m in MODELS and MODELS[m].color else next(spare)) for m in domain]
 
 
-def names(experiment: str) -> tuple[str, ...]:
-    """The kinds an experiment offers, in registration order."""
-    return tuple(n for n, k in KINDS.items() if experiment in k.experiments)
+def names(tag: str) -> tuple[str, ...]:
+    """The models with `tag` (an experiment that offers them, a preset that runs them, ANSWERS…), in registration
+    order."""
+    return tuple(n for n, m in MODELS.items() if tag in m.tags)
+
+
+def tagged(tag: str) -> Callable[[], tuple[str, ...]]:
+    """`names(tag)`, read when called: a config's default or choices, a preset's models (a model registered since
+    is among them)."""
+    return lambda: names(tag)
 
 
 def representative(family: str, among: Iterable[str] | None = None) -> str | None:
-    """The family's model in the chapter's comparison among `among` (any registered kind if None), else its first."""
-    pool = [n for n in (KINDS if among is None else dict.fromkeys(among)) if n in KINDS and KINDS[n].family == family]
-    chosen = [n for n in pool if KINDS[n].representative]
+    """The family's model in the chapter's comparison among `among` (any registered model if None), else its first."""
+    pool = [n for n in (MODELS if among is None else dict.fromkeys(among)) if family_of(n) == family]
+    chosen = [n for n in pool if MODELS[n].representative]
     return (chosen or pool or [None])[0]
 
 
 def find(among: Iterable[str], **facts) -> str | None:
-    """The first kind among `among` whose record has every fact given (e.g. family=RECURRENT, residual=True)."""
+    """The first model among `among` whose record has every fact given (e.g. family=RECURRENT, residual=True)."""
     for n in dict.fromkeys(among):
-        k = KINDS.get(n)
-        if k is not None and all(getattr(k, f) == v for f, v in facts.items()):
+        m = MODELS.get(n)
+        if m is not None and all(getattr(m, f) == v for f, v in facts.items()):
             return n
     return None
-
-
-# ---- the kinds ---------------------------------------------------------------------------------------------
-
-
-def _fused(cls: str) -> Callable[[LayerSpec], nn.Module]:
-    """A fused torch.nn.RNN / LSTM / GRU layer."""
-
-    def make(s: LayerSpec):
-        from torch import nn
-
-        from core.models.layers import Recurrent
-
-        return Recurrent(getattr(nn, cls)(s.d_model, s.d_model, batch_first=True))
-
-    return make
-
-
-def _loop_lstm(s: LayerSpec):
-    from core.models.layers import LoopLSTM
-
-    return LoopLSTM(s.d_model)
-
-
-def _residual_lstm(s: LayerSpec):
-    from core.models.layers import Residual
-
-    return Residual(_fused("LSTM")(s))
-
-
-def _lstm_attention(s: LayerSpec):
-    from core.models.layers import RecurrentAttention
-
-    return RecurrentAttention(s.d_model, s.heads, impl=s.impl, causal=s.causal)
-
-
-def _lstm_attention_flops(B: int, T: int, d: int, causal: bool = True) -> int:
-    """The LSTM's gates, then attention over its states: QKV and output projections 8·d² per token, plus QKᵀ and
-    (probabilities)V (halved when causal)."""
-    return fl.recurrent_forward(4, B, T, d, d) + B * T * 8 * d * d + fl.attention_forward(B, T, d, causal=causal)
-
-
-def _recurrent_flops(gates: int) -> Callable[..., int]:
-    return lambda B, T, d, causal=True: fl.recurrent_forward(gates, B, T, d, d)  # a recurrence is causal anyway
-
-
-def _recurrent_params(gates: int) -> Callable[[int], int]:
-    return lambda d: gates * (2 * d * d + 2 * d)  # gates × (W_ih, W_hh, b_ih, b_hh)
-
-
-def _block(norm: str, residual: bool) -> Callable[[LayerSpec], nn.Module]:
-    def make(s: LayerSpec):
-        from core.models.layers import Block
-
-        return Block(s.d_model, s.heads, norm=norm, residual=residual, impl=s.impl, causal=s.causal)
-
-    return make
-
-
-def _block_params(norm: str) -> Callable[[int], int]:
-    return lambda d: 12 * d * d + 9 * d + (4 * d if norm != "none" else 0)  # qkv, proj, MLP (4d), two LayerNorms
-
-
-_LSTM_FACTS = {"family": RECURRENT, "layer_flops": _recurrent_flops(4), "layer_params": _recurrent_params(4),
-               "activation_floats": 12, "forget_gate": True}  # fmt: skip
-_BLOCK_FACTS = {"family": ATTENTION, "layer_flops": fl.transformer_layer_forward, "activation_floats": 40,
-                "positions": True}  # fmt: skip
-_EVERYWHERE = frozenset({"serial", "gradient_reach", "long_range", "depth"})
-
-register(ModelKind("rnn", RECURRENT, _fused("RNN"), _recurrent_flops(1), _recurrent_params(1), 12,
-                   frozenset({"serial", "scaling", "checkpoint", "gradient_reach"}),
-                   recurrent_weight=lambda layer: layer.rnn.weight_hh_l0,
-                   color="#ff7f0e"))  # fmt: skip
-register(ModelKind("lstm", make_layer=_fused("LSTM"), experiments=_EVERYWHERE | {"scaling", "checkpoint"},
-                   representative=True,
-                   color="#d62728", **_LSTM_FACTS))  # fmt: skip
-register(ModelKind("gru", RECURRENT, _fused("GRU"), _recurrent_flops(3), _recurrent_params(3), 12,
-                   frozenset({"serial", "scaling", "checkpoint", "gradient_reach"}), color="#e377c2"))  # fmt: skip
-register(ModelKind("lstm_loop", make_layer=_loop_lstm, experiments=frozenset({"serial", "scaling"}),
-                   fused=False, twin="lstm", **_LSTM_FACTS))  # fmt: skip
-register(ModelKind("transformer", make_layer=_block("pre", True), layer_params=_block_params("pre"),
-                   experiments=frozenset({"serial", "scaling", "long_range"}), final_norm=True, representative=True,
-                   residual=True, norm="pre", color="#1f77b4", **_BLOCK_FACTS))  # fmt: skip
-# attention bolted onto a recurrence: attention's one-step path between tokens, the LSTM's n dependent steps
-register(ModelKind("lstm_attention", RECURRENT, _lstm_attention, _lstm_attention_flops,
-                   lambda d: _recurrent_params(4)(d) + 4 * d * d + 6 * d, 24,  # LSTM, LayerNorm, attention
-                   frozenset({"serial", "scaling", "gradient_reach", "long_range"}), forget_gate=True,
-                   color="#9467bd", table1_row="recurrent_attention"))  # fmt: skip
-# gradient reach probes one layer alone: a whole Pre-LN Transformer block (attention + MLP, residual)
-register(ModelKind("attention", make_layer=_block("pre", True), layer_params=_block_params("pre"),
-                   experiments=frozenset({"gradient_reach"}), final_norm=True, representative=True, residual=True,
-                   norm="pre", color="#1f77b4", **_BLOCK_FACTS))  # fmt: skip
-# the depth page's variants: the LSTM stack with GNMT's residuals, and Transformers with LayerNorm moved or removed
-register(ModelKind("lstm_residual", make_layer=_residual_lstm,
-                   experiments=frozenset({"depth"}), residual=True, **_LSTM_FACTS))  # fmt: skip
-for _name, _norm, _residual in (("post_ln", "post", True), ("pre_ln", "pre", True), ("no_residual", "pre", False),
-                                ("no_norm", "none", True)):  # fmt: skip
-    register(ModelKind(_name, make_layer=_block(_norm, _residual), layer_params=_block_params(_norm),
-                       experiments=frozenset({"depth"}), final_norm=_norm == "pre", residual=_residual, norm=_norm,
-                       representative=_name == "pre_ln", **_BLOCK_FACTS))  # fmt: skip
