@@ -17,27 +17,8 @@ from ui import common as ui
 
 PAGE = "attention_cost"
 tr = ui.page_ui(PAGE)
-prediction = ui.predict_ui(tr, PAGE, 3)
-reveal = st.container()  # filled below, once the live run (if any) has added its rows
-
-live = ui.live_run_ui(
-    tr,
-    ac.EXPERIMENT,
-    PAGE,
-    [
-        "impls",
-        "backends",
-        "seq_lens",
-        "dtype",
-        "n_heads",
-        "head_dim",
-        "batch_size",
-        "causal",
-        "budget_mib",
-        "verify_wall",
-        "device",
-    ],
-)
+FIELDS = ("impls", "backends", "seq_lens", "dtype", "n_heads", "head_dim", "batch_size", "causal", "budget_mib", "verify_wall",
+          "device")  # fmt: skip
 
 
 def slopes_table(df):
@@ -59,69 +40,82 @@ def slopes_table(df):
     return ui.pd.DataFrame(rows)
 
 
-with reveal:
-    both, primary = ui.shown_data(tr, PAGE, live)
-    lines = findings.takeaways(primary, tr) if len(primary) else []
-    ui.verdict_ui(tr, prediction, verdicts.attention_cost(primary), lines)
-    if len(both) and prediction.revealed:  # its tables, like its charts, wait for the learner's answer
-        ui.status_ui(tr, both)
-        st.subheader(tr("attention_cost.memory_header"))
-        st.markdown(tr("attention_cost.memory_intro"))
-        left, right = st.columns(2)
-        with left:
-            ui.chart_ui(charts.memory_chart(both, tr, "saved_bytes"))
-            ui.chart_ui(charts.time_chart(both, tr))
-        with right:
-            ui.chart_ui(charts.memory_chart(both, tr, "peak_bytes"))
-            st.caption(tr("attention_cost.slopes_header"))
-            st.dataframe(slopes_table(primary), hide_index=True)
-            st.caption(tr("attention_cost.peak_note"))
-        st.info(tr("attention_cost.linear_note"))
+def memory_header(both, primary, tr):
+    st.subheader(tr("attention_cost.memory_header"))
+    st.markdown(tr("attention_cost.memory_intro"))
 
-        st.subheader(tr("attention_cost.wall_header"))
-        st.markdown(tr("attention_cost.wall_intro"))
-        budget = float(primary["budget_bytes"].dropna().iloc[0]) if primary["budget_bytes"].notna().any() else math.nan
-        walls = charts.with_labels(findings.wall(primary, budget), tr)
-        st.dataframe(
-            ui.pd.DataFrame(
-                {
-                    tr("attention_cost.wall_table.impl"): walls["label"],
-                    tr("attention_cost.wall_table.slope"): walls["slope_text"],
-                    tr("attention_cost.wall_table.n_max"): walls["n_max"].map(
-                        lambda n: f"{n:,.0f}" if math.isfinite(n) else "–"
-                    ),
-                    tr("attention_cost.wall_table.fitted_on"): walls["fitted_on"],
-                    tr("attention_cost.wall_table.budget"): walls["budget_bytes"].map(format_bytes),
-                }
-            ),
-            hide_index=True,
-        )
 
-        st.markdown("#### " + tr("attention_cost.extrap_header"))
-        st.markdown(tr("attention_cost.extrap_intro"))
-        c1, c2 = st.columns(2)
-        shape = MODEL_PRESETS[
-            c1.selectbox(tr("attention_cost.extrap_model"), list(MODEL_PRESETS), index=1, key="extrap_model")
-        ]
-        dtype = c2.selectbox(tr("attention_cost.extrap_dtype"), ["bfloat16", "float32"], key="extrap_dtype")
-        ext = findings.extrapolate(primary, shape, dtype, budget_bytes=budget)
-        ui.chart_ui(charts.wall_chart(ext, tr, budget))
-        st.dataframe(
-            ui.pd.DataFrame(
-                {
-                    tr("attention_cost.extrap.what"): [tr(f"attention_cost.wall.what.{w}") for w in ext["what"]],
-                    tr("attention_cost.extrap.seq_len"): ext["seq_len"].map("{:,}".format),
-                    tr("attention_cost.extrap.size"): ext["bytes"].map(format_bytes),
-                    tr("attention_cost.extrap.fits"): ext["fits_budget"].map(lambda b: ui.yes_no(tr, b)),
-                    tr("attention_cost.extrap.time"): ext["time_s"].map(lambda t: findings.format_seconds(t, tr)),
-                }
-            ),
-            hide_index=True,
-        )
-        ui.caption_source_ui(tr, primary)
-        ui.takeaways_ui(tr, lines)
-    else:
-        st.info(tr("attention_cost.no_sweep"))
+def slopes(both, primary, tr):
+    st.caption(tr("attention_cost.slopes_header"))
+    st.dataframe(slopes_table(primary), hide_index=True)
+    st.caption(tr("attention_cost.peak_note"))
+
+
+def wall_tables(both, primary, tr):
+    """Where each implementation's fit meets the memory budget, then a real model's wall, extrapolated."""
+    st.info(tr("attention_cost.linear_note"))
+
+    st.subheader(tr("attention_cost.wall_header"))
+    st.markdown(tr("attention_cost.wall_intro"))
+    budget = float(primary["budget_bytes"].dropna().iloc[0]) if primary["budget_bytes"].notna().any() else math.nan
+    walls = charts.with_labels(findings.wall(primary, budget), tr)
+    st.dataframe(
+        ui.pd.DataFrame(
+            {
+                tr("attention_cost.wall_table.impl"): walls["label"],
+                tr("attention_cost.wall_table.slope"): walls["slope_text"],
+                tr("attention_cost.wall_table.n_max"): walls["n_max"].map(
+                    lambda n: f"{n:,.0f}" if math.isfinite(n) else "–"
+                ),
+                tr("attention_cost.wall_table.fitted_on"): walls["fitted_on"],
+                tr("attention_cost.wall_table.budget"): walls["budget_bytes"].map(format_bytes),
+            }
+        ),
+        hide_index=True,
+    )
+
+    st.markdown("#### " + tr("attention_cost.extrap_header"))
+    st.markdown(tr("attention_cost.extrap_intro"))
+    c1, c2 = st.columns(2)
+    shape = MODEL_PRESETS[
+        c1.selectbox(tr("attention_cost.extrap_model"), list(MODEL_PRESETS), index=1, key="extrap_model")
+    ]
+    dtype = c2.selectbox(tr("attention_cost.extrap_dtype"), ["bfloat16", "float32"], key="extrap_dtype")
+    ext = findings.extrapolate(primary, shape, dtype, budget_bytes=budget)
+    ui.chart_ui(charts.wall_chart(ext, tr, budget))
+    st.dataframe(
+        ui.pd.DataFrame(
+            {
+                tr("attention_cost.extrap.what"): [tr(f"attention_cost.wall.what.{w}") for w in ext["what"]],
+                tr("attention_cost.extrap.seq_len"): ext["seq_len"].map("{:,}".format),
+                tr("attention_cost.extrap.size"): ext["bytes"].map(format_bytes),
+                tr("attention_cost.extrap.fits"): ext["fits_budget"].map(lambda b: ui.yes_no(tr, b)),
+                tr("attention_cost.extrap.time"): ext["time_s"].map(lambda t: findings.format_seconds(t, tr)),
+            }
+        ),
+        hide_index=True,
+    )
+
+
+MAIN = ui.Section(
+    PAGE,
+    ac.EXPERIMENT,
+    FIELDS,
+    question=PAGE,
+    verdict=verdicts.attention_cost,
+    takeaways=findings.takeaways,
+    charts=(
+        (memory_header,),
+        (
+            (lambda b, p, tr: charts.memory_chart(b, tr, "saved_bytes"), ui.both(charts.time_chart)),
+            (lambda b, p, tr: charts.memory_chart(b, tr, "peak_bytes"), slopes),
+        ),
+        (wall_tables,),
+    ),
+    table=False,  # drawn below, after the KV cache and the remedies
+    no_data="attention_cost.no_sweep",
+)
+both = ui.section_ui(tr, MAIN).both
 
 # ---- inference: the KV cache ---------------------------------------------------------------------------------
 st.subheader(tr("attention_cost.kv_header"))
@@ -180,6 +174,6 @@ if len(kv_primary):
 st.subheader(tr("attention_cost.remedies_header"))
 st.markdown(tr("attention_cost.remedies"))
 ui.method_ui(tr, PAGE)
-if len(both) and prediction.revealed:
+if len(both) and ui.revealed_now():
     st.caption(tr("attention_cost.table"))
 ui.table_ui(tr, both, PAGE)

@@ -9,26 +9,10 @@ from ui import common as ui
 
 PAGE = "depth"
 tr = ui.page_ui(PAGE)
-prediction = ui.predict_ui(tr, PAGE, 3)
-reveal = st.container()  # filled below, once the live run (if any) has added its rows
-
-live = ui.live_run_ui(
-    tr,
-    depth.EXPERIMENT,
-    PAGE,
-    ["models", "depths", "lr", "warmup_steps", "clip", "steps", "seeds", "d_model", "device", "seed"],
-)
 
 
-with reveal:
-    both, primary = ui.shown_data(tr, PAGE, live)
-    lines = depth.takeaways(primary, tr) if len(primary) else []
-    ui.verdict_ui(tr, prediction, verdicts.depth(primary), lines)
-    if not len(both):
-        st.info(tr("ui.no_data"))
-        st.stop()
-    ui.status_ui(tr, both)
-
+def depth_charts(both, primary, tr):
+    """At initialisation (a depth picked), then in training (a run picked by depth, warm-up and seed)."""
     st.subheader(tr("depth.init_header"))
     st.markdown(tr("depth.init_intro"))
     init = both[(both["phase"] == "init") & (both["status"] == "ok")]
@@ -64,9 +48,20 @@ with reveal:
         with c3:  # per-layer rows exist for the first `layer_seeds` seeds only
             s = ui.pick_ui(tr, tr("depth.pick.seed"), train[train["layer"].notna()]["seed"], f"pick:{PAGE}:seed")
         chosen = primary[(primary["n_layers"] == n) & (primary["warmup_steps"] == w) & (primary["seed"] == s)]
-        ui.chart_ui(charts.grad_heatmap_chart(chosen, tr))
+        return charts.grad_heatmap_chart(chosen, tr)
 
-    ui.caption_source_ui(tr, primary)
-    ui.takeaways_ui(tr, lines)
-    ui.method_ui(tr, PAGE)
-    ui.table_ui(tr, both, PAGE)
+
+ui.register(
+    ui.Section(
+        PAGE,
+        depth.EXPERIMENT,
+        ("models", "depths", "lr", "warmup_steps", "clip", "steps", "seeds", "d_model", "device", "seed"),
+        question=PAGE,
+        verdict=verdicts.depth,
+        takeaways=depth.takeaways,
+        charts=((depth_charts,),),
+        method=PAGE,
+        gate=False,  # the headings and pickers stay before an answer; the charts, as always, wait for it
+    )
+)
+ui.sections_ui(tr, PAGE)

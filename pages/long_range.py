@@ -132,46 +132,39 @@ with right:
     ui.takeaways_ui(tr, gradient_reach.takeaways(reach, tr))
     ui.table_ui(tr, reach.assign(source="live"), "gradient_reach")
 
-# ---- 3 · training at growing distances: reference at once, live on Run ----------------------------------------
-st.subheader(tr("long_range.train_header"))
-st.markdown(tr("long_range.train_intro"))
-reveal = st.container()  # filled below, once the live run (if any) has added its rows
-live = ui.live_run_ui(
-    tr,
-    long_range.EXPERIMENT,
-    PAGE,
-    ["tasks", "models", "distances", "seq_len", "n_keys", "n_pairs", "steps", "d_model", "device", "seed"],
-)
 
-with reveal:
-    both, primary = ui.shown_data(tr, PAGE, live)
-    lines = long_range.takeaways(primary, tr) if len(primary) else []
-    why = gradient_reach.takeaways(reach, tr)[-1:]  # the path-length reason, measured in section 2
-    ui.verdict_ui(tr, prediction, verdicts.long_range(primary), why or lines)
-    if not len(both):
-        st.info(tr("ui.no_data"))
-    elif prediction.revealed:  # the results, and the notes that quote them, wait for the learner's answer
-        ui.status_ui(tr, both)
-        ui.chart_ui(charts.accuracy_chart(both, tr))
-        ui.chart_ui(charts.curves_chart(both, tr))
-        ui.caption_source_ui(tr, primary)
-        ui.takeaways_ui(tr, lines)
-        if primary["source"].iloc[0] == "live":
-            st.caption(tr("long_range.quick_note"))
-        last = long_range.final(primary)
-        rec = registry.representative(registry.RECURRENT, last["model"])
-        lstm_runs = last[(last["model"] == rec) & (last["status"] == "ok")]
-        if lstm_meta is not None and len(lstm_runs) and (lstm_runs["accuracy"] < long_range.SOLVED).any():
-            shipped = lstm_meta
-            acc = shipped["accuracy_by_distance"]
-            st.caption(
-                tr(
-                    "long_range.train_note",
-                    acc=f"{100 * acc[-1]:.0f}%",
-                    far=len(acc),
-                    steps=shipped["steps"],
-                    run_steps=int(lstm_runs["step"].max()),
-                )
+# ---- 3 · training at growing distances: reference at once, live on Run ----------------------------------------
+def train_notes(tr, view):
+    """After the takeaways: a quick run's note, and the shipped LSTM's when this run's LSTM fell short."""
+    if view.primary["source"].iloc[0] == "live":
+        st.caption(tr("long_range.quick_note"))
+    last = long_range.final(view.primary)
+    rec = registry.representative(registry.RECURRENT, last["model"])
+    lstm_runs = last[(last["model"] == rec) & (last["status"] == "ok")]
+    if lstm_meta is not None and len(lstm_runs) and (lstm_runs["accuracy"] < long_range.SOLVED).any():
+        acc = lstm_meta["accuracy_by_distance"]
+        st.caption(
+            tr(
+                "long_range.train_note",
+                acc=f"{100 * acc[-1]:.0f}%",
+                far=len(acc),
+                steps=lstm_meta["steps"],
+                run_steps=int(lstm_runs["step"].max()),
             )
-    ui.method_ui(tr, PAGE)
-    ui.table_ui(tr, both, PAGE)
+        )
+
+
+TRAIN = ui.Section(
+    PAGE,
+    long_range.EXPERIMENT,
+    ("tasks", "models", "distances", "seq_len", "n_keys", "n_pairs", "steps", "d_model", "device", "seed"),
+    text="long_range.train",
+    question=PAGE,
+    verdict=verdicts.long_range,
+    why=lambda v: gradient_reach.takeaways(reach, tr)[-1:] or v.lines,  # the path-length reason, from section 2
+    takeaways=long_range.takeaways,
+    charts=((ui.both(charts.accuracy_chart),), (ui.both(charts.curves_chart),)),
+    method=PAGE,
+    special=train_notes,
+)
+ui.section_ui(tr, TRAIN, prediction=prediction)

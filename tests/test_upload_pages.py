@@ -53,9 +53,9 @@ def long_rows():
 
 def _with_live_rows(monkeypatch, rows):
     """The page's live run returns `rows` (as ui.live hands a page its run's rows: a frame, source 'live')."""
-    from ui import common
+    from ui import section
 
-    monkeypatch.setattr(common, "live_run_ui", lambda *a, **k: pd.DataFrame(rows).assign(source="live"))
+    monkeypatch.setattr(section, "run_ui", lambda *a, **k: pd.DataFrame(rows).assign(source="live"))
 
 
 def test_the_depth_page_with_a_long_live_run_shows_charts_table_and_download(monkeypatch, long_rows):

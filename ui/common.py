@@ -6,7 +6,8 @@ and the lazy `ui.pd`. It sits above the other ui modules and none of them import
 - ui.form: an experiment's config as a form, round-tripping through the URL;
 - ui.live: the live run with progress and Stop;
 - ui.predict: the predict-first question that hides the results until answered, and the computed verdict;
-- ui.data: reference and live data, status banner, takeaways, table and charts with export.
+- ui.data: reference and live data, status banner, takeaways, table and charts with export;
+- ui.section: one record per section of a page, and `section_ui`, which draws any of them.
 
 A page reads: claim → predict first → reference results at once → Run (live) → takeaways → method → table.
 Helpers that draw widgets end in `_ui`; all computation lives in `core`. Importing this module imports neither
@@ -45,8 +46,9 @@ from ui.frame import (
     method_ui,
     warm_up_torch,
 )
-from ui.live import live_run_ui, run_ui
+from ui.live import run_ui
 from ui.predict import open_gate, predict_ui, revealed_now, tally_rows, verdict_ui
+from ui.section import Section, both, register, section_ui, sections_ui
 from ui.upload import upload_ui
 
 __all__ = [
@@ -54,6 +56,8 @@ __all__ = [
     "NAVIGATION_READY",
     "PAGES",
     "WARM_UP_MODULES",
+    "Section",
+    "both",
     "caption_source_ui",
     "chart_ui",
     "config_form_ui",
@@ -66,14 +70,16 @@ __all__ = [
     "language_ui",
     "latest_rows",
     "literal",
-    "live_run_ui",
     "method_ui",
     "page_ui",
     "pick_ui",
     "predict_ui",
     "reference_ui_data",
+    "register",
     "revealed_now",
     "run_ui",
+    "section_ui",
+    "sections_ui",
     "shown_data",
     "status_ui",
     "table_ui",

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from ui.form import config_form_ui
 from ui.frame import literal
 
 if TYPE_CHECKING:
@@ -123,11 +122,3 @@ def _follow_ui(tr, r, job, page: str) -> None:
         time.sleep(POLL_S)
     bar.empty()
     stop.empty()
-
-
-def live_run_ui(tr, experiment, page: str, fields: list[str]) -> pd.DataFrame | None:
-    """The 'measure it yourself' section every page has: heading, the form over `fields`, and the live run."""
-    st.subheader(tr("ui.live_header"))
-    st.caption(tr("ui.live_intro"))
-    cfg = config_form_ui(tr, experiment, page, fields)
-    return run_ui(tr, experiment, cfg, page)

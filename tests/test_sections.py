@@ -1,0 +1,85 @@
+"""One record per section (ui.section): a toy section, registered with its catalogue keys at test time, is drawn by
+the page it names — header, intro, its question, its live form, and (once its question is answered) its charts with
+the reference rows of its experiment."""
+
+import pytest
+from conftest import app_test
+
+from core.experiments import answers_reach
+from core.i18n import catalogue
+from ui import section
+
+TEXTS = {
+    "toy.header": "Toy section header",
+    "toy.intro": "What the toy section measures.",
+    "toy.live_header": "Measure the toy yourself",
+    "toy.predict.q": "Which toy wins?",
+    "toy.predict.o1": "the first",
+    "toy.predict.o2": "the second",
+    "toy.predict.o3": "neither",
+    "toy.legend": "The toy's legend.",
+}
+
+
+def toy_cell(both, primary, tr):
+    """A chart cell that draws what it was handed: the rows of the toy's experiment."""
+    import streamlit as st
+
+    st.markdown(f"toy cell: {len(both)} rows, {len(primary)} of them the run shown")
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    for lang in ("en", "zh"):
+        for key, text in TEXTS.items():
+            monkeypatch.setitem(catalogue(lang), key, text)
+    record = section.Section(
+        "depth:toy",
+        answers_reach.EXPERIMENT,
+        ("seq_len", "seed"),
+        text="toy",
+        question="toy",
+        verdict=lambda primary: None,
+        charts=((toy_cell,),),
+        legend="toy.legend",
+    )
+    monkeypatch.setitem(section.SECTIONS, record.key, record)
+    return record
+
+
+def _depth_page(**params):
+    at = app_test(default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page("pages/depth.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _texts(at):
+    return [e.value for kind in ("subheader", "markdown", "caption") for e in at.get(kind)]
+
+
+def test_a_registered_section_is_drawn_on_its_page_behind_its_question(toy):
+    at = _depth_page()
+    texts = _texts(at)
+    assert "Toy section header" in texts and "What the toy section measures." in texts
+    assert "**Measure the toy yourself**" in texts
+    assert any(r.label == "Which toy wins?" for r in at.radio)
+    assert not any(t.startswith("toy cell") for t in texts)  # its results wait for an answer
+    assert "The toy's legend." not in texts
+    assert "depth:toy" in [s.key for s in section.SECTIONS.values()]
+
+
+def test_a_registered_section_draws_its_charts_once_its_question_is_answered(toy):
+    at = _depth_page(**{"predict.toy": "show"})
+    texts = _texts(at)
+    cells = [t for t in texts if t.startswith("toy cell")]
+    assert len(cells) == 1 and not cells[0].startswith("toy cell: 0 rows"), cells
+    assert "The toy's legend." in texts
+
+
+def test_the_depth_page_draws_no_toy_once_it_is_gone():
+    at = _depth_page(**{"predict.toy": "show"})
+    assert "Toy section header" not in _texts(at)
