@@ -47,7 +47,7 @@ ui.register(
         takeaways=findings.reach_takeaways,
         charts=((lambda b, p, tr: charts.reach_chart(p, tr),),),
         method=PAGE,
-        method_last=True,
+        method_at="below_form",
     ),
     ui.Section(  # what the fixed state costs: recall against the size of the state
         f"{PAGE}:recall",

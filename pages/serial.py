@@ -94,7 +94,7 @@ ui.register(
             (roofline,),
         ),
         method=PAGE,
-        method_last=True,
+        method_at="below_table",
     ),
     ui.Section(  # more cores: who gets faster? The same step at 1, 2, 4, … threads
         SCALING,

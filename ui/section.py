@@ -42,7 +42,7 @@ class Section:
     charts: tuple = ()
     legend: str | None = None  # catalogue key of the caption under the charts
     method: str | None = None  # the method expander's key; None: the page draws it elsewhere
-    method_last: bool = False  # the method after the table (else before it)
+    method_at: str = "above_table"  # where the method sits: above_table, below_table, or below_form (the very end)
     table: bool = True  # draw the results table (named after the experiment) here
     measured: Callable | None = None  # the rows that count as results (no_data otherwise); None: all of them
     no_data: str = "ui.no_data"
@@ -132,10 +132,12 @@ def section_ui(tr, s: Section, views: dict | None = None, prediction: Prediction
             takeaways_ui(tr, view.lines)
             if s.special:
                 s.special(tr, view)
-        if s.method and not s.method_last:
+        if s.method and s.method_at == "above_table":
             method_ui(tr, s.method)
         if s.table:
             table_ui(tr, both, s.experiment.name)
-        if s.method and s.method_last:
+        if s.method and s.method_at == "below_table":
             method_ui(tr, s.method)
+    if s.method and s.method_at == "below_form":
+        method_ui(tr, s.method)
     return view
