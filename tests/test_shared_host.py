@@ -276,7 +276,7 @@ def test_the_timing_loop_checks_for_stop_between_repeats():
 
 @pytest.mark.slow
 def test_a_link_sets_only_the_fields_the_form_shows(monkeypatch):
-    import ui.live
+    import ui.section
 
     seen = {}
 
@@ -284,7 +284,7 @@ def test_a_link_sets_only_the_fields_the_form_shows(monkeypatch):
         if cfg is not None and page == "serial":
             seen["cfg"] = cfg
 
-    monkeypatch.setattr(ui.live, "run_ui", capture)
+    monkeypatch.setattr(ui.section, "run_ui", capture)  # the run a section starts (ui.section.section_ui)
     at = _open("pages/serial.py", {"repeats": "200", "max_point_s": "600", "d_model": "32", "seed": "7"})
     at.button(key="FormSubmitter:form:serial-Run").click().run()
     quick = serial.EXPERIMENT.config("quick")
