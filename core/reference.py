@@ -146,11 +146,12 @@ def run_isolated(name: str, preset: str, device: str, out_dir: Path, limit: floa
     log(f"start {name}: preset {preset}, device {device}" + (f", time limit {limit:,.0f} s" if limit else ""))
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=ROOT)
-    killed, outer = None, None
+    killed, outer, at_limit = None, None, False
     try:
         rc = proc.wait(timeout=term)
     except (subprocess.TimeoutExpired, Terminated) as stop:  # its limit, or this runner was told to stop
         outer = stop if isinstance(stop, Terminated) else None
+        at_limit = outer is None
         proc.terminate()  # the child writes its rows and a status row on SIGTERM
         grace = GRACE_S if limit is None or outer else max(limit - (time.monotonic() - t0), 0.5)
         try:
@@ -169,7 +170,9 @@ def run_isolated(name: str, preset: str, device: str, out_dir: Path, limit: floa
             path or out_dir / f"{name}-{device}-failed.csv", killed or _exit_note(rc), {"device": device}
         )
         rows, counts, last = summary(path)
-    outcome = {0: "done", 124: "TIME LIMIT", 143: "TIME LIMIT"}.get(rc, "FAILED")
+    # stopped by this runner at its limit, the outcome is the limit whatever the exit code: on a loaded machine the
+    # SIGTERM can reach a child already ending at its own limit, which then exits by the signal (-15), not 124
+    outcome = "done" if rc == 0 else "TIME LIMIT" if rc in (124, 143) or at_limit else "FAILED"
     counted = ", ".join(f"{k} {v}" for k, v in counts.items())
     log(
         f"{outcome} {name}: exit {rc} after {seconds:,.0f} s, {rows} rows ({counted}) in {path}"
