@@ -5,6 +5,7 @@ its CSV download, and charts with PNG/SVG export.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -37,11 +38,10 @@ def shown_data(tr, name: str, live: pd.DataFrame | None) -> tuple[pd.DataFrame, 
     if not frames:
         return pd.DataFrame(), pd.DataFrame()
     both = pd.concat(frames, ignore_index=True)
-    both["run"] = (
-        both["source"].map(lambda s: tr(f"ui.source.{s}"))
-        + " · "
-        + both["device"].map(lambda d: device_text(tr, _short_device(d)))
-    )
+    # each distinct source and device is worded once (a depth run's reference has ~13,000 rows and two devices)
+    sources = {s: tr(f"ui.source.{s}") for s in both["source"].unique()}
+    devices = {d: device_text(tr, _short_device(d)) for d in both["device"].unique()}
+    both["run"] = both["source"].map(sources) + " · " + both["device"].map(devices)
     # The takeaways and verdicts speak of one run: live, else the reference. Uploaded rows are drawn (their `run` says
     # "uploaded") but never join that run, even under the reference's device label.
     if live is not None and len(live):
@@ -225,6 +225,18 @@ def tooltip_titles(spec: dict, tr) -> dict:
     return spec
 
 
+def _json_safe(node):
+    """`node` with every NaN or infinity as None (JSON's null: Vega-Lite's missing value, as Streamlit sends it to the
+    browser). A layer's datum or a scale's domain computed from no data can hold one."""
+    if isinstance(node, float) and not math.isfinite(node):
+        return None
+    if isinstance(node, dict):
+        return {k: _json_safe(v) for k, v in node.items()}
+    if isinstance(node, list | tuple):
+        return [_json_safe(v) for v in node]
+    return node
+
+
 def chart_ui(chart, name: str | None = None) -> None:
     """Draw an Altair chart with PNG and SVG downloads beneath it (rendered only when clicked); nothing while the
     page's question is unanswered (ui.predict). `chart` may be a function that builds it: then it is built only when
@@ -246,7 +258,7 @@ def chart_ui(chart, name: str | None = None) -> None:
         st.warning(tr("ui.chart_failed", error=literal(f"{type(err).__name__}: {err}", limit=160)))
         return
     st.vega_lite_chart(spec=spec_dict, width="stretch")
-    spec = json.dumps(spec_dict)
+    spec = json.dumps(_json_safe(spec_dict), allow_nan=False)  # vl-convert reads strict JSON: no NaN
     key = hashlib.sha1(spec.encode()).hexdigest()[:12]
     if name is None:
         title = spec_dict.get("title", {})
