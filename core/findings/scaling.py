@@ -61,7 +61,8 @@ def fit_serial_fraction(threads, speedups) -> AmdahlFit:
 
     lo = float(np.max(-v / u)) + 1e-9
     grid = np.concatenate([np.linspace(lo, 1.0, 401), np.linspace(1.0, 20.0, 400)[1:]])
-    s = float(grid[np.argmin([float(residuals(g) @ residuals(g)) for g in grid])])
+    scan = y + np.log(np.outer(grid, u) + v)  # the residuals at every s of the grid, one row each
+    s = float(grid[np.argmin(np.einsum("ij,ij->i", scan, scan))])
     for _ in range(20):
         jac = u / (u * s + v)
         s = max(lo, s - float(jac @ residuals(s)) / float(jac @ jac))
