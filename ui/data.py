@@ -258,7 +258,10 @@ def chart_ui(chart, name: str | None = None) -> None:
         st.warning(tr("ui.chart_failed", error=literal(f"{type(err).__name__}: {err}", limit=160)))
         return
     st.vega_lite_chart(spec=spec_dict, width="stretch")
-    spec = json.dumps(_json_safe(spec_dict), allow_nan=False)  # vl-convert reads strict JSON: no NaN
+    try:  # vl-convert reads strict JSON: no NaN
+        spec = json.dumps(spec_dict, allow_nan=False)
+    except ValueError:
+        spec = json.dumps(_json_safe(spec_dict), allow_nan=False)
     key = hashlib.sha1(spec.encode()).hexdigest()[:12]
     if name is None:
         title = spec_dict.get("title", {})
