@@ -1,5 +1,6 @@
 """The serial experiment: the columns, BPTT memory linear in n, the dependent-step count, the CLI."""
 
+import json
 import os
 import subprocess
 import sys
@@ -155,23 +156,53 @@ def test_cli_run_writes_the_csv(tmp_path):
     assert "transformer" in r.stdout and "•" in r.stdout  # the table and the computed takeaways
 
 
+BAD_INPUT = [
+    (("run", "serial", "--set", "seq_lens=8,999999"), "seq_lens"),
+    (("run", "serial", "--set", "d_model=0"), "d_model"),
+    (("run", "serial", "--set", "colour=red"), "colour"),
+    (("run", "serial", "--set", "models"), "--set"),
+    (("run", "serial", "--preset", "huge"), "preset"),
+    (("run", "transformers"), "experiment"),
+]
+
+
+@pytest.fixture(scope="module")
+def bad_input_answers() -> dict:
+    """Each bad command line's (exit status, stderr), all through core.cli.main in one process (one torch import,
+    not six): main's return value is what `python -m core` exits with (test_cli_absent_cuda_exits_2, a process)."""
+    code = (
+        "import contextlib, io, json, sys; from core.cli import main; out = []\n"
+        "for args in json.loads(sys.argv[1]):\n"
+        "    err = io.StringIO()\n"
+        "    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):\n"
+        "        try:\n"
+        "            rc = main(args)\n"
+        "        except SystemExit as e:\n"
+        "            rc = e.code\n"
+        "    out.append([rc, err.getvalue()])\n"
+        "assert 'streamlit' not in sys.modules and 'altair' not in sys.modules, 'CLI imported UI packages'\n"
+        "print(json.dumps(out))"
+    )
+    cases = [list(args) for args, _ in BAD_INPUT]
+    r = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(cases)],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    return {tuple(args): tuple(answer) for args, answer in zip(cases, json.loads(r.stdout.splitlines()[-1]))}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "args, field",
-    [
-        (("run", "serial", "--set", "seq_lens=8,999999"), "seq_lens"),
-        (("run", "serial", "--set", "d_model=0"), "d_model"),
-        (("run", "serial", "--set", "colour=red"), "colour"),
-        (("run", "serial", "--set", "models"), "--set"),
-        (("run", "serial", "--preset", "huge"), "preset"),
-        (("run", "transformers"), "experiment"),
-    ],
-)
-def test_cli_bad_input_exits_2_with_one_line_naming_the_field(args, field):
-    r = cli(*args)
-    assert r.returncode == 2
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and field in lines[0] and "Traceback" not in r.stderr
+@pytest.mark.parametrize("args, field", BAD_INPUT)
+def test_cli_bad_input_exits_2_with_one_line_naming_the_field(args, field, bad_input_answers):
+    rc, stderr = bad_input_answers[args]
+    assert rc == 2
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0] and "Traceback" not in stderr
 
 
 @pytest.mark.slow
