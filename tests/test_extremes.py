@@ -1,7 +1,8 @@
 """The consistency pass: every control at the edge of its range gives a result or one clear error, never an exception.
 
 Config level: each field of every experiment at its lowest and highest allowed value either validates or raises
-ValueError naming a field. Page level: every numeric control of every page's form at its minimum, then Run.
+ValueError naming a field. Page level: every numeric control of every page's form at its minimum, each list of lengths (distances, depths) its
+smallest allowed value alone, then Run.
 """
 
 import os
@@ -36,6 +37,15 @@ def test_every_field_at_its_edges_validates_or_names_a_field(name):
                 assert str(err).split(":")[0] in names, f"{name}.{info['name']}={value!r}: {err}"
 
 
+# field → its lowest allowed value, for the list fields a form shows as text (where experiments differ, the highest
+# of their lows: allowed in each)
+SEQUENCE_LO: dict[str, int] = {}
+for _exp in EXPERIMENTS.values():
+    for _info in field_info(_exp.config_cls):
+        if _info["sequence"] and not _info.get("choices") and _info.get("lo") is not None:
+            SEQUENCE_LO[_info["name"]] = max(SEQUENCE_LO.get(_info["name"], _info["lo"]), _info["lo"])
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("page_key, path", PAGES)
 def test_form_controls_at_their_minimum_run_or_explain(page_key, path):
@@ -46,6 +56,10 @@ def test_form_controls_at_their_minimum_run_or_explain(page_key, path):
     for w in form:
         if w.min is not None:
             w.set_value(w.min)
+    for w in at.text_input:  # a list of lengths, distances or depths: its smallest allowed value, alone
+        lo = SEQUENCE_LO.get(str(w.key).removeprefix(f"w:{page_key}:"))
+        if lo is not None:
+            w.set_value(str(lo))
     at.button(key=f"FormSubmitter:form:{page_key}-Run").click().run()
     assert not at.exception, at.exception
     assert not _crashed(at), _crashed(at)
