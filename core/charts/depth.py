@@ -36,9 +36,11 @@ def _title(tr, key: str, df: pd.DataFrame, **values) -> alt.TitleParams:
 
 def _named(df: pd.DataFrame, tr) -> pd.DataFrame:
     """Add the learner-facing variant name and warm-up label."""
-    out = df.assign(variant=df["model"].map(lambda m: tr(f"depth.model.{m}")))
+    # each distinct value worded once, not once per row (thousands of logged steps)
+    out = df.assign(variant=df["model"].map({m: tr(f"depth.model.{m}") for m in df["model"].unique()}))
     if "warmup_steps" in out:
-        out["warmup"] = out["warmup_steps"].map(lambda w: tr("depth.warmup_label", w=int(w)) if pd.notna(w) else "")
+        labels = {w: tr("depth.warmup_label", w=int(w)) for w in out["warmup_steps"].dropna().unique()}
+        out["warmup"] = out["warmup_steps"].map(labels).fillna("")
     return out
 
 

@@ -119,6 +119,8 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     ]
     if df is None or not len(df) or "phase" not in df:
         return pd.DataFrame(columns=cols)
+    if "layer" in df:  # the whole-model training rows first: to_frame copies what it is given
+        df = df[(df["phase"] == "train") & df["layer"].isna()]
     df = to_frame(df)
     runs = df[(df["phase"] == "train") & df["layer"].isna()]
     if not len(runs):
