@@ -22,7 +22,7 @@ import pandas as pd
 
 from core import status
 from core.device import ENV_COLUMNS
-from core.results import save_csv_keeping
+from core.results import read_csv, save_csv_keeping
 
 MIN_WRITE_INTERVAL_S = 2.0  # at most one rewrite of the partial CSV this often …
 WRITE_SHARE = 0.05  # … and at most this share of the run's time spent rewriting it
@@ -118,7 +118,7 @@ class RowWriter:
 def summary(path: str | os.PathLike) -> tuple[int, dict, dict]:
     """(rows, count per status, last row without its empty cells) of a result CSV; (0, {}, {}) if unreadable."""
     try:
-        df = pd.read_csv(path)
+        df = read_csv(path)
     except Exception:  # noqa: BLE001 - a missing, empty or cut file is a result to report
         return 0, {}, {}
     if not len(df):
@@ -131,7 +131,7 @@ def summary(path: str | os.PathLike) -> tuple[int, dict, dict]:
 def add_stop_row(path: str | os.PathLike, note: str, env: dict | None = None) -> Path:
     """Append a stop row to the result CSV at `path` (or start one with it); where it was written."""
     try:
-        df = pd.read_csv(path)
+        df = read_csv(path)
     except Exception:  # noqa: BLE001 - absent or unreadable: the stop row starts a new file
         df = pd.DataFrame()
     row = stop_row(df.tail(1).to_dict("records"), note, env)

@@ -109,6 +109,16 @@ def save_csv_keeping(df: pd.DataFrame, path: str | os.PathLike) -> tuple[Path, s
     raise OSError(f"{why}, nor beside it, nor in {tempfile.gettempdir()}: the rows were only printed")
 
 
+# columns read as text whatever they hold: a short commit hash such as 59e6225 reads as a number otherwise (59 ×
+# 10^6225, inf), and a file read and written again (a stop row appended) would keep the number
+TEXT_COLUMNS = {"git_commit": str}
+
+
+def read_csv(path: str | os.PathLike) -> pd.DataFrame:
+    """A result CSV as pandas reads it, its TEXT_COLUMNS as text."""
+    return pd.read_csv(path, dtype=TEXT_COLUMNS)
+
+
 def load_csv(
     path: str | os.PathLike, required: tuple[str, ...] = ()
 ) -> tuple[pd.DataFrame | None, files.FileProblem | None]:
@@ -117,7 +127,7 @@ def load_csv(
     path = Path(path)
     try:
         files.check_present(path)
-        df = pd.read_csv(path)
+        df = read_csv(path)
     except files.DamagedFile as err:
         return None, err.problem
     except pd.errors.EmptyDataError:

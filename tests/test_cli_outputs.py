@@ -185,3 +185,26 @@ def test_shipped_files_without_the_new_environment_columns_still_read_and_mix(tm
     both = pd.concat([old, new], ignore_index=True)
     assert both["tf32"].isna().sum() == len(old) and (both["tf32"].dropna() == "off").all()
     assert "grad_norm" in table(both)
+
+
+def test_a_commit_hash_that_looks_like_a_number_stays_text_when_a_file_is_read_and_written_again(tmp_path):
+    """59e6225 is 59 × 10^6225 to a number parser: the recall-frontier reference, read and written again with a stop
+    row, had said 'inf' for its commit in all 3,139 rows. Read as text it stays the commit, and a stop row keeps it."""
+    from core.outputs import add_stop_row
+
+    path = tmp_path / "serial-cpu.csv"
+    pd.DataFrame({"model": ["lstm", "gru"], "status": ["ok", "ok"], "git_commit": ["5586973", "59e6225"]}).to_csv(
+        path, index=False
+    )
+    add_stop_row(path, "stopped by hand")  # reads the file, copies the last row's environment, writes it all again
+    df, problem = results.load_csv(path)
+    assert problem is None and list(df["git_commit"]) == ["5586973", "59e6225", "59e6225"]
+
+
+def test_every_shipped_reference_names_its_commit_as_a_hash():
+    import re
+
+    for path in sorted(results.REFERENCE_DIR.glob("*.csv")):
+        df, _ = results.load_csv(path)
+        commits = set(df["git_commit"].dropna()) if df is not None and "git_commit" in df else set()
+        assert all(re.fullmatch(r"[0-9a-f]{7,40}", c) for c in commits), (path.name, commits)
