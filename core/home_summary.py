@@ -1,10 +1,11 @@
 """The home page's sentences and Table 1, computed once from the shipped reference and kept beside it as
 `data/reference/home.json`, so a cold start draws the home page without importing pandas or computing anything.
 
-`write(folder)` runs `core.scoreboard` on the reference CSVs in `folder` (every kind of device a visitor's machine may
-be, both languages) and records what it read: each CSV's SHA-256 and the catalogue text of every key it used.
-`read(kind, lang)` hands the stored texts back only while all of that is unchanged (a CSV added, replaced or edited, a
-sentence reworded: None, and the page computes from the CSVs as before). `tests/test_home_summary.py` checks that
+`write(folder)` runs the home page's records (core.home) on the reference CSVs in `folder` (every kind of device a
+visitor's machine may be, both languages) and records what it read: the records' keys, each CSV's SHA-256 and the
+catalogue text of every key it used. `read(kind, lang)` hands the stored texts back only while all of that is
+unchanged (a record or CSV added, replaced or edited, a sentence reworded: None, and the page computes from the CSVs
+as before). `tests/test_home_summary.py` checks that
 the shipped file matches what the scoreboard computes now; regenerate it with `python -m core.home_summary` (it is
 written by code, never by hand). Reading is torch- and pandas-free; writing imports the scoreboard.
 """
@@ -16,15 +17,13 @@ import json
 import sys
 from pathlib import Path
 
+from core import home
 from core.i18n import LANGS, catalogue, t
 
 REFERENCE_DIR = Path(__file__).resolve().parent.parent / "data" / "reference"  # = core.results.REFERENCE_DIR
 FILE = "home.json"
 KINDS = ("cpu", "cuda", "mps")  # the kinds of machine a visitor's page may run on (core.device.light_facts' type)
 VERSION = 1
-# the experiments whose rows the home page reads (a live run of this session, else the shipped reference); kept here,
-# torch- and pandas-free, so reading the summary needs no scoreboard
-EXPERIMENTS = ("serial", "gradient_reach", "long_range", "depth", "attention_cost", "answers_speed", "answers_reach")
 
 
 def _sha256(path: Path) -> str:
@@ -37,7 +36,7 @@ _hashed: dict[tuple, str] = {}
 def _sources(folder: Path) -> dict[str, str]:
     """Every reference CSV the scoreboard reads from `folder`, by name, with its SHA-256 (cached per size and mtime)."""
     out = {}
-    for name in EXPERIMENTS:
+    for name in home.experiments():
         for path in sorted(folder.glob(f"{name}-*.csv")):
             st = path.stat()
             key = (str(path), st.st_size, st.st_mtime_ns)
@@ -58,7 +57,7 @@ def reference_frames(folder: Path, kind: str, strict: bool = False) -> dict:
     from core.results import load_reference
 
     frames = {}
-    for name in EXPERIMENTS:
+    for name in home.experiments():
         ref, _ = load_reference(name, folder=folder)
         if not len(ref):
             frames[name] = None
@@ -92,14 +91,14 @@ def compute(folder: Path | None = None) -> dict:
                 _used.add(key)
                 return t(key, lang=_lang, **values)
 
-            table = scoreboard.table1(frames, tr, gpu)
+            table = home.table1(frames, tr, gpu)
             kinds[kind][lang] = {
-                "findings": scoreboard.findings(frames, tr),
+                "findings": home.findings(frames, tr),
                 "table1": {"columns": list(table.columns), "rows": table.astype(str).values.tolist()},
                 "texts": _texts_hash(used, lang),
                 "keys": sorted(used),
             }
-    return {"version": VERSION, "sources": _sources(folder), "kinds": kinds}
+    return {"version": VERSION, "records": list(home.RECORDS), "sources": _sources(folder), "kinds": kinds}
 
 
 def write(folder: Path | None = None) -> Path:
@@ -114,7 +113,7 @@ def write(folder: Path | None = None) -> Path:
 
 def read(kind: str, lang: str, folder: Path | None = None) -> dict | None:
     """{'findings', 'table1', 'peak_flops_per_s'} for a machine of `kind` in `lang`, or None when the summary is
-    missing, damaged, or no longer matches the reference CSVs or the catalogue's sentences."""
+    missing, damaged, or no longer matches the records, the reference CSVs or the catalogue's sentences."""
     folder = Path(folder or REFERENCE_DIR)  # read when called: a test may point it elsewhere
     try:
         data = json.loads((folder / FILE).read_text(encoding="utf-8"))
@@ -122,6 +121,7 @@ def read(kind: str, lang: str, folder: Path | None = None) -> dict | None:
         texts = entry[lang]
         fresh = (
             data.get("version") == VERSION
+            and data["records"] == list(home.RECORDS)
             and data["sources"] == _sources(folder)
             and texts["texts"] == _texts_hash(texts["keys"], lang)
         )

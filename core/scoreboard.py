@@ -1,5 +1,6 @@
-"""The home page's scoreboard: Vaswani et al. (2017) Table 1 beside what this machine measured, and one finding per
-page — all computed from result rows (a live run of this session, else the shipped reference).
+"""The home page's scoreboard: what each record of core.home computes from result rows (a live run of this session,
+else the shipped reference) — its finding for its page's card, its cells of Vaswani et al.'s (2017) Table 1 beside
+what this machine measured — and the paper's table itself.
 
 Each number comes from the same function the page itself calls for its takeaways (core.findings), so a home card
 and its page always state the same number. Torch-free on purpose (pandas and numpy only): the home page starts fast.
@@ -118,58 +119,55 @@ def _num(x: float, digits: int = 2) -> str:
     return "–" if x is None or not math.isfinite(x) else f"{x:.{digits}g}"
 
 
-def measured_cells(frames: dict, tr) -> dict:
-    """Measured-here cells for Table 1's rows: {'self_attention': (cost, steps, path), 'recurrent': (...)}."""
-    s = serial_facts(frames.get("serial"))
-    naive, _ = attention_findings.materialised_and_fused(frames.get("attention_cost"))
-    r = reach_facts(frames.get("gradient_reach"))
-    none = tr("home.t1.none")
-    att_cost = tr("home.t1.cost", b=naive["time_text"], what=tr("home.t1.naive")) if naive else none
-    rec_cost = tr("home.t1.cost", b=s[RECURRENT]["slope"], what="LSTM") if RECURRENT in s else none
+# Table 1's measured cells, one function per record of core.home: {row: (cost, steps, path)}, None where a cell is
+# another record's (core.home.cells fills it, or writes "no result yet").
+def serial_cells(frames: dict, tr) -> dict:
+    """The serial page's cells: the LSTM's time exponent, each family's dependent steps at its longest length, and
+    the time exponent and steps of the recurrent-plus-attention row's model (the kind whose record names that row)."""
+    ok = _ok(frames.get("serial"))
+    s = serial_facts(ok)
+    cost = tr("home.t1.cost", b=s[RECURRENT]["slope"], what="LSTM") if RECURRENT in s else None
     steps = {
-        f: tr("home.t1.steps", steps=s[f]["steps"], T=s[f]["T"]) if f in s else none for f in (RECURRENT, ATTENTION)
+        f: tr("home.t1.steps", steps=s[f]["steps"], T=s[f]["T"]) if f in s else None for f in (RECURRENT, ATTENTION)
     }
-    att_path = (
-        tr("home.t1.flat", ratio=_num(r[ATTENTION]["ratio"]), far=r[ATTENTION]["far"]) if ATTENTION in r else none
-    )
-    if RECURRENT in r:
-        lstm = r[RECURRENT]
-        rec_path = (
-            tr("home.t1.reach", reach=int(lstm["reach"]))
-            if math.isfinite(lstm["reach"])
-            else tr("home.t1.no_reach", T=lstm["T"])
-        )
-    else:
-        rec_path = none
-    return {
-        "self_attention": (att_cost, steps[ATTENTION], att_path),
-        "recurrent": (rec_cost, steps[RECURRENT], rec_path),
-        **answers_cells(frames, tr),
-        **hybrid_cells(frames, tr),
-    }
-
-
-def hybrid_cells(frames: dict, tr) -> dict:
-    """The recurrent-plus-attention row: the serial page's time exponent and dependent steps of the kind whose
-    record names this row, and its gradient reach (it should be flat, like attention's)."""
-    none = tr("home.t1.none")
-    ok, reach = _ok(frames.get("serial")), _ok(frames.get("gradient_reach"))
-    models = list(dict.fromkeys([*ok.get("model", []), *reach.get("model", [])]))
-    m = registry.find(models, table1="recurrent_attention")
-    if m is None:
-        return {}
-    cost = steps = path = none
-    if len(ok) and m in set(ok["model"]):
+    out = {"self_attention": (None, steps[ATTENTION], None), "recurrent": (cost, steps[RECURRENT], None)}
+    m = registry.find(ok.get("model", []), table1="recurrent_attention")
+    if m is not None:
         f = _serial_fact(ok, serial_findings.scaling_exponents(ok[ok["model"] == m]), m)
-        cost = tr("home.t1.cost", b=f["slope"], what=tr(f"long_range.model.{m}"))
-        steps = tr("home.t1.steps", steps=f["steps"], T=f["T"])
-    if len(reach) and m in set(reach["model"]):
-        r = _reach_fact(reach, m)
-        if math.isfinite(r["reach"]):
-            path = tr("home.t1.reach", reach=int(r["reach"]))
-        elif math.isfinite(r["ratio"]):
-            path = tr("home.t1.flat", ratio=_num(r["ratio"]), far=r["far"])
-    return {"recurrent_attention": (cost, steps, path)}
+        out["recurrent_attention"] = (tr("home.t1.cost", b=f["slope"], what=tr(f"long_range.model.{m}")),
+                                      tr("home.t1.steps", steps=f["steps"], T=f["T"]), None)  # fmt: skip
+    return out
+
+
+def attention_cells(frames: dict, tr) -> dict:
+    """The attention page's cell: materialised attention's time exponent."""
+    naive, _ = attention_findings.materialised_and_fused(frames.get("attention_cost"))
+    return {"self_attention": (tr("home.t1.cost", b=naive["time_text"], what=tr("home.t1.naive")) if naive else None,
+                               None, None)}  # fmt: skip
+
+
+def reach_cells(frames: dict, tr) -> dict:
+    """The gradient-reach cells: how flat attention's gradient stays, where the LSTM's falls REACH_FACTOR×, and the
+    recurrent-plus-attention model's path (it should be flat, like attention's)."""
+    ok = _ok(frames.get("gradient_reach"))
+    r = reach_facts(ok)
+    att = tr("home.t1.flat", ratio=_num(r[ATTENTION]["ratio"]), far=r[ATTENTION]["far"]) if ATTENTION in r else None
+    out = {"self_attention": (None, None, att), "recurrent": (None, None, _path(r.get(RECURRENT), tr))}
+    m = registry.find(ok.get("model", []), table1="recurrent_attention")
+    if m is not None:
+        out["recurrent_attention"] = (None, None, _path(_reach_fact(ok, m), tr, flat=True))
+    return out
+
+
+def _path(r: dict | None, tr, flat: bool = False) -> str | None:
+    """Where a model's gradient falls REACH_FACTOR×, else (never, within T) how far it goes, or how flat it stays."""
+    if r is None:
+        return None
+    if math.isfinite(r["reach"]):
+        return tr("home.t1.reach", reach=int(r["reach"]))
+    if not flat:
+        return tr("home.t1.no_reach", T=r["T"])
+    return tr("home.t1.flat", ratio=_num(r["ratio"]), far=r["far"]) if math.isfinite(r["ratio"]) else None
 
 
 def answers_cells(frames: dict, tr) -> dict:
@@ -209,72 +207,45 @@ def _link(text: str) -> str:
     return f"[{text}]({ANSWERS_PAGE})"
 
 
-def table1(frames: dict, tr, gpu: dict | None = None) -> pd.DataFrame:
-    """The paper's Table 1 with the measured columns; `gpu`: the same experiments' rows from a GPU (a shipped
-    reference) when `frames` are not from one, for one more column, the GPU's measured cost (the dependent steps
-    and the gradient's path are the same on any device)."""
-    cells = measured_cells(frames, tr)
-    devices = [str(df["device"].iloc[0]) for df in (gpu or {}).values() if df is not None and len(df)]
-    gpu_cells = measured_cells(gpu, tr) if devices else {}
-    rows = []
-    for key, cost, seq, path in TABLE1:
-        m = cells.get(key, (tr("home.t1.not_here"),) * 3)
-        row = {
-            tr("home.t1.layer"): tr(f"home.t1.{key}"),
-            tr("home.t1.complexity"): cost,
-            tr("home.t1.sequential"): seq,
-            tr("home.t1.path"): path,
-            tr("home.t1.m_cost"): m[0],
-            tr("home.t1.m_steps"): m[1],
-            tr("home.t1.m_path"): m[2],
-        }
-        if devices:
-            row[tr("home.t1.m_cost_gpu", device=devices[0])] = gpu_cells.get(key, (tr("home.t1.not_here"),))[0]
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def findings(frames: dict, tr) -> dict:
-    """One sentence per page, computed from its rows; pages without data get a pointer to their Run button."""
-    out = {}
+# One finding per record of core.home: (frames, tr) → the home card's sentence, or None without the rows to say it.
+def serial_finding(frames: dict, tr) -> str | None:
     c = serial_findings.comparison(_ok(frames.get("serial")))
-    if c is not None:
-        out["serial"] = tr(f"home.find.serial_tf_{c['verdict']}", T=c["T"], ratio=serial_findings.spread_text(c)[0],
-                           steps=int(c["rec_row"]["seq_steps"]))  # fmt: skip
-    r = reach_facts(frames.get("gradient_reach"))
+    if c is None:
+        return None
+    return tr(f"home.find.serial_tf_{c['verdict']}", T=c["T"], ratio=serial_findings.spread_text(c)[0],
+              steps=int(c["rec_row"]["seq_steps"]))  # fmt: skip
+
+
+def long_range_finding(frames: dict, tr) -> str | None:
+    """Recall at the longest distance trained, else (no training rows) the gradient's reach."""
     rc = recall_facts(frames.get("long_range"))
     if RECURRENT in rc and ATTENTION in rc:
-        out["long_range"] = tr(
-            "home.find.long_range",
-            d=rc["distance"],
-            task=tr(f"long_range.task.{rc['task']}"),
-            tf=_pct(rc[ATTENTION]["accuracy"]),
-            lstm=_pct(rc[RECURRENT]["accuracy"]),
-            chance=_pct(rc["chance"]),
-        )
-    elif RECURRENT in r and ATTENTION in r:
-        out["long_range"] = tr(
-            "home.find.reach",
-            reach=_num(r[RECURRENT]["reach"], 3),
-            ratio=_num(r[ATTENTION]["ratio"]),
-            far=r[ATTENTION]["far"],
-        )
+        return tr("home.find.long_range", d=rc["distance"], task=tr(f"long_range.task.{rc['task']}"),
+                  tf=_pct(rc[ATTENTION]["accuracy"]), lstm=_pct(rc[RECURRENT]["accuracy"]), chance=_pct(rc["chance"]))  # fmt: skip
+    r = reach_facts(frames.get("gradient_reach"))
+    if RECURRENT in r and ATTENTION in r:
+        return tr("home.find.reach", reach=_num(r[RECURRENT]["reach"], 3), ratio=_num(r[ATTENTION]["ratio"]),
+                  far=r[ATTENTION]["far"])  # fmt: skip
+    return None
+
+
+def depth_finding(frames: dict, tr) -> str | None:
     d = depth_findings.lstm_contrast(_ok(frames.get("depth")))
-    if d is not None:
-        key = "home.find.depth" if math.isfinite(d["res_g"]) else "home.find.depth_plain"
-        g1 = depth_findings.number(d["g1"])
-        g1 = tr("home.find.underflow") if g1 == "0" else g1  # an exact 0 is float32 underflow, not "no gradient"
-        out["depth"] = tr(key, L=d["d1"], g1=g1, top=depth_findings.number(d["top"]),
-                          res=depth_findings.number(d["res_g"]))  # fmt: skip
-    head = answers_findings.headline(frames.get("answers_speed"))
-    if head is not None:
-        out["answers"] = answers_findings.headline_text(head, tr)
+    if d is None:
+        return None
+    key = "home.find.depth" if math.isfinite(d["res_g"]) else "home.find.depth_plain"
+    g1 = depth_findings.number(d["g1"])
+    g1 = tr("home.find.underflow") if g1 == "0" else g1  # an exact 0 is float32 underflow, not "no gradient"
+    return tr(key, L=d["d1"], g1=g1, top=depth_findings.number(d["top"]), res=depth_findings.number(d["res_g"]))
+
+
+def attention_finding(frames: dict, tr) -> str | None:
     naive, fused = attention_findings.materialised_and_fused(frames.get("attention_cost"))
-    if naive and fused:
-        out["attention_cost"] = tr(
-            "home.find.attention",
-            naive=naive["mem_text"],
-            sdpa=fused["mem_text"],
-            n=int(naive["n_hi"]),
-        )
-    return out
+    if not (naive and fused):
+        return None
+    return tr("home.find.attention", naive=naive["mem_text"], sdpa=fused["mem_text"], n=int(naive["n_hi"]))
+
+
+def answers_finding(frames: dict, tr) -> str | None:
+    head = answers_findings.headline(frames.get("answers_speed"))
+    return None if head is None else answers_findings.headline_text(head, tr)

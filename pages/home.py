@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from core import home_summary
+from core import home, home_summary
 from core.device import light_facts
 from ui import common as ui
 
@@ -11,15 +11,16 @@ st.markdown(tr("home.story"))
 
 # Without a live run in this session the page shows the shipped reference, whose numbers core.home_summary keeps
 # precomputed: a cold start draws the cards without importing pandas or the scoreboard (~1 s on 2 cores). A live run,
-# or a summary that no longer matches the reference CSVs or the sentences, is computed from the rows as before.
-live = any((st.session_state.get(f"live:{name}") or {}).get("rows") for name in home_summary.EXPERIMENTS)
+# or a summary that no longer matches the records (core.home), the reference CSVs or the sentences, is computed from
+# the rows as before: each record's finding on its page's card, its cells in Table 1.
+live = any((st.session_state.get(f"live:{name}") or {}).get("rows") for name in home.experiments())
 lang = st.session_state.get("lang") or ui.current_lang()
 summary = None if live else home_summary.read(light_facts()["type"], lang)  # the kind ui.latest_rows picks
 if summary is None:
     from core import scoreboard
 
-    frames = {name: ui.latest_rows(name) for name in home_summary.EXPERIMENTS}
-    findings = scoreboard.findings(frames, tr)
+    frames = {name: ui.latest_rows(name) for name in home.experiments()}
+    findings = home.findings(frames, tr)
 else:
     findings = summary["findings"]
 cols = st.columns(2)
@@ -27,7 +28,9 @@ for i, (key, page) in enumerate(ui.PAGES):
     with cols[i % 2].container(border=True):
         st.page_link(page, label=tr(f"home.card.{key}.title"), icon=":material/arrow_forward:")
         st.markdown(tr(f"home.card.{key}.text"))
-        st.markdown("**" + tr("home.finding") + "** " + findings.get(key, tr("home.find.none")))
+        said = [findings[r.key] for r in home.RECORDS.values() if r.page == key and r.key in findings]
+        for text in said or [tr("home.find.none")]:
+            st.markdown("**" + tr("home.finding") + "** " + text)
 
 st.subheader(tr("home.tally.title"))
 tally = ui.tally_rows(tr)
@@ -56,8 +59,8 @@ else:
 st.subheader(tr("home.t1.title"))
 st.caption(tr("home.t1.caption"))
 if summary is None:
-    gpu = {name: ui.gpu_reference_rows(name, frames[name]) for name in home_summary.EXPERIMENTS}
-    table1 = scoreboard.table1(frames, tr, gpu)
+    gpu = {name: ui.gpu_reference_rows(name, frames[name]) for name in home.experiments()}
+    table1 = home.table1(frames, tr, gpu)
 else:
     table1 = ui.pd.DataFrame(summary["table1"]["rows"], columns=summary["table1"]["columns"])
 st.table(table1.set_index(tr("home.t1.layer")))

@@ -10,7 +10,7 @@ import pytest
 import torch
 from conftest import app_test
 
-from core import guard, scoreboard, status
+from core import guard, home, status
 from core.charts import answers as charts
 from core.cli import main
 from core.experiments import answers_decode, answers_reach, answers_speed
@@ -188,12 +188,12 @@ def test_charts_draw_the_rows_feng_et_al_and_the_kv_formula(speed, decode):
 
 def test_home_table1_rows_are_filled_from_page_5s_rows(speed, decode):
     reach = answers_reach.EXPERIMENT.run(answers_reach.EXPERIMENT.config("tiny", {"device": "cpu", "seq_len": "80"}))
-    t = scoreboard.table1({"answers_speed": speed, "answers_reach": reach}, tr).set_index("Layer type")
+    t = home.table1({"answers_speed": speed, "answers_reach": reach}, tr).set_index("Layer type")
     for row in ("Convolutional", "Self-attention (restricted)", "Linear recurrence (scan) — page 5"):
         cells = t.loc[row, ["Measured: cost vs n", "Measured: dependent steps", "Measured: gradient across distance"]]
         assert all(str(c).startswith("[") and str(c).endswith("](answers)") for c in cells), cells
     assert "ends exactly 63 tokens back" in t.loc["Convolutional", "Measured: gradient across distance"]
-    assert scoreboard.findings({"answers_speed": speed}, tr)["answers"].startswith(
+    assert home.findings({"answers_speed": speed}, tr)["answers"].startswith(
         "At n = 16, a training step of the minGRU scan"
     )
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core import scoreboard
+from core import home
 from core.experiments import EXPERIMENTS
 from core.i18n import LANGS, translator
 from core.results import load_reference
@@ -37,8 +37,8 @@ def _noisy(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
 
 def _sentences(name: str, rows: pd.DataFrame, tr) -> list[str]:
     said = list(EXPERIMENTS[name].takeaways(rows, tr))
-    said += list(scoreboard.findings({name: rows}, tr).values())
-    said += [str(v) for v in scoreboard.table1({name: rows}, tr).to_numpy().ravel()]
+    said += list(home.findings({name: rows}, tr).values())
+    said += [str(v) for v in home.table1({name: rows}, tr).to_numpy().ravel()]
     return said
 
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from core import scoreboard
+from core import home
 from core.experiments import EXPERIMENTS
 from core.i18n import LANGS, translator
 from core.results import load_reference
@@ -25,7 +25,7 @@ def test_home_finding_and_page_takeaways_state_the_same_numbers(page, lang):
     ref, problems = load_reference(PAGES[page])
     assert not problems and len(ref)
     rows = ref[ref["device"] == ref["device"].iloc[0]]  # one device, as each page and the home page show it
-    finding = scoreboard.findings({page: rows}, tr).get(page)
+    finding = home.findings({page: rows}, tr).get(page)
     assert finding, f"the home page has no finding for {page}"
     said = " ".join(EXPERIMENTS[PAGES[page]].takeaways(rows, tr))
     missing = _numbers(finding) - _numbers(said)

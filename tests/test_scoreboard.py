@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from core import scoreboard
+from core import home
 from core.findings import depth_text
 from core.i18n import translator
 
@@ -40,9 +40,9 @@ def serial_rows(tf_ms):
 
 
 def test_serial_finding_follows_the_data():
-    slow = scoreboard.findings({"serial": serial_rows(lambda T: 1e-3 * T * T)}, tr)["serial"]
+    slow = home.findings({"serial": serial_rows(lambda T: 1e-3 * T * T)}, tr)["serial"]
     assert "took 2.6×" in slow and "256 dependent steps" in slow  # 65.5 ms vs the LSTM's 25.6 ms
-    fast = scoreboard.findings({"serial": serial_rows(lambda T: 0.01 * T)}, tr)["serial"]
+    fast = home.findings({"serial": serial_rows(lambda T: 0.01 * T)}, tr)["serial"]
     assert "10× faster" in fast
 
 
@@ -62,13 +62,13 @@ def test_table1_measured_cells_carry_fitted_exponents_and_step_counts():
             }
         ),
     }
-    t = scoreboard.table1(frames, tr).set_index("Layer type")
+    t = home.table1(frames, tr).set_index("Layer type")
     assert t.loc["Self-attention", "Measured: cost vs n"] == "naive attention: time ∝ n^2.00 ± 0.00"
     assert t.loc["Recurrent", "Measured: cost vs n"] == "LSTM: time ∝ n^1.00 ± 0.00"
     assert t.loc["Recurrent", "Measured: dependent steps"] == "256 at n = 256"
     assert t.loc["Self-attention", "Measured: dependent steps"] == "1 at n = 256"
     assert t.loc["Convolutional", "Measured: cost vs n"] == "no result yet"  # page 5 measures it; not in these frames
-    assert "n^2.00" in scoreboard.findings(frames, tr)["attention_cost"]
+    assert "n^2.00" in home.findings(frames, tr)["attention_cost"]
 
 
 def test_reach_and_depth_facts():
@@ -90,7 +90,7 @@ def test_reach_and_depth_facts():
             ),
         ]
     )
-    cells = scoreboard.measured_cells({"gradient_reach": grad}, tr)
+    cells = home.cells({"gradient_reach": grad}, tr)
     assert cells["recurrent"][2] == "falls below 1/1,000 within 15 tokens"
     assert cells["self_attention"][2] == "1× at 49 tokens back vs 1 back"
     depth = pd.DataFrame(
@@ -104,7 +104,7 @@ def test_reach_and_depth_facts():
             "status": "ok",
         }
     )
-    found = scoreboard.findings({"depth": depth}, tr)["depth"]
+    found = home.findings({"depth": depth}, tr)["depth"]
     assert "4-layer" in found and "0.001" in found and "while its last layer got 1" in found and "0.5" in found
     lines = depth_text.takeaways(depth, tr)
     assert "0.001" in lines[0] and "**1/10 as much for every layer added**" in lines[0]  # (0.1 / 0.001)^(1/2)

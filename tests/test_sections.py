@@ -1,10 +1,12 @@
 """One record per section (ui.section): a toy section, registered with its catalogue keys at test time, is drawn by
 the page it names — header, intro, its question, its live form, and (once its question is answered) its charts with
-the reference rows of its experiment."""
+the reference rows of its experiment — and its home record (core.home, under the same key) puts its finding on its
+page's card of the home page."""
 
 import pytest
 from conftest import app_test
 
+from core import home
 from core.experiments import answers_reach
 from core.i18n import catalogue
 from ui import section
@@ -18,6 +20,7 @@ TEXTS = {
     "toy.predict.o2": "the second",
     "toy.predict.o3": "neither",
     "toy.legend": "The toy's legend.",
+    "toy.home": "the toy read {n} rows.",
 }
 
 
@@ -44,6 +47,10 @@ def toy(monkeypatch):
         legend="toy.legend",
     )
     monkeypatch.setitem(section.SECTIONS, record.key, record)
+    finding = home.Home(
+        record.key, ("answers_reach",), lambda frames, tr: tr("toy.home", n=len(frames["answers_reach"]))
+    )
+    monkeypatch.setitem(home.RECORDS, record.key, finding)
     return record
 
 
@@ -83,3 +90,27 @@ def test_a_registered_section_draws_its_charts_once_its_question_is_answered(toy
 def test_the_depth_page_draws_no_toy_once_it_is_gone():
     at = _depth_page(**{"predict.toy": "show"})
     assert "Toy section header" not in _texts(at)
+
+
+def _findings(at):
+    return [m.value for m in at.markdown if m.value.startswith("**Finding:**")]
+
+
+def test_a_registered_sections_home_finding_is_on_the_home_page(toy):
+    at = app_test(default_timeout=120).run()
+    assert not at.exception, at.exception
+    findings = _findings(at)
+    toy = [f for f in findings if "the toy read" in f]
+    assert len(toy) == 1 and not toy[0].endswith(" 0 rows."), toy  # the shipped reference's answers_reach rows
+    depth = next(
+        i for i, f in enumerate(findings) if "-layer" in f
+    )  # the depth page's own finding stays, then the toy's
+    assert findings[depth + 1] == toy[0]
+    assert len(findings) == 6
+
+
+def test_the_home_page_has_no_toy_finding_once_it_is_gone():
+    at = app_test(default_timeout=120).run()
+    assert not at.exception, at.exception
+    findings = _findings(at)
+    assert len(findings) == 5 and not any("the toy read" in f for f in findings)

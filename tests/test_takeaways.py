@@ -2,7 +2,7 @@
 
 import pytest
 
-from core import scoreboard
+from core import home, scoreboard
 from core.experiments import EXPERIMENTS
 from core.i18n import LANGS, translator
 from core.results import load_reference
@@ -26,6 +26,6 @@ def test_takeaways_survive_every_stopping_point(name):
             lines = exp.takeaways(ref.iloc[:cut], tr)
             assert all(isinstance(x, str) and "«" not in x for x in lines), (cut, lines)
             frames = {name: ref.iloc[:cut]}
-            assert all("«" not in x for x in scoreboard.findings(frames, tr).values())
-            assert len(scoreboard.table1(frames, tr)) == len(scoreboard.TABLE1)
+            assert all("«" not in x for x in home.findings(frames, tr).values())
+            assert len(home.table1(frames, tr)) == len(scoreboard.TABLE1)
         assert exp.takeaways(ref, tr), "the full run says something"

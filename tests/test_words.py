@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from core import scoreboard
+from core import home, scoreboard
 from core.experiments import EXPERIMENTS
 from core.findings import scaling as scaling_findings
 from core.findings import serial as serial_findings
@@ -184,9 +184,9 @@ def rendered(tr) -> dict[str, str]:
         v = verdicts.QUESTIONS[question](frames[name])
         if v is not None:
             out[f"verdict {question}"] = verdicts.sentence(v, tr)
-    for key, line in scoreboard.findings(frames, tr).items():
+    for key, line in home.findings(frames, tr).items():
         out[f"home finding {key}"] = line
-    for i, row in enumerate(scoreboard.table1(frames, tr).itertuples(index=False)):
+    for i, row in enumerate(home.table1(frames, tr).itertuples(index=False)):
         out[f"home table 1 row {i}"] = " | ".join(map(str, row))
     return out
 
