@@ -155,7 +155,24 @@ def test_a_live_run_on_every_chinese_page_shows_no_english(app_url, browser, key
     assert not page.query_selector_all("[data-testid='stException']")
     english = _english_on(page)
     assert not english, f"English on the 中文 page {key} after a live run: {english[:8]}"
+    if key == "answers":
+        _home_says_this_run(page)
     page.close()
+
+
+def _home_says_this_run(page) -> None:
+    """The home page, opened from the sidebar in the same session after page 5's tiny run (n = 8, 16): its page-5
+    finding and Table 1's scan row state this run's longest length, not the reference's (n = 8,192)."""
+    from core.i18n import translator
+
+    tr = translator("zh")
+    page.locator("[data-testid='stSidebarNav'] a").filter(has_text=tr("nav.home")).first.click()
+    page.wait_for_selector(f"text=/{tr('home.finding')}/", timeout=60000)
+    _settle(page)
+    finding = page.locator("[data-testid='stMarkdown']").filter(has_text=re.compile(f"^{tr('home.finding')}.*minGRU"))
+    scan = page.locator("[data-testid='stTable'] tr").filter(has_text=tr("home.t1.scan"))
+    for text in (finding.first.inner_text(), scan.first.inner_text()):
+        assert "n = 16" in text and "8,192" not in text, text
 
 
 def test_stop_keeps_what_was_measured(app_url, browser):
@@ -255,33 +272,4 @@ def test_a_csv_from_another_machine_is_added_in_the_sidebar(app_url, browser, la
     assert "Browser Test GPU" in sidebar and "serial-junk.csv" in sidebar
     assert len(page.query_selector_all("[data-testid='stSidebar'] [data-testid='stAlert']")) == 2
     assert page.query_selector_all(CHART) and not page.query_selector_all("[data-testid='stException']")
-    page.close()
-
-
-def _home_page_5(page) -> tuple[str, str]:
-    """The home page's page-5 finding and Table 1's scan row, as the browser shows them."""
-    finding = page.locator("[data-testid='stMarkdown']").filter(has_text=re.compile(r"^Finding:.*minGRU")).first
-    scan = page.locator("[data-testid='stTable'] tr").filter(has_text="Linear recurrence (scan)").first
-    return finding.inner_text(), scan.inner_text()
-
-
-def test_a_page_5_run_changes_the_home_pages_finding_and_table_1_row(app_url, browser):
-    """The small page-5 run of test_home_live.py, pressed in a browser, then the home page opened from the sidebar in
-    the same session: its page-5 finding and Table 1's scan row state this run's longest length, not the reference's
-    (n = 8,192). The page's questions are left unanswered: its charts stay hidden, which keeps its draws short."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    form = urllib.parse.urlencode({"mixers": "min_gru,lstm,transformer", "seq_lens": "16,32", "d_model": "16"})
-    page.goto(f"{app_url}/answers?lang=en&{form}")
-    _settle(page)
-    page.get_by_role("button", name="Run", exact=True).first.click(timeout=60000)  # the page's first form: training
-    page.wait_for_timeout(1500)
-    _settle(page, 180)  # the script follows the run until it ends
-    assert not page.get_by_test_id("stButton").get_by_role("button", name="Stop").count()
-    assert not page.query_selector_all("[data-testid='stException']")
-    page.locator("[data-testid='stSidebarNav'] a").filter(has_text="Home").first.click()  # the same session
-    page.wait_for_selector("text=/Finding:/", timeout=60000)
-    _settle(page)
-    finding, scan = _home_page_5(page)
-    assert "n = 32" in finding and "n = 8,192" not in finding, finding  # this run's longest length
-    assert "at n = 32" in scan and "n = 8,192" not in scan, scan
     page.close()
