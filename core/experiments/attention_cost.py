@@ -187,7 +187,8 @@ def run(cfg: AttentionCostConfig, on_progress=None) -> pd.DataFrame:
     if cfg.dtype == "auto":
         cfg = dataclasses.replace(cfg, dtype="bfloat16" if device.type == "cuda" else "float32")
     env = environment(device)
-    budget = budget_for(cfg, device)  # the wall's budget (yours, or the guard's)
+    # the wall's budget (yours, or the guard's)
+    budget = int(cfg.budget_mib * 2**20) if cfg.budget_mib > 0 else guard.budget_bytes(device)
     guard_budget = guard.budget_bytes(device)  # what may really be allocated now
     variants = [(impl, b) for impl in cfg.impls for b in attention.get(impl).backends(cfg.backends)]
     points = [(n, impl, b) for n in sorted(cfg.seq_lens) for impl, b in variants]
@@ -226,10 +227,6 @@ def run(cfg: AttentionCostConfig, on_progress=None) -> pd.DataFrame:
                 if not measured(impl, b, max(2, int(n_max * factor)), point=f"wall_{side}"):
                     return tidy(out.rows, COLUMNS)
     return tidy(out.rows, COLUMNS)
-
-
-def budget_for(cfg: AttentionCostConfig, device: torch.device) -> int:
-    return int(cfg.budget_mib * 2**20) if cfg.budget_mib > 0 else guard.budget_bytes(device)
 
 
 EXPERIMENT = Experiment(

@@ -174,16 +174,12 @@ def accuracy(model: torch.nn.Module, tokens: torch.Tensor, targets: torch.Tensor
     return float(hit.float().mean())
 
 
-def n_chunks(cfg: LongRangeConfig) -> int:
-    runs = len(cfg.tasks) * len(cfg.distances) * len(cfg.models) * cfg.seeds
-    return runs * math.ceil(cfg.steps / cfg.eval_every)
-
-
 def run(cfg: LongRangeConfig, on_progress=None) -> pd.DataFrame:
     """One row per (seed, task, distance, model, chunk of eval_every steps): training loss and held-out accuracy."""
     device = resolve_device(cfg.device)
     describe = lambda r: f"{r['task']} {r['model']} d={r['distance']} seed {r['seed']} step {r['step']}"
-    emit = ChunkRows(n_chunks(cfg), on_progress, describe)
+    runs = len(cfg.tasks) * len(cfg.distances) * len(cfg.models) * cfg.seeds
+    emit = ChunkRows(runs * math.ceil(cfg.steps / cfg.eval_every), on_progress, describe)
     with torch_threads(cfg.threads):
         env = environment(device)
         for seed in range(cfg.seed, cfg.seed + cfg.seeds):
@@ -193,7 +189,7 @@ def run(cfg: LongRangeConfig, on_progress=None) -> pd.DataFrame:
                 for distance in sorted(cfg.distances):
                     for name in cfg.models:
                         train_one(run_cfg, task, name, distance, V, device, env, emit)
-    return to_frame(emit.rows)
+    return tidy(emit.rows, COLUMNS)
 
 
 def train_one(cfg, task, name, distance, V, device, env, emit) -> None:
@@ -262,10 +258,6 @@ def train_chunks(model, sample, V: int, cfg, base: dict, emit, stop_at: float | 
         row = {**base, "step": out.steps, "loss": math.nan, "accuracy": math.nan, "train_s": out.train_s,
                "status": out.status, "note": f"{label}: {out.note}; this run stopped"}  # fmt: skip
         emit(row, chunks - math.ceil(out.steps / cfg.eval_every))
-
-
-def to_frame(rows: list[dict]) -> pd.DataFrame:
-    return tidy(rows, COLUMNS)
 
 
 EXPERIMENT = Experiment(

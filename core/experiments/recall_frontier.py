@@ -207,17 +207,14 @@ def fastest_form(mixer: str, spec_: Spec, x: torch.Tensor) -> str:
     return min(times, key=times.get)
 
 
-def n_chunks(cfg: RecallFrontierConfig) -> int:
-    return len(runs(cfg)) * len(cfg.mixers) * cfg.seeds * math.ceil(cfg.steps / cfg.eval_every)
-
-
 def run(cfg: RecallFrontierConfig, on_progress=None) -> pd.DataFrame:
     """One row per (seed, task, width, pairs, mixer, chunk of eval_every steps): loss, held-out accuracy, state."""
     device = resolve_device(cfg.device)
     describe = lambda r: (
         f"{r['task']} {r['mixer']} d={r['d_model']} pairs={r['n_pairs']} seed {r['seed']} step {r['step']}"
     )
-    emit = ChunkRows(n_chunks(cfg), on_progress, describe)
+    chunks = len(runs(cfg)) * len(cfg.mixers) * cfg.seeds * math.ceil(cfg.steps / cfg.eval_every)
+    emit = ChunkRows(chunks, on_progress, describe)
     with torch_threads(cfg.threads):
         env = environment(device)
         forms = {}  # (mixer, width) → its fastest form, chosen once
