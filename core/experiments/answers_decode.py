@@ -20,8 +20,9 @@ import pandas as pd
 import torch
 
 from core import cancel, guard, status
-from core.config import Experiment, Progress, spec
+from core.config import Experiment, spec
 from core.device import DEVICES, environment, resolve_device, synchronize, threads_used, torch_threads
+from core.experiments.common import Rows, tagged
 from core.findings.answers import decode_takeaways
 from core.memory_formulas import format_bytes
 from core.models import registry
@@ -37,8 +38,7 @@ PREFILL_CHUNK = 1024  # tokens read per prefill call (exact in pieces: tests/tes
 
 @dataclasses.dataclass(frozen=True)
 class AnswersDecodeConfig:
-    mixers: tuple[str, ...] = spec(registry.tagged(ANSWERS), choices=registry.tagged(ANSWERS),
-                                   help="which mixers decode")  # fmt: skip
+    mixers: tuple[str, ...] = tagged(ANSWERS, help="which mixers decode")
     context_lens: tuple[int, ...] = spec((256, 1024, 4096, 16384, 32768), lo=1, hi=131072,
                                          help="context already read when the timed tokens are generated")  # fmt: skip
     d_model: int = spec(128, lo=8, hi=1024, help="width of every mixer")
@@ -61,8 +61,10 @@ class AnswersDecodeConfig:
         n = max(self.context_lens)
         need = max(predicted_bytes(m, self, n) for m in self.mixers)
         if not guard.fits(need, device):
-            raise ValueError(f"context_lens: reading {n:,} tokens would need about {format_bytes(need)}; this "
-                             f"device's budget is {format_bytes(guard.budget_bytes(device))}")  # fmt: skip
+            raise ValueError(
+                f"context_lens: reading {n:,} tokens would need about {format_bytes(need)}; this "
+                f"device's budget is {format_bytes(guard.budget_bytes(device))}"
+            )
 
 
 PRESETS = {
@@ -115,7 +117,7 @@ def run(cfg: AnswersDecodeConfig, on_progress=None) -> pd.DataFrame:
     """One row per (mixer, context length)."""
     device = resolve_device(cfg.device)
     env = {**environment(device), "threads": threads_used(device, 1)}
-    total, rows = len(cfg.mixers) * len(cfg.context_lens), []
+    out = Rows(len(cfg.mixers) * len(cfg.context_lens), on_progress)
     for m in cfg.mixers:
         mixer = registry.get(m)
         base = {**dict.fromkeys(COLUMNS, math.nan), "mixer": m, "family": mixer.family, "d_model": cfg.d_model, "window": cfg.window,
@@ -127,19 +129,15 @@ def run(cfg: AnswersDecodeConfig, on_progress=None) -> pd.DataFrame:
                 row = {**base, "context_len": read, "state_bytes": held, "status": status.OK,
                        "predicted_bytes": 4 * mixer.state_floats(read, cfg.mixer_spec),
                        "ms_per_token": float(q50), "ms_iqr": float(q75 - q25), **env}  # fmt: skip
-                rows.append(row)
-                if on_progress is not None:
-                    on_progress(Progress(len(rows), total, f"{m}: {read:,} tokens read", (row,)))
+                out.add(row, f"{m}: {read:,} tokens read")
         except (RuntimeError, MemoryError) as err:
             if not guard.is_oom(err):
                 raise
             guard.free(device)
-            done = sum(r["mixer"] == m for r in rows)
+            done = sum(r["mixer"] == m for r in out.rows)
             row = {**base, "context_len": sorted(cfg.context_lens)[done], **guard.oom_fields(err), **env}
-            rows.append(row)
-            if on_progress is not None:
-                on_progress(Progress(len(rows), total, f"{m}: out of memory", (row,)))
-    return tidy(rows, COLUMNS)
+            out.add(row, f"{m}: out of memory")
+    return tidy(out.rows, COLUMNS)
 
 
 EXPERIMENT = Experiment(

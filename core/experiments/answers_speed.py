@@ -21,14 +21,14 @@ import dataclasses
 import math
 from collections.abc import Callable
 
-import numpy as np
 import pandas as pd
 import torch
 
 from core import bench, guard, status
-from core.config import Experiment, Progress, spec
+from core.config import Experiment, spec
 from core.device import DEVICES, environment, resolve_device
-from core.experiments.serial import training_step
+from core.experiments.common import Rows, fitting, paired, tagged, time_points, timed
+from core.experiments.serial import TINY_STEP, training_step
 from core.findings.answers import speed_takeaways
 from core.models import registry
 from core.models.layers import n_params
@@ -39,22 +39,13 @@ COLUMNS = ("mixer", "form", "family", "seq_len", "batch_size", "d_model", "param
            "noisy", "tokens_per_s", "seq_steps", "saved_bytes", "predicted_bytes", "speedup_vs_loop", "speedup_q25",
            "speedup_q75", "rec_ms", "rec_iqr_ms", "rec_speedup_vs_loop", "rec_speedup_q25", "rec_speedup_q75", "vs_lstm", "vs_transformer", "vs_traditional", "max_error", "window", "chunk", "kernel", "levels", "d_state",
            "status", "note", "seed")  # fmt: skip
-PAIRED = (
-    "speedup_vs_loop",
-    "speedup_q25",
-    "speedup_q75",
-    "rec_speedup_vs_loop",
-    "rec_speedup_q25",
-    "rec_speedup_q75",
-    "vs_lstm",
-    "vs_transformer",
-)
 
 
 @dataclasses.dataclass(frozen=True)
 class AnswersSpeedConfig:
-    mixers: tuple[str, ...] = spec(registry.tagged(ANSWERS), choices=registry.tagged(ANSWERS),
-                                   help="which mixers to time (the chapter's LSTM, GRU and Transformer included)")  # fmt: skip
+    mixers: tuple[str, ...] = tagged(
+        ANSWERS, help="which mixers to time (the chapter's LSTM, GRU and Transformer included)"
+    )
     forms: tuple[str, ...] = spec(FORMS, choices=FORMS, help="loop: n steps; scan; chunked; fused: a library kernel")
     seq_lens: tuple[int, ...] = spec((256, 1024, 4096), lo=2, hi=16384, help="sequence lengths to sweep")
     d_model: int = spec(128, lo=8, hi=1024, help="width of every mixer")
@@ -71,14 +62,16 @@ class AnswersSpeedConfig:
     repeats: int = spec(5, lo=1, hi=200, help="timed steps; the median and IQR are reported")
     max_point_s: float = spec(3.0, lo=0.05, hi=600.0, help="stop repeating a length after this much timed work")
     max_step_s: float = spec(20.0, lo=0.1, hi=3600.0, help="skip a point whose step would take longer (extrapolated)")
-    rec_mixers: tuple[str, ...] = spec(registry.tagged(ANSWERS), choices=registry.tagged(ANSWERS), min_len=0,
-                                       help="whose recurrence is also timed alone (Amdahl: the part a scan replaces)")  # fmt: skip
+    rec_mixers: tuple[str, ...] = tagged(
+        ANSWERS, min_len=0, help="whose recurrence is also timed alone (Amdahl: the part a scan replaces)"
+    )
 
     def check(self):
         for m in self.mixers:
             if not set(registry.get(m).forms) & set(self.forms):
-                raise ValueError(f"forms: {m} has none of {', '.join(self.forms)} (it has "
-                                 f"{', '.join(registry.get(m).forms)})")  # fmt: skip
+                raise ValueError(
+                    f"forms: {m} has none of {', '.join(self.forms)} (it has {', '.join(registry.get(m).forms)})"
+                )
         if self.kernel**self.levels > 2**16:
             raise ValueError(f"levels: a receptive field of {self.kernel}^{self.levels} tokens is over 65,536")
 
@@ -93,17 +86,7 @@ PRESETS = {
     # n = 256 into skipped points at n = 1024 (extrapolated)
     # the recurrence alone of minGRU only (the verdict's mixer): all five loops' doubled the run to ~29 s on 2 cores
     "quick": {"seq_lens": (256, 1024), "warmup": 1, "repeats": 3, "max_point_s": 1.0, "rec_mixers": REC_QUICK},
-    "tiny": {
-        "seq_lens": (8, 16),
-        "d_model": 16,
-        "batch_size": 2,
-        "window": 4,
-        "chunk": 4,
-        "levels": 3,
-        "warmup": 0,
-        "repeats": 1,
-        "max_point_s": 0.1,
-    },
+    "tiny": {**TINY_STEP, "window": 4, "chunk": 4, "levels": 3},
     # scripts/gpu_reference.sh's preset, for its limit of 50 s on a GPU such as an H200, where these small models
     # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. Each loop form
     # costs ~30 ops per token forward and backward, ~0.45 ms a token: 0.06 s a step at n = 128, 0.23 s at 512 (Feng
@@ -167,33 +150,25 @@ def max_error(m: str, form: str, cfg: AnswersSpeedConfig, T: int) -> float:
 
 def measure_length(cfg, T: int, pairs: list, device, after_round=None) -> dict:
     """Every (mixer, form) in `pairs` at one length, timed interleaved; then saved bytes one by one."""
-    prepared, fields = {}, {}
-    for key in pairs:
-        try:
-            p = _prepare(*key, cfg, T, device)
-            if not _finite(p[0], p[2]):
-                fields[key] = {"status": status.DIVERGED, "note": "non-finite loss or gradient in float32"}
-                continue
-            prepared[key] = p
-        except (RuntimeError, MemoryError) as err:
-            if not guard.is_oom(err):
-                raise
-            guard.free(device)
-            fields[key] = guard.oom_fields(err)
+
+    def prepare(key):  # None where the loss or a gradient is not finite in float32
+        p = _prepare(*key, cfg, T, device)
+        return p if _finite(p[0], p[2]) else None
+
+    prepared, fields = guard.prepare_each(pairs, prepare, device)
+    for key in [key for key, p in prepared.items() if p is None]:
+        fields[key] = {"status": status.DIVERGED, "note": "non-finite loss or gradient in float32"}
+        del prepared[key]
     steps = {key: p[1] for key, p in prepared.items()}
     # the finiteness check above was one forward and backward of each: it counts as the first warm-up step
-    timings, errors = bench.time_interleaved(steps, warmup=max(0, cfg.warmup - 1), repeats=cfg.repeats, device=device,
-                                             max_seconds=cfg.max_point_s, is_fatal=guard.is_oom,
-                                             after_round=after_round)  # fmt: skip
-    fields.update(guard.failed_fields(errors, device))
+    timings, failed = time_points(steps, cfg, device, after_round, warmup=max(0, cfg.warmup - 1))
+    fields.update(failed)
     for key, timing in timings.items():
         model, _, loss_fn, inputs = prepared[key]
         fields[key] = {
             "status": status.OK,
             "params": n_params(model),
-            "train_ms": timing.median_ms,
-            "train_iqr_ms": timing.iqr_ms,
-            "noisy": timing.noisy,
+            **timed(timing),
             "tokens_per_s": cfg.batch_size * T / (timing.median_ms / 1e3),
             "saved_bytes": bench.saved_activation_bytes(loss_fn, exclude=(*model.parameters(), *inputs)),
             "max_error": max_error(*key, cfg, T),
@@ -234,12 +209,10 @@ def _time_recurrences(cfg, T: int, models: dict, device, fields: dict, after_rou
         step = recurrence_step(model.layers[0], key[1], (cfg.batch_size, T, cfg.d_model), cfg.seed, device)
         if step is not None:
             steps[key] = step
-    timings, errors = bench.time_interleaved(steps, warmup=cfg.warmup, repeats=cfg.repeats, device=device,
-                                             max_seconds=cfg.max_point_s, is_fatal=guard.is_oom,
-                                             after_round=after_round)  # fmt: skip
+    timings, failed = time_points(steps, cfg, device, after_round)
     for key, timing in timings.items():
         fields[key].update(rec_ms=timing.median_ms, rec_iqr_ms=timing.iqr_ms, rec_times_ms=timing.times_ms)
-    for key, fail in guard.failed_fields(errors, device).items():  # the whole step stands; its recurrence is NaN
+    for key, fail in failed.items():  # the whole step stands; its recurrence is NaN
         fields[key]["note"] = f"recurrence alone: {fail['note']}"
     steps.clear()
     guard.free(device)
@@ -252,12 +225,6 @@ def _baseline(family: str, keys) -> tuple | None:
     return chapter.get(chosen) if chosen is not None and registry.get(chosen).representative else None
 
 
-def _ratio(num: tuple, den: tuple) -> tuple[float, float, float]:
-    """(q25, median, q75) of num ÷ den over the rounds both ran in."""
-    pairs = [a / b for a, b in zip(num, den) if b > 0]
-    return tuple(float(x) for x in np.quantile(pairs, [0.25, 0.5, 0.75])) if pairs else (math.nan,) * 3
-
-
 def _paired(fields: dict) -> None:
     """Per measured form: its own loop's time ÷ its time (the speed-up, with quartiles over paired repeats), and
     the LSTM's, the Transformer's and (minGRU, minLSTM) the traditional GRU's or LSTM's time ÷ its time (above 1:
@@ -265,20 +232,20 @@ def _paired(fields: dict) -> None:
     for (m, form), f in fields.items():  # the recurrence alone: its loop's time ÷ its own, repeat by repeat
         loop = fields.get((m, LOOP), {}).get("rec_times_ms")
         if form != LOOP and loop and f.get("rec_times_ms"):
-            f["rec_speedup_q25"], f["rec_speedup_vs_loop"], f["rec_speedup_q75"] = _ratio(loop, f["rec_times_ms"])
+            f["rec_speedup_q25"], f["rec_speedup_vs_loop"], f["rec_speedup_q75"] = paired(loop, f["rec_times_ms"])
     timed = {k: f["times_ms"] for k, f in fields.items() if "times_ms" in f}
     lstm, transformer = _baseline(RECURRENT, timed), _baseline(ATTENTION, timed)
     for (m, form), times in timed.items():
         f = fields[(m, form)]
         if (m, LOOP) in timed and form != LOOP:
-            f["speedup_q25"], f["speedup_vs_loop"], f["speedup_q75"] = _ratio(timed[(m, LOOP)], times)
+            f["speedup_q25"], f["speedup_vs_loop"], f["speedup_q75"] = paired(timed[(m, LOOP)], times)
         for col, base in (("vs_lstm", lstm), ("vs_transformer", transformer)):
             if base is not None:
-                f[col] = _ratio(timed[base], times)[1]
+                f[col] = paired(timed[base], times)[1]
         twin = registry.get(m).traditional  # the model it simplifies, timed in the same rounds (Feng et al.'s ratio)
         fused = [k for k in timed if k[0] == twin]
         if twin is not None and fused and form != LOOP:
-            f["vs_traditional"] = _ratio(timed[fused[0]], times)[1]
+            f["vs_traditional"] = paired(timed[fused[0]], times)[1]
     for f in fields.values():
         f.pop("times_ms", None)
         f.pop("rec_times_ms", None)
@@ -302,23 +269,17 @@ def run(cfg: AnswersSpeedConfig, on_progress=None) -> pd.DataFrame:
     device = resolve_device(cfg.device)
     env = environment(device)
     pairs, lengths = points(cfg), sorted(cfg.seq_lens)
-    total, rows, history = len(lengths) * len(pairs), [], {key: [] for key in points(cfg)}
+    out, history = Rows(len(lengths) * len(pairs), on_progress), {key: [] for key in pairs}
     for T in lengths:
-        fields, runnable = {}, []
-        for key in pairs:
-            predicted = predicted_bytes(*key, cfg, T)
+        fitted, fields = fitting(pairs, lambda key, T=T: predicted_bytes(*key, cfg, T), device)
+        runnable = []
+        for key in fitted:
             slow = _too_slow(history[key], T, cfg.max_step_s)
-            if not guard.fits(predicted, device):
-                fields[key] = guard.guarded(dict, predicted, device)  # the guard's refusal row
-            elif slow:
+            if slow:
                 fields[key] = {"status": status.SKIPPED_TIME, "note": slow}
             else:
                 runnable.append(key)
-
-        def after_round(r, T=T):
-            if on_progress is not None:
-                on_progress(Progress(len(rows), total, f"n={T}: repeat {r} of {cfg.repeats}", ()))
-
+        after_round = lambda r, T=T: out.say(f"n={T}: repeat {r} of {cfg.repeats}")
         fields.update(measure_length(cfg, T, runnable, device, after_round))
         for m, form in pairs:
             f = fields[(m, form)]
@@ -330,10 +291,8 @@ def run(cfg: AnswersSpeedConfig, on_progress=None) -> pd.DataFrame:
                    "predicted_bytes": predicted_bytes(m, form, cfg, T), "window": cfg.window, "chunk": cfg.chunk,
                    "kernel": cfg.kernel, "levels": cfg.levels, "d_state": cfg.d_state, "seed": cfg.seed, "note": "",
                    **f, **env}  # fmt: skip
-            rows.append(row)
-            if on_progress is not None:
-                on_progress(Progress(len(rows), total, f"{m} ({form}) n={T}", (row,)))
-    return tidy(rows, COLUMNS)
+            out.add(row, f"{m} ({form}) n={T}")
+    return tidy(out.rows, COLUMNS)
 
 
 EXPERIMENT = Experiment(

@@ -19,12 +19,13 @@ import pandas as pd
 import torch
 
 from core import bench, guard, status
-from core.config import Experiment, Progress, spec
+from core.config import Experiment, spec
 from core.device import DEVICES, environment, resolve_device
 from core.experiments.attention_point import elem_bytes, needs_live_peak, predicted_bytes, shape_of
 from core.experiments.attention_point import inputs as _inputs  # noqa: F401 - the tests and the smoke test use it
 from core.experiments.attention_point import measure_attention as _measure_attention
 from core.experiments.attention_point import measure_lstm as _measure_lstm
+from core.experiments.common import Rows
 from core.findings.attention_cost import takeaways, wall
 from core.memory_formulas import score_bytes
 from core.models import attention
@@ -158,24 +159,15 @@ def measure_point(
     predicted = predicted_bytes(impl, backend, cfg, n, device)
     budget = guard.budget_bytes(device) if budget is None else budget
     if not guard.fits(predicted, device, budget):
-        return {
-            **row,
-            "status": status.SKIPPED_MEMORY,
-            "predicted_bytes": predicted,
-            "note": f"would need {guard.format_bytes(predicted)}; budget {guard.format_bytes(budget)}",
-        }
+        return {**row, **guard.guarded(dict, predicted, device, budget)}  # the guard's refusal: nothing allocated
+    failed = lambda why, note: {**row, "status": why, "predicted_bytes": predicted, "note": note}
     calls = cfg.warmup + min(cfg.repeats, 3) + 2  # warm-up, timed repeats (capped), saved-bytes and peak passes
     if record.mode == "inference":  # off CUDA its live-peak pass dispatches every step's operators through Python
         calls = min(cfg.repeats, 3) + (8 if needs_live_peak(device) else 2)
     seconds, how = predicted_seconds(impl, cfg, n, device, history or [])
     seconds *= calls
     if seconds > cfg.time_limit_s:
-        return {
-            **row,
-            "status": status.SKIPPED_TIME,
-            "predicted_bytes": predicted,
-            "note": f"would take ~{seconds:,.0f} s ({how}); limit {cfg.time_limit_s:,.0f} s",
-        }
+        return failed(status.SKIPPED_TIME, f"would take ~{seconds:,.0f} s ({how}); limit {cfg.time_limit_s:,.0f} s")
     measure = (
         (lambda: _measure_lstm(cfg, n, device))
         if record.mode == "inference"
@@ -185,12 +177,7 @@ def measure_point(
         fields = guard.guarded(measure, predicted, device, budget)
     except RuntimeError as err:  # a kernel this device, dtype or shape cannot run: "No viable backend", a cuDNN or
         guard.free(device)  # CUDA error in a forced backend or in auto's choice; run() then checks the device
-        return {
-            **row,
-            "status": status.UNSUPPORTED,
-            "predicted_bytes": predicted,
-            "note": str(err).splitlines()[0][:160],
-        }
+        return failed(status.UNSUPPORTED, str(err).splitlines()[0][:160])
     return {**row, **fields}
 
 
@@ -200,21 +187,19 @@ def run(cfg: AttentionCostConfig, on_progress=None) -> pd.DataFrame:
     if cfg.dtype == "auto":
         cfg = dataclasses.replace(cfg, dtype="bfloat16" if device.type == "cuda" else "float32")
     env = environment(device)
-    budget = budget_for(cfg, device)  # the wall's budget (yours, or the guard's)
+    # the wall's budget (yours, or the guard's)
+    budget = int(cfg.budget_mib * 2**20) if cfg.budget_mib > 0 else guard.budget_bytes(device)
     guard_budget = guard.budget_bytes(device)  # what may really be allocated now
     variants = [(impl, b) for impl in cfg.impls for b in attention.get(impl).backends(cfg.backends)]
     points = [(n, impl, b) for n in sorted(cfg.seq_lens) for impl, b in variants]
-    total = len(points) + (2 * len(variants) if cfg.verify_wall else 0)
     history: dict[tuple, list] = {v: [] for v in variants}
-    rows = []
+    out = Rows(len(points) + (2 * len(variants) if cfg.verify_wall else 0), on_progress)
 
     def add(row, message):
         row = {**env, **row, "budget_bytes": budget}  # a row may say it ran on fewer threads
         ok = row["status"] == status.OK
         row["fits_budget"] = bool(row.get("peak_bytes", math.nan) <= budget) if ok else math.nan
-        rows.append(row)
-        if on_progress is not None:
-            on_progress(Progress(len(rows), total, message, (row,)))
+        out.add(row, message)
 
     def measured(impl, b, n, point="sweep") -> bool:
         """Measure and add one point; False once the device has stopped computing (a broken CUDA context)."""
@@ -230,9 +215,9 @@ def run(cfg: AttentionCostConfig, on_progress=None) -> pd.DataFrame:
 
     for n, impl, b in points:
         if not measured(impl, b, n):
-            return to_frame(rows)
+            return tidy(out.rows, COLUMNS)
     if cfg.verify_wall:
-        walls = wall(to_frame(rows), budget)
+        walls = wall(tidy(out.rows, COLUMNS), budget)
         for impl, b in variants:
             found = walls[(walls.impl == impl) & (walls.requested_backend == b)]
             n_max = float(found.n_max.iloc[0]) if len(found) else math.nan
@@ -240,16 +225,8 @@ def run(cfg: AttentionCostConfig, on_progress=None) -> pd.DataFrame:
                 if not math.isfinite(n_max) or n_max * factor > 2**21:
                     continue
                 if not measured(impl, b, max(2, int(n_max * factor)), point=f"wall_{side}"):
-                    return to_frame(rows)
-    return to_frame(rows)
-
-
-def to_frame(rows: list[dict]) -> pd.DataFrame:
-    return tidy(rows, COLUMNS)
-
-
-def budget_for(cfg: AttentionCostConfig, device: torch.device) -> int:
-    return int(cfg.budget_mib * 2**20) if cfg.budget_mib > 0 else guard.budget_bytes(device)
+                    return tidy(out.rows, COLUMNS)
+    return tidy(out.rows, COLUMNS)
 
 
 EXPERIMENT = Experiment(

@@ -14,6 +14,7 @@ import torch
 
 from core import bench
 from core.device import threads_used
+from core.experiments.common import timed
 from core.experiments.kv_cache import one_thread
 from core.memory_formulas import DTYPE_BYTES
 from core.models import attention
@@ -89,16 +90,10 @@ def measure_attention(impl: str, backend: str, cfg: PointConfig, n: int, device:
         step, warmup=max(cfg.warmup - 1, 0), repeats=cfg.repeats, device=device, max_seconds=cfg.max_point_s
     )
     saved = bench.saved_activation_bytes(forward, exclude=(q, k, v, grad))
-    cuda_peak = bench.cuda_peak_bytes(step, device)
     return {
         "backend": ran,
-        "time_ms": timing.median_ms,
-        "time_iqr_ms": timing.iqr_ms,
-        "noisy": timing.noisy,
-        "fresh_bytes": timing.fresh_bytes,
+        **_timed(timing, bench.cuda_peak_bytes(step, device), live),
         "saved_bytes": saved,
-        "peak_bytes": cuda_peak if cuda_peak is not None else live.peak,
-        "peak_kind": "cuda_max_allocated" if cuda_peak is not None else "live_tensors",
         "formula_saved_bytes": formula_saved(impl, ran, cfg, n),
     }
 
@@ -129,11 +124,16 @@ def measure_lstm(cfg: PointConfig, n: int, device: torch.device) -> dict:
     return {
         "threads": threads_used(device, 1),
         "backend": "-",
-        "time_ms": timing.median_ms,
-        "time_iqr_ms": timing.iqr_ms,
-        "noisy": timing.noisy,
-        "fresh_bytes": timing.fresh_bytes,
+        **_timed(timing, cuda_peak, live),
         "state_bytes": state["bytes"],
+    }
+
+
+def _timed(timing: bench.Timing, cuda_peak: int | None, live: bench.LivePeak | None) -> dict:
+    """A point's time (median, IQR) and peak: the CUDA allocator's where there is one, else the live tensors'."""
+    return {
+        **timed(timing, "time"),
+        "fresh_bytes": timing.fresh_bytes,
         "peak_bytes": cuda_peak if cuda_peak is not None else live.peak,
         "peak_kind": "cuda_max_allocated" if cuda_peak is not None else "live_tensors",
     }

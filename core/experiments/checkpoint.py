@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import pandas as pd
 import torch
 
 from core import bench, guard, status
-from core.config import Experiment, Progress, spec
+from core.config import Experiment, spec
 from core.device import DEVICES, environment, resolve_device
 from core.experiments import serial
+from core.experiments.common import Rows, fitting, paired, tagged, time_points, timed
 from core.findings.checkpoint import takeaways
 from core.models import registry
 from core.models.checkpointed import SegmentCheckpointed, kept_state_bytes, n_segments, segment_for
@@ -39,8 +39,7 @@ COLUMNS = ("model", "bptt", "seq_len", "segment", "segments", "n_layers", "d_mod
 
 @dataclasses.dataclass(frozen=True)
 class CheckpointConfig:
-    models: tuple[str, ...] = spec(registry.tagged("checkpoint:quick"), choices=registry.tagged("checkpoint"),
-                                   help="recurrent models with fused layers")  # fmt: skip
+    models: tuple[str, ...] = tagged("checkpoint", "checkpoint:quick", help="recurrent models with fused layers")
     seq_lens: tuple[int, ...] = spec((256, 1024, 4096), lo=2, hi=65535, help="sequence lengths to sweep")
     segment: int = spec(0, lo=0, hi=65535, help="tokens per checkpointed segment (0 = ⌈√n⌉ at each length)")
     d_model: int = spec(128, lo=8, hi=4096, help="width of every model")
@@ -56,7 +55,7 @@ class CheckpointConfig:
 
 PRESETS = {
     "quick": {"seq_lens": (256, 1024, 4096), "warmup": 1, "repeats": 3, "max_point_s": 1.0},
-    "tiny": {"seq_lens": (8, 16), "d_model": 16, "batch_size": 2, "warmup": 0, "repeats": 1, "max_point_s": 0.1},
+    "tiny": serial.TINY_STEP,
     # scripts/gpu_reference.sh's preset, for its limit of 25 s on a GPU such as an H200, where these small models
     # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. The fused
     # LSTM's step is ~5 µs a token forward and ~10 backward on cuDNN, so 0.25 s at n = 16,384, and a third more
@@ -82,10 +81,8 @@ def measure_length(cfg: CheckpointConfig, T: int, names: list[str], device, afte
     keys = [(n, f) for n in names for f in FORMS]
     prepared, fields = guard.prepare_each(keys, lambda key: _prepare(*key, cfg, T, device), device)
     steps = {key: p[2] for key, p in prepared.items()}
-    timings, errors = bench.time_interleaved(steps, warmup=cfg.warmup, repeats=cfg.repeats, device=device,
-                                             max_seconds=cfg.max_point_s, is_fatal=guard.is_oom,
-                                             after_round=after_round)  # fmt: skip
-    fields.update(guard.failed_fields(errors, device))
+    timings, failed = time_points(steps, cfg, device, after_round)
+    fields.update(failed)
     for key, timing in timings.items():
         model, features, _, loss_fn, (tokens, targets) = prepared[key]
         exclude = (*model.parameters(), tokens, targets)
@@ -93,9 +90,8 @@ def measure_length(cfg: CheckpointConfig, T: int, names: list[str], device, afte
         layers = bench.saved_activation_bytes(
             lambda f=features, x=tokens: f(x).sum(), exclude=exclude
         )  # sum: nothing kept
-        fields[key] = {"status": status.OK, "params": n_params(model), "train_ms": timing.median_ms,
-                       "train_iqr_ms": timing.iqr_ms, "noisy": timing.noisy, "fresh_bytes": timing.fresh_bytes,
-                       "saved_bytes": whole,
+        fields[key] = {"status": status.OK, "params": n_params(model), **timed(timing),
+                       "fresh_bytes": timing.fresh_bytes, "saved_bytes": whole,
                        "layer_saved_bytes": layers, "head_saved_bytes": whole - layers,
                        "times_ms": timing.times_ms}  # fmt: skip
     prepared.clear()
@@ -103,8 +99,7 @@ def measure_length(cfg: CheckpointConfig, T: int, names: list[str], device, afte
     for name in names:  # checkpointed ÷ plain, round by round
         a, b = fields.get((name, CHECKPOINTED), {}), fields.get((name, PLAIN), {})
         if "times_ms" in a and "times_ms" in b:
-            ratios = np.asarray(a["times_ms"]) / np.asarray(b["times_ms"])
-            q25, q50, q75 = (float(x) for x in np.quantile(ratios, [0.25, 0.5, 0.75]))
+            q25, q50, q75 = paired(a["times_ms"], b["times_ms"])
             a.update(time_ratio=q50, time_ratio_q25=q25, time_ratio_q75=q75)
     for f in fields.values():
         f.pop("times_ms", None)
@@ -121,21 +116,11 @@ def run(cfg: CheckpointConfig, on_progress=None) -> pd.DataFrame:
     device = resolve_device(cfg.device)
     env = environment(device)
     lengths = sorted(cfg.seq_lens)
-    total = len(lengths) * len(cfg.models) * len(FORMS)
-    rows: list[dict] = []
+    out = Rows(len(lengths) * len(cfg.models) * len(FORMS), on_progress)
     for T in lengths:
-        fields, runnable = {}, []
-        for name in cfg.models:
-            predicted = predicted_bytes(name, cfg, T)
-            if guard.fits(predicted, device):
-                runnable.append(name)
-            else:
-                fields.update({(name, f): guard.guarded(dict, predicted, device) for f in FORMS})
-
-        def after_round(r, T=T):
-            if on_progress is not None:
-                on_progress(Progress(len(rows), total, f"n={T}: round {r} of {cfg.repeats}", ()))
-
+        runnable, refused = fitting(cfg.models, lambda name, T=T: predicted_bytes(name, cfg, T), device)
+        fields = {(name, f): refusal for name, refusal in refused.items() for f in FORMS}
+        after_round = lambda r, T=T: out.say(f"n={T}: round {r} of {cfg.repeats}")
         if runnable:
             fields.update(measure_length(cfg, T, runnable, device, after_round))
         for name in cfg.models:
@@ -150,10 +135,8 @@ def run(cfg: CheckpointConfig, on_progress=None) -> pd.DataFrame:
                        "predicted_layer_bytes": kept_state_bytes(T, cfg.segment, cfg.batch_size, cfg.d_model,
                                                                  states * cfg.n_layers) if ck else None,
                        "seq_steps": kind.seq_steps(T, cfg.n_layers), **fields[(name, form)]}  # fmt: skip
-                rows.append(row)
-                if on_progress is not None:
-                    on_progress(Progress(len(rows), total, f"{name} ({form}) n={T}", (row,)))
-    return tidy(rows, COLUMNS)
+                out.add(row, f"{name} ({form}) n={T}")
+    return tidy(out.rows, COLUMNS)
 
 
 EXPERIMENT = Experiment(

@@ -11,7 +11,6 @@ Two measurements on one small next-token task (a noisy permutation chain, see `m
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 
 import pandas as pd
@@ -21,8 +20,9 @@ from torch import nn
 
 from core import guard, status
 from core import train as train_loop
-from core.config import Experiment, Progress, spec
+from core.config import Experiment, spec
 from core.device import DEVICES, environment, resolve_device, torch_threads
+from core.experiments.common import Rows, tagged
 from core.findings.depth import COLUMNS, LEARNED_FRACTION, UNDERFLOW, chain_entropy, to_frame  # noqa: F401
 from core.findings.depth_text import takeaways
 from core.models import registry
@@ -34,9 +34,7 @@ CHUNK_SECONDS = 0.3  # … or this often, whichever comes first, so a page can S
 
 @dataclasses.dataclass(frozen=True)
 class DepthConfig:
-    models: tuple[str, ...] = spec(
-        registry.tagged("depth:quick"), choices=registry.tagged("depth"), help="which variants to compare"
-    )
+    models: tuple[str, ...] = tagged("depth", "depth:quick", help="which variants to compare")
     depths: tuple[int, ...] = spec((2, 8), lo=1, hi=64, help="stack depths to train")
     init_depths: tuple[int, ...] = spec(
         (1, 2, 4, 8, 16), lo=1, hi=64, help="extra depths measured at initialisation only (one batch, cheap)"
@@ -222,8 +220,9 @@ def train(
         pending.clear()
         reported[0] += steps_done
 
-    spec = train_loop.TrainSpec(cfg.steps, cfg.lr, "adam", warmup, cfg.clip, train_loop.loss_bound(cfg.vocab_size),
-                                CHUNK_STEPS, CHUNK_SECONDS)  # fmt: skip
+    spec = train_loop.TrainSpec(
+        cfg.steps, cfg.lr, "adam", warmup, cfg.clip, train_loop.loss_bound(cfg.vocab_size), CHUNK_STEPS, CHUNK_SECONDS
+    )
     out = train_loop.train(model, batch, lm_loss, spec, on_step, on_chunk)
     if out.status == status.DIVERGED and report is not None:  # its remaining steps will never come: count them done
         row = {"step": out.steps, "lr_now": train_loop.lr_at(out.steps, cfg.lr, warmup), "layer": math.nan,
@@ -234,25 +233,6 @@ def train(
 def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Next-token cross-entropy over every position."""
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
-
-
-def _init_rows(*args) -> dict:
-    return {"rows": measure_init(*args)}
-
-
-def _train_rows(*args) -> dict:
-    train(*args)  # its rows went out through `report` as they were measured
-    return {}
-
-
-def _task_fields(cfg: DepthConfig) -> dict:
-    return {
-        "d_model": cfg.d_model,
-        "vocab_size": cfg.vocab_size,
-        "noise": cfg.noise,
-        "seq_len": cfg.seq_len,
-        "batch_size": cfg.batch_size,
-    }
 
 
 # These layers are tiny: per-op overhead dominates and extra intra-op threads do not help (core.device.torch_threads).
@@ -271,68 +251,32 @@ def _run(cfg: DepthConfig, device: torch.device, on_progress) -> pd.DataFrame:
     seeds = range(cfg.seed, cfg.seed + cfg.seeds)
     init_points = [(L, m, s) for L in sorted(set(cfg.init_depths) | set(cfg.depths)) for m in cfg.models for s in seeds]
     runs = [(L, w, m, s) for L in sorted(cfg.depths) for w in cfg.warmup_steps for m in cfg.models for s in seeds]
-    total = len(init_points) + len(runs) * cfg.steps
-    rows, done = [], 0
-
-    def emit(new: list[dict], advance: int, message: str):
-        nonlocal done
-        rows.extend(new)
-        done += advance
-        if on_progress is not None:
-            on_progress(Progress(done, total, message, tuple(new)))
-
+    out = Rows(len(init_points) + len(runs) * cfg.steps, on_progress)
+    sizes = ("d_model", "vocab_size", "noise", "seq_len", "batch_size")
+    task = {**{k: getattr(cfg, k) for k in sizes}, **env}  # what every row shares: the task's sizes, the environment
+    unset = dict.fromkeys(("lr", "warmup_steps", "clip"), math.nan)
     for L, name, seed in init_points:
-        common = {
-            "model": name,
-            "n_layers": L,
-            "step": 0,
-            "phase": "init",
-            "seed": seed,
-            "lr": math.nan,
-            "warmup_steps": math.nan,
-            "clip": math.nan,
-            **_task_fields(cfg),
-            **env,
-        }
-        fields = guard.guarded(
-            functools.partial(_init_rows, name, cfg, L, seed, device), predicted_bytes(name, cfg, L), device
-        )
+        common = {"model": name, "n_layers": L, "step": 0, "phase": "init", "seed": seed, **unset, **task}
+        measure = lambda: {"rows": measure_init(name, cfg, L, seed, device)}  # noqa: B023 - called at once
+        fields = guard.guarded(measure, predicted_bytes(name, cfg, L), device)
         measured = fields.pop("rows", None) or [{"layer": math.nan, "grad_norm": math.nan, "loss": math.nan}]
-        emit([{**common, "note": "", **fields, **r} for r in measured], 1, f"init {name} L={L} seed={seed}")
+        out.add([{**common, "note": "", **fields, **r} for r in measured], f"init {name} L={L} seed={seed}", 1)
 
     for L, warmup, name, seed in runs:
-        common = {
-            "model": name,
-            "n_layers": L,
-            "phase": "train",
-            "seed": seed,
-            "lr": cfg.lr,
-            "warmup_steps": warmup,
-            "clip": cfg.clip,
-            **_task_fields(cfg),
-            **env,
-        }
+        setting = {"lr": cfg.lr, "warmup_steps": warmup, "clip": cfg.clip}
+        common = {"model": name, "n_layers": L, "phase": "train", "seed": seed, **setting, **task}
         message = f"train {name} L={L} warm-up={warmup} seed={seed}"
         predicted = predicted_bytes(name, cfg, L)
-
-        def report(new, advance, common=common, message=message, predicted=predicted):
-            emit(
-                [{"status": "ok", "note": "", "predicted_bytes": predicted, **common, **r} for r in new],
-                advance,
-                message,
-            )
-
+        ok = {"status": "ok", "note": "", "predicted_bytes": predicted, **common}
+        report = lambda new, advance, ok=ok, message=message: out.add([{**ok, **r} for r in new], message, advance)
         per_layer = seed < cfg.seed + cfg.layer_seeds
-        fields = guard.guarded(
-            functools.partial(_train_rows, name, cfg, L, warmup, seed, device, report, per_layer), predicted, device
-        )
+        # no fields: its rows go out through `report` as they are measured; called at once
+        measure = lambda: train(name, cfg, L, warmup, seed, device, report, per_layer) or {}  # noqa: B023
+        fields = guard.guarded(measure, predicted, device)
         if fields["status"] != "ok":  # refused or out of memory: one row with the predicted size, no metrics
-            emit(
-                [{**common, "step": math.nan, "layer": math.nan, "grad_norm": math.nan, "loss": math.nan, **fields}],
-                cfg.steps,
-                message,
-            )
-    return to_frame(rows)
+            empty = dict.fromkeys(("step", "layer", "grad_norm", "loss"), math.nan)
+            out.add([{**common, **empty, **fields}], message, cfg.steps)
+    return to_frame(out.rows)
 
 
 EXPERIMENT = Experiment(

@@ -19,8 +19,9 @@ import pandas as pd
 import torch
 from torch import nn
 
-from core.config import Experiment, Progress, spec
+from core.config import Experiment, spec
 from core.device import DEVICES, environment, resolve_device
+from core.experiments.common import Rows, tagged
 from core.findings import listing, sci
 from core.models import registry
 from core.models.layers import n_params
@@ -49,10 +50,9 @@ JACOBIAN_CHUNK = 64  # Jacobian rows per backward pass, so memory stays bounded 
 
 @dataclasses.dataclass(frozen=True)
 class GradientReachConfig:
-    models: tuple[str, ...] = spec(
-        registry.tagged("gradient_reach:quick"),  # the chapter's, and attention over an LSTM (#17)
-        choices=registry.tagged("gradient_reach"),
-        help="which layers to compare (page 5's mixers included)",
+    # by default the chapter's, and attention over an LSTM (#17)
+    models: tuple[str, ...] = tagged(
+        "gradient_reach", "gradient_reach:quick", help="which layers to compare (page 5's mixers included)"
     )
     seq_len: int = spec(200, lo=2, hi=4096, help="T: length of the input sequence")
     d_model: int = spec(128, lo=4, hi=512, help="width of every layer (input and hidden size)")
@@ -78,10 +78,7 @@ PRESETS = {
     # pass per model gives the gradient at every distance; the step-loop forms take ~30 ops a token, ~15 ms at 1,000
     # tokens: the full preset's work is under a second, the process start ~5 s.
     "gpu": {"seq_len": 1000, "d_model": 128},
-    "full": {
-        "seq_len": 1000,
-        "d_model": 128,
-    },
+    "full": {"seq_len": 1000, "d_model": 128},
 }
 
 
@@ -142,8 +139,8 @@ def run(cfg: GradientReachConfig, on_progress=None) -> pd.DataFrame:
     env = environment(device)
     g = torch.Generator().manual_seed(cfg.seed)
     x = torch.randn(cfg.seq_len, cfg.d_model, generator=g).to(device)  # the same input for every layer
-    rows = []
-    for i, name in enumerate(cfg.models):
+    out = Rows(len(cfg.models), on_progress)
+    for name in cfg.models:
         layer = build_layer(name, cfg).to(device)
         t0 = time.perf_counter()
         norms = jacobian_norms(layer, x)
@@ -175,14 +172,8 @@ def run(cfg: GradientReachConfig, on_progress=None) -> pd.DataFrame:
             }
             for k, v in enumerate(norms)
         ]
-        rows.extend(new)
-        if on_progress is not None:
-            on_progress(Progress(i + 1, len(cfg.models), f"{name} T={cfg.seq_len}", tuple(new)))
-    return to_frame(rows)
-
-
-def to_frame(rows: list[dict]) -> pd.DataFrame:
-    return tidy(rows, COLUMNS)
+        out.add(new, f"{name} T={cfg.seq_len}", advance=1)
+    return tidy(out.rows, COLUMNS)
 
 
 def path_length(model: str) -> str:

@@ -20,8 +20,9 @@ import pandas as pd
 import torch
 from torch import nn
 
-from core.config import Experiment, Progress, spec
+from core.config import Experiment, spec
 from core.device import DEVICES, environment, resolve_device, synchronize, threads_used, torch_threads
+from core.experiments.common import Rows
 from core.findings.kv_cache import STATE, takeaways
 from core.memory_formulas import DTYPE_BYTES, MODEL_PRESETS, ModelShape, kv_cache_bytes
 from core.models.decoder import TinyDecoder
@@ -81,6 +82,7 @@ class KVCacheConfig:
             raise ValueError(f"record_every: {self.record_every} must be <= gen_tokens ({self.gen_tokens})")
 
 
+EVERY_MODEL = {"models": tuple(MODEL_PRESETS), "contexts": (1024, 2048, 4096, 8192, 32768, 131072, 524288, 1048576)}
 PRESETS = {
     "quick": {"gen_tokens": 128, "record_every": 16},
     # for testing the command line and scripts/gpu_reference.sh
@@ -89,18 +91,8 @@ PRESETS = {
     # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. The formula
     # rows cost nothing; the tiny decoder appends one token at a time, ~20 ops × 2 layers a token: ~0.6 ms a token,
     # 1,024 tokens in ~0.6 s for each of the three schemes, ~2 s, ~8 s with the process start.
-    "gpu": {
-        "gen_tokens": 1024,
-        "record_every": 64,
-        "models": tuple(MODEL_PRESETS),
-        "contexts": (1024, 2048, 4096, 8192, 32768, 131072, 524288, 1048576),
-    },
-    "full": {
-        "gen_tokens": 2048,
-        "record_every": 128,
-        "models": tuple(MODEL_PRESETS),
-        "contexts": (1024, 2048, 4096, 8192, 32768, 131072, 524288, 1048576),
-    },
+    "gpu": {"gen_tokens": 1024, "record_every": 64, **EVERY_MODEL},
+    "full": {"gen_tokens": 2048, "record_every": 128, **EVERY_MODEL},
 }
 
 
@@ -120,29 +112,46 @@ def crossing_tokens(shape: ModelShape, bytes_per_elem: float, batch_size: int, m
     return memory_bytes / per_token
 
 
+def cache_row(
+    model: str,
+    scheme: str,
+    shape: tuple,
+    seq_len: int,
+    batch_size: int,
+    bytes_per_elem: float,
+    cache_bytes: float | None = None,
+    **more,
+) -> dict:
+    """A row of a cache's size, by formula unless `cache_bytes` is given; `shape` = (layers, query heads, K/V heads,
+    head size); `more` adds fields or replaces them (a measured row, the LSTM's state)."""
+    n_layers, n_heads, n_kv, head_dim = shape
+    if cache_bytes is None:
+        cache_bytes = kv_cache_bytes(n_layers, n_kv, head_dim, seq_len, batch_size, bytes_per_elem)
+    return {
+        "model": model,
+        "scheme": scheme,
+        "hypothetical": False,
+        "kind": "formula",
+        "n_layers": n_layers,
+        "n_heads": n_heads,
+        "n_kv_heads": n_kv,
+        "head_dim": head_dim,
+        "seq_len": seq_len,
+        "batch_size": batch_size,
+        "bytes_per_elem": bytes_per_elem,
+        "cache_bytes": cache_bytes,
+        **more,
+    }
+
+
 def calculator_frame(shape: ModelShape, bytes_per_elem: float, batch_size: int, contexts) -> pd.DataFrame:
     """Formula rows for one model shape under MHA (all heads), its own scheme, and MQA (one K/V head)."""
     variants = dict.fromkeys([shape.n_heads, shape.n_kv_heads, 1])  # ordered, without repeats
     rows = []
     for n_kv in variants:
         scheme = "mha" if n_kv == shape.n_heads else "mqa" if n_kv == 1 else "gqa"
-        for n in contexts:
-            rows.append(
-                {
-                    "model": shape.name,
-                    "scheme": scheme,
-                    "hypothetical": False,
-                    "kind": "formula",
-                    "n_layers": shape.n_layers,
-                    "n_heads": shape.n_heads,
-                    "n_kv_heads": n_kv,
-                    "head_dim": shape.head_dim,
-                    "seq_len": n,
-                    "batch_size": batch_size,
-                    "bytes_per_elem": bytes_per_elem,
-                    "cache_bytes": kv_cache_bytes(shape.n_layers, n_kv, shape.head_dim, n, batch_size, bytes_per_elem),
-                }
-            )
+        dims = (shape.n_layers, shape.n_heads, n_kv, shape.head_dim)
+        rows += [cache_row(shape.name, scheme, dims, n, batch_size, bytes_per_elem) for n in contexts]
     return pd.DataFrame(rows)
 
 
@@ -200,106 +209,41 @@ def _rnn_states(cfg: KVCacheConfig, device: torch.device):
 def run(cfg: KVCacheConfig, on_progress=None) -> pd.DataFrame:
     device = resolve_device(cfg.device)
     env = environment(device)
-    e_model, e_tiny = DTYPE_BYTES[cfg.model_dtype], DTYPE_BYTES[cfg.dtype]
-    rows = []
-    total = len(cfg.schemes) + 2  # formula rows, one generation per scheme, the LSTM
-    done = iter(range(1, total + 1))
-
-    def report(message, new):
-        step = next(done)
-        if on_progress is not None:
-            on_progress(Progress(step, total, message, tuple(new)))
-
+    e_model, e_tiny, B = DTYPE_BYTES[cfg.model_dtype], DTYPE_BYTES[cfg.dtype], cfg.batch_size
+    formula = {"measured_bytes": math.nan, "status": "ok", "seed": cfg.seed, **env}
+    measured = {
+        "kind": "measured",
+        "status": "ok",
+        "note": "",
+        "seed": cfg.seed,
+        **env,
+        "threads": threads_used(device, 1),
+    }
+    out = Rows(len(cfg.schemes) + 2, on_progress)  # formula rows, one generation per scheme, the LSTM
     new = []
     for name in cfg.models:
         m = MODEL_PRESETS[name]
         # the model as released, and (if it shares K/V heads) the same model as if every head kept its own K/V
         variants = [(m.scheme, m.n_kv_heads, False)] + ([("mha", m.n_heads, True)] if m.n_kv_heads != m.n_heads else [])
         for scheme, n_kv, hypothetical in variants:
-            for n in cfg.contexts:
-                new.append(
-                    {
-                        "model": name,
-                        "scheme": scheme,
-                        "hypothetical": hypothetical,
-                        "kind": "formula",
-                        "n_layers": m.n_layers,
-                        "n_heads": m.n_heads,
-                        "n_kv_heads": n_kv,
-                        "head_dim": m.head_dim,
-                        "seq_len": n,
-                        "batch_size": cfg.batch_size,
-                        "bytes_per_elem": e_model,
-                        "cache_bytes": kv_cache_bytes(m.n_layers, n_kv, m.head_dim, n, cfg.batch_size, e_model),
-                        "measured_bytes": math.nan,
-                        "status": "ok",
-                        "note": m.source,
-                    }
-                )
-    new = [{**r, "seed": cfg.seed, **env} for r in new]
-    rows += new
-    report("formula rows", new)
+            dims, known = (m.n_layers, m.n_heads, n_kv, m.head_dim), {"hypothetical": hypothetical, "note": m.source}
+            new += [cache_row(name, scheme, dims, n, cfg.batch_size, e_model, **known, **formula) for n in cfg.contexts]
+    out.add(new, "formula rows", advance=1)
     for scheme in cfg.schemes:
-        n_kv = kv_heads(scheme, cfg.n_heads)
-        new = []
-        for step, measured, ms in _generate(cfg, scheme, device):
-            new.append(
-                {
-                    "model": "tiny decoder",
-                    "scheme": scheme,
-                    "hypothetical": False,
-                    "kind": "measured",
-                    "n_layers": cfg.n_layers,
-                    "n_heads": cfg.n_heads,
-                    "n_kv_heads": n_kv,
-                    "head_dim": cfg.head_dim,
-                    "seq_len": step,
-                    "batch_size": cfg.batch_size,
-                    "bytes_per_elem": e_tiny,
-                    "cache_bytes": kv_cache_bytes(cfg.n_layers, n_kv, cfg.head_dim, step, cfg.batch_size, e_tiny),
-                    "measured_bytes": measured,
-                    "ms_per_token": ms,
-                    "status": "ok",
-                    "note": "",
-                    "seed": cfg.seed,
-                    **env,
-                    "threads": threads_used(device, 1),
-                }
-            )
-        rows += new
-        report(f"tiny decoder, {scheme}", new)
-    new = []
+        dims = (cfg.n_layers, cfg.n_heads, kv_heads(scheme, cfg.n_heads), cfg.head_dim)
+        new = [
+            cache_row("tiny decoder", scheme, dims, step, B, e_tiny, measured_bytes=held, ms_per_token=ms, **measured)
+            for step, held, ms in _generate(cfg, scheme, device)
+        ]
+        out.add(new, f"tiny decoder, {scheme}", advance=1)
     d = cfg.n_heads * cfg.head_dim
-    for step, measured in _rnn_states(cfg, device):
-        new.append(
-            {
-                "model": "tiny LSTM",
-                "scheme": STATE,
-                "hypothetical": False,
-                "kind": "measured",
-                "n_layers": cfg.n_layers,
-                "n_heads": math.nan,
-                "n_kv_heads": math.nan,
-                "head_dim": d,
-                "seq_len": step,
-                "batch_size": cfg.batch_size,
-                "bytes_per_elem": e_tiny,
-                "cache_bytes": 2 * cfg.n_layers * cfg.batch_size * d * e_tiny,  # h and c per layer
-                "measured_bytes": measured,
-                "status": "ok",
-                "note": "",
-                "seed": cfg.seed,
-                **env,
-                "threads": threads_used(device, 1),
-            }
-        )
-    rows += new
-    report("LSTM state", new)
-    return to_frame(rows)
-
-
-def to_frame(rows: list[dict]) -> pd.DataFrame:
-    return tidy(rows, COLUMNS)
+    dims, state = (cfg.n_layers, math.nan, math.nan, d), 2 * cfg.n_layers * B * d * e_tiny  # h and c per layer
+    new = [
+        cache_row("tiny LSTM", STATE, dims, step, B, e_tiny, cache_bytes=state, measured_bytes=held, **measured)
+        for step, held in _rnn_states(cfg, device)
+    ]
+    out.add(new, "LSTM state", advance=1)
+    return tidy(out.rows, COLUMNS)
 
 
 EXPERIMENT = Experiment(

@@ -20,8 +20,9 @@ import torch.nn.functional as F
 from core import status
 from core import tasks as task_lib
 from core import train as train_loop
-from core.config import Experiment, Progress, spec
+from core.config import Experiment, spec
 from core.device import DEVICES, environment, resolve_device, torch_threads
+from core.experiments.common import Rows, tagged
 from core.findings.long_range import SOLVED, final, takeaways  # noqa: F401 - the page reads them here too
 from core.models import registry
 from core.models.layers import n_params
@@ -52,9 +53,7 @@ COLUMNS = (
 @dataclasses.dataclass(frozen=True)
 class LongRangeConfig:
     tasks: tuple[str, ...] = spec(("recall",), choices=task_lib.TASKS, help="recall = one name; mqar = several pairs")
-    models: tuple[str, ...] = spec(
-        registry.tagged("long_range"), choices=registry.tagged("long_range"), help="which models to train"
-    )
+    models: tuple[str, ...] = tagged("long_range", help="which models to train")
     distances: tuple[int, ...] = spec(
         (4, 16, 60), lo=1, hi=4095, help="tokens between the fact and its question; each < seq_len"
     )
@@ -78,8 +77,9 @@ class LongRangeConfig:
     device: str = spec("auto", choices=DEVICES, help="auto = CUDA, then MPS, then CPU")
     seed: int = spec(0, lo=0, hi=2**31 - 1, help="first seed")
     seeds: int = spec(1, lo=1, hi=20, help="runs per setting, seeds seed, seed+1, …: the takeaways read their median")
-    stop_when_solved: bool = spec(False, help="end a run once it is solved at two evaluations in a row; steps is then "
-                                              "a budget")  # fmt: skip
+    stop_when_solved: bool = spec(
+        False, help="end a run once it is solved at two evaluations in a row; steps is then a budget"
+    )
 
     def check(self):
         for d in self.distances:
@@ -99,6 +99,17 @@ class LongRangeConfig:
             raise ValueError(f"d_model: {self.d_model} must be divisible by the number of heads")
 
 
+# the gpu and full presets' runs: both tasks at three distances in 48 tokens, width 64, each run ending once solved
+GRID = {
+    "lr": 1e-3,
+    "tasks": ("recall", "mqar"),
+    "seq_len": 48,
+    "distances": (2, 12, 36),
+    "stop_when_solved": True,
+    "d_model": 64,
+    "eval_every": 50,
+    "eval_size": 512,
+}
 PRESETS = {
     # up to 250 steps, a run ending once solved: the Transformer solves every distance in 75–225 steps (three
     # seeds), attention over the LSTM's states solves d = 60 in 100–225, and the LSTM's failures take all 250
@@ -121,33 +132,12 @@ PRESETS = {
     # once solved: solved runs stop in 100-900 steps (the CPU reference), the LSTM's failures take all 1,000 (~1.5 s
     # each, six of them), ~25 s with the evaluations; with the process start ~32 s. One seed, not three: the
     # takeaways say how many seeds they read.
-    "gpu": {
-        "lr": 1e-3,
-        "tasks": ("recall", "mqar"),
-        "seq_len": 48,
-        "distances": (2, 12, 36),
-        "steps": 1000,
-        "stop_when_solved": True,
-        "d_model": 64,
-        "eval_every": 50,
-        "eval_size": 512,
-    },
+    "gpu": {**GRID, "steps": 1000},
     # multi-query recall is learned suddenly, after a plateau of several hundred steps and at a different step for
     # each seed: a budget of 3000 steps, stopping each run once solved, and three seeds read by their median.
     # lr 1e-3 for both models: at 3e-3 the Transformer stayed on its plateau (41–79% after 3000 steps) in three of
     # nine multi-query runs; at 1e-3 the same three seeds and distances were solved within 600–900 steps
-    "full": {
-        "lr": 1e-3,
-        "tasks": ("recall", "mqar"),
-        "seq_len": 48,
-        "distances": (2, 12, 36),
-        "steps": 3000,
-        "stop_when_solved": True,
-        "seeds": 3,
-        "d_model": 64,
-        "eval_every": 50,
-        "eval_size": 512,
-    },
+    "full": {**GRID, "steps": 3000, "seeds": 3},
 }
 
 
@@ -184,16 +174,12 @@ def accuracy(model: torch.nn.Module, tokens: torch.Tensor, targets: torch.Tensor
     return float(hit.float().mean())
 
 
-def n_chunks(cfg: LongRangeConfig) -> int:
-    runs = len(cfg.tasks) * len(cfg.distances) * len(cfg.models) * cfg.seeds
-    return runs * math.ceil(cfg.steps / cfg.eval_every)
-
-
 def run(cfg: LongRangeConfig, on_progress=None) -> pd.DataFrame:
     """One row per (seed, task, distance, model, chunk of eval_every steps): training loss and held-out accuracy."""
     device = resolve_device(cfg.device)
     describe = lambda r: f"{r['task']} {r['model']} d={r['distance']} seed {r['seed']} step {r['step']}"
-    emit = ChunkRows(n_chunks(cfg), on_progress, describe)
+    runs = len(cfg.tasks) * len(cfg.distances) * len(cfg.models) * cfg.seeds
+    emit = ChunkRows(runs * math.ceil(cfg.steps / cfg.eval_every), on_progress, describe)
     with torch_threads(cfg.threads):
         env = environment(device)
         for seed in range(cfg.seed, cfg.seed + cfg.seeds):
@@ -201,18 +187,14 @@ def run(cfg: LongRangeConfig, on_progress=None) -> pd.DataFrame:
             for task in cfg.tasks:
                 V = task_lib.vocab_size(task, cfg.n_keys)
                 for distance in sorted(cfg.distances):
-                    eval_g = torch.Generator().manual_seed(seed + 1)  # held out: a different stream from training
-                    ev = task_lib.batch(task, cfg.eval_size, cfg.seq_len, distance, cfg.n_keys, cfg.n_pairs, eval_g)
-                    ev = tuple(t.to(device) for t in ev)
                     for name in cfg.models:
-                        train_one(run_cfg, task, name, distance, V, ev, device, env, emit)
-    return to_frame(emit.rows)
+                        train_one(run_cfg, task, name, distance, V, device, env, emit)
+    return tidy(emit.rows, COLUMNS)
 
 
-def train_one(cfg, task, name, distance, V, eval_batch, device, env, emit) -> None:
+def train_one(cfg, task, name, distance, V, device, env, emit) -> None:
     """Train one (task, model, distance) run with core.train; `emit(row)` after every chunk of eval_every steps."""
     model = build_model(name, cfg, V).to(device)
-    g = torch.Generator().manual_seed(cfg.seed)  # both models see exactly the same training batches
     base = {
         "task": task,
         "model": name,
@@ -227,34 +209,34 @@ def train_one(cfg, task, name, distance, V, eval_batch, device, env, emit) -> No
         "seed": cfg.seed,
         **env,
     }
-
-    def batch():
-        x, y = task_lib.batch(task, cfg.batch_size, cfg.seq_len, distance, cfg.n_keys, cfg.n_pairs, g)
-        return x.to(device), y.to(device)
-
-    train_chunks(model, batch, V, cfg, eval_batch, base, emit, SOLVED if cfg.stop_when_solved else None,
-                 f"{task} {name} d={distance}")  # fmt: skip
+    sample = lambda size, g: task_lib.batch(task, size, cfg.seq_len, distance, cfg.n_keys, cfg.n_pairs, g)
+    stop_at = SOLVED if cfg.stop_when_solved else None
+    train_chunks(model, sample, V, cfg, base, emit, stop_at, f"{task} {name} d={distance}", device)
 
 
-class ChunkRows:
-    """Rows that arrive a chunk of training at a time, each reported to `on_progress` (describe(row) its message)
-    against a total of chunks that shrinks when a run ends early; the rows are kept in `.rows`."""
+class ChunkRows(Rows):
+    """Rows that arrive a chunk of training at a time, each reported with describe(row) as its message against a
+    total of chunks that shrinks when a run ends early."""
 
     def __init__(self, total: int, on_progress, describe):
-        self.total, self.on_progress, self.describe, self.rows = total, on_progress, describe, []
+        super().__init__(total, on_progress)
+        self.describe = describe
 
     def __call__(self, row: dict, skipped_chunks: int = 0) -> None:
-        self.rows.append(row)
         self.total -= skipped_chunks  # a run that ended early: its remaining chunks will never come, count them done
-        if self.on_progress is not None:
-            self.on_progress(Progress(len(self.rows), self.total, self.describe(row), (row,)))
+        self.add(row, self.describe(row))
 
 
-def train_chunks(model, batch, V: int, cfg, eval_batch, base: dict, emit, stop_at: float | None, label: str) -> None:
-    """Train `model` on `batch()` with core.train (AdamW at cfg.lr, clipping at 1, cfg.steps in chunks of
-    cfg.eval_every); after every chunk `emit` base + the chunk's mean loss, the held-out accuracy on `eval_batch`
-    and the time so far. With `stop_at`, the run ends once two evaluations in a row reach it. A divergence ends it
-    with one row of status 'diverged' (`label` names the run in its note)."""
+def train_chunks(model, sample, V: int, cfg, base: dict, emit, stop_at: float | None, label: str, device) -> None:
+    """Train `model` on batches of `sample(size, generator)` with core.train (AdamW at cfg.lr, clipping at 1,
+    cfg.steps in chunks of cfg.eval_every); after every chunk `emit` base + the chunk's mean loss, the accuracy on a
+    held-out batch and the time so far. Training batches come from seed base["seed"], so every model of a run sees
+    the same ones, the held-out batch from the next seed (a different stream). With `stop_at`, the run ends once
+    two evaluations in a row reach it. A divergence ends it with one row of status 'diverged' (`label` names the
+    run in its note)."""
+    g, held_out = (torch.Generator().manual_seed(base["seed"] + i) for i in (0, 1))
+    eval_batch = tuple(t.to(device) for t in sample(cfg.eval_size, held_out))
+    batch = lambda: tuple(t.to(device) for t in sample(cfg.batch_size, g))
     losses, done, solved = [], [0], [0]  # solved: consecutive evaluations at or above stop_at
     chunks = math.ceil(cfg.steps / cfg.eval_every)
 
@@ -268,17 +250,14 @@ def train_chunks(model, batch, V: int, cfg, eval_batch, base: dict, emit, stop_a
         emit(row, chunks - math.ceil(done[0] / cfg.eval_every) if stop else 0)
         return stop
 
-    spec = train_loop.TrainSpec(cfg.steps, cfg.lr, "adamw", clip=1.0, max_loss=train_loop.loss_bound(V),
-                                chunk_steps=cfg.eval_every)  # fmt: skip
+    spec = train_loop.TrainSpec(
+        cfg.steps, cfg.lr, "adamw", clip=1.0, max_loss=train_loop.loss_bound(V), chunk_steps=cfg.eval_every
+    )
     out = train_loop.train(model, batch, query_loss, spec, lambda s: losses.append(s.loss), on_chunk)
     if out.status == status.DIVERGED:
         row = {**base, "step": out.steps, "loss": math.nan, "accuracy": math.nan, "train_s": out.train_s,
                "status": out.status, "note": f"{label}: {out.note}; this run stopped"}  # fmt: skip
         emit(row, chunks - math.ceil(out.steps / cfg.eval_every))
-
-
-def to_frame(rows: list[dict]) -> pd.DataFrame:
-    return tidy(rows, COLUMNS)
 
 
 EXPERIMENT = Experiment(

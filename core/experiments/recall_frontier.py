@@ -25,6 +25,7 @@ import torch
 from core import tasks as task_lib
 from core.config import Experiment, spec
 from core.device import DEVICES, environment, resolve_device, torch_threads
+from core.experiments.common import tagged
 from core.experiments.long_range import ChunkRows, train_chunks
 from core.findings.recall_frontier import takeaways
 from core.models import registry
@@ -41,13 +42,13 @@ COLUMNS = ("task", "mixer", "form", "d_model", "n_pairs", "seq_len", "state_byte
 
 @dataclasses.dataclass(frozen=True)
 class RecallFrontierConfig:
-    tasks: tuple[str, ...] = spec(("mqar",), choices=TASKS,
-                                  help="mqar = key-value recall; selective_copy = copy the tokens among blanks")  # fmt: skip
-    mixers: tuple[str, ...] = spec(
-        registry.tagged("recall_frontier:quick"), choices=registry.tagged(ANSWERS), help="which models to train"
+    tasks: tuple[str, ...] = spec(
+        ("mqar",), choices=TASKS, help="mqar = key-value recall; selective_copy = copy the tokens among blanks"
     )
-    d_models: tuple[int, ...] = spec((32, 16), lo=8, hi=512, help="widths: every one at the largest n_pairs, "
-                                                                   "and every n_pairs at the first")  # fmt: skip
+    mixers: tuple[str, ...] = tagged(ANSWERS, "recall_frontier:quick", help="which models to train")
+    d_models: tuple[int, ...] = spec(
+        (32, 16), lo=8, hi=512, help="widths: every one at the largest n_pairs, and every n_pairs at the first"
+    )
     n_pairs: tuple[int, ...] = spec((4, 8), lo=1, hi=64, help="key-value pairs: every count at the pairs width")
     seq_len: int = spec(32, lo=8, hi=1024, help="tokens per sequence; the queries come last, after a gap")
     n_keys: int = spec(16, lo=2, hi=256, help="K keys and K values; chance is 1/K")
@@ -81,14 +82,20 @@ class RecallFrontierConfig:
                 )
             room = task_lib.mqar_max_distance(self.seq_len, max(self.n_pairs), self.queries)
             if room < 1:
-                raise ValueError(f"n_pairs: {max(self.n_pairs)} pairs and {self.queries} queries do not fit in "
-                                 f"seq_len {self.seq_len}")  # fmt: skip
+                raise ValueError(
+                    f"n_pairs: {max(self.n_pairs)} pairs and {self.queries} queries do not fit in "
+                    f"seq_len {self.seq_len}"
+                )
             if self.gap > room:
-                raise ValueError(f"gap: {self.gap} tokens leave no room for {max(self.n_pairs)} pairs and "
-                                 f"{self.queries} queries in seq_len {self.seq_len} (at most {room})")  # fmt: skip
+                raise ValueError(
+                    f"gap: {self.gap} tokens leave no room for {max(self.n_pairs)} pairs and "
+                    f"{self.queries} queries in seq_len {self.seq_len} (at most {room})"
+                )
         if "selective_copy" in self.tasks and 2 * self.copy_tokens > self.seq_len:
-            raise ValueError(f"copy_tokens: {self.copy_tokens} tokens and their markers do not fit in seq_len "
-                             f"{self.seq_len} (at most {self.seq_len // 2})")  # fmt: skip
+            raise ValueError(
+                f"copy_tokens: {self.copy_tokens} tokens and their markers do not fit in seq_len "
+                f"{self.seq_len} (at most {self.seq_len // 2})"
+            )
         for d in {*self.d_models, self.width_for_pairs, self.width_for_copy}:
             if d % self.mixer_spec(d).heads:
                 raise ValueError(f"d_models: {d} must be divisible by the number of heads ({self.heads})")
@@ -200,28 +207,24 @@ def fastest_form(mixer: str, spec_: Spec, x: torch.Tensor) -> str:
     return min(times, key=times.get)
 
 
-def n_chunks(cfg: RecallFrontierConfig) -> int:
-    return len(runs(cfg)) * len(cfg.mixers) * cfg.seeds * math.ceil(cfg.steps / cfg.eval_every)
-
-
 def run(cfg: RecallFrontierConfig, on_progress=None) -> pd.DataFrame:
     """One row per (seed, task, width, pairs, mixer, chunk of eval_every steps): loss, held-out accuracy, state."""
     device = resolve_device(cfg.device)
-    describe = lambda r: (f"{r['task']} {r['mixer']} d={r['d_model']} pairs={r['n_pairs']} seed {r['seed']} "
-                          f"step {r['step']}")  # fmt: skip
-    emit = ChunkRows(n_chunks(cfg), on_progress, describe)
+    describe = lambda r: (
+        f"{r['task']} {r['mixer']} d={r['d_model']} pairs={r['n_pairs']} seed {r['seed']} step {r['step']}"
+    )
+    chunks = len(runs(cfg)) * len(cfg.mixers) * cfg.seeds * math.ceil(cfg.steps / cfg.eval_every)
+    emit = ChunkRows(chunks, on_progress, describe)
     with torch_threads(cfg.threads):
         env = environment(device)
         forms = {}  # (mixer, width) → its fastest form, chosen once
         for seed in range(cfg.seed, cfg.seed + cfg.seeds):
             for task, d, pairs in runs(cfg):
-                eval_g = torch.Generator().manual_seed(seed + 1)  # held out: a different stream from training
-                ev = tuple(t.to(device) for t in _batch(task, cfg, pairs, cfg.eval_size, eval_g))
                 for name in cfg.mixers:
                     if (name, d) not in forms:
                         probe = torch.randn(cfg.batch_size, cfg.seq_len, d, device=device)
                         forms[name, d] = fastest_form(name, cfg.mixer_spec(d), probe)
-                    train_one(cfg, seed, task, name, d, pairs, forms[name, d], ev, device, env, emit)
+                    train_one(cfg, seed, task, name, d, pairs, forms[name, d], device, env, emit)
     return tidy(emit.rows, COLUMNS)
 
 
@@ -230,24 +233,19 @@ def _batch(task: str, cfg: RecallFrontierConfig, pairs: int, size: int, g: torch
     return task_lib.batch(task, size, cfg.seq_len, distance, cfg.n_keys, pairs, g, cfg.queries)
 
 
-def train_one(cfg, seed, task, name, d, pairs, form, eval_batch, device, env, emit) -> None:
+def train_one(cfg, seed, task, name, d, pairs, form, device, env, emit) -> None:
     """Train one (task, mixer, width, pairs) run with core.train; `emit(row)` after every chunk of eval_every steps."""
     V = task_lib.vocab_size(task, cfg.n_keys)
     torch.manual_seed(seed)
     model = registry.get(name).stack(V, cfg.mixer_spec(d), cfg.n_layers, form).to(device)
-    g = torch.Generator().manual_seed(seed)  # every model sees exactly the same training batches
     base = {"task": task, "mixer": name, "form": form, "d_model": d, "n_pairs": pairs, "seq_len": cfg.seq_len,
             "state_bytes": state_bytes(name, d, cfg), "params": n_params(model), "chance": 1.0 / cfg.n_keys,
             "n_layers": cfg.n_layers, "n_keys": cfg.n_keys, "n_queries": cfg.queries if task == "mqar" else pairs,
             "distance": cfg.distance if task == "mqar" else math.nan,
             "seed": seed, **env}  # fmt: skip
-
-    def batch():
-        x, y = _batch(task, cfg, pairs, cfg.batch_size, g)
-        return x.to(device), y.to(device)
-
-    train_chunks(model, batch, V, cfg, eval_batch, base, emit, STOP_AT if cfg.stop_when_solved else None,
-                 f"{task} {name} d={d} pairs={pairs}")  # fmt: skip
+    sample = lambda size, g: _batch(task, cfg, pairs, size, g)
+    stop_at = STOP_AT if cfg.stop_when_solved else None
+    train_chunks(model, sample, V, cfg, base, emit, stop_at, f"{task} {name} d={d} pairs={pairs}", device)
 
 
 EXPERIMENT = Experiment(

@@ -20,16 +20,15 @@ from __future__ import annotations
 import dataclasses
 import time
 
-import numpy as np
 import pandas as pd
 import torch
 
 from core import bench, guard, heap, status
-from core.config import Experiment, Progress, spec
+from core.config import Experiment, spec
 from core.device import DEVICES, environment, physical_cores, resolve_device, torch_threads
 from core.experiments import serial
+from core.experiments.common import Rows, fitting, paired, quartiles, tagged
 from core.findings.scaling import fit_group, takeaways
-from core.models import registry
 from core.models.registry import n_heads_for
 from core.results import tidy
 
@@ -42,9 +41,7 @@ COLUMNS = ("model", "seq_len", "threads", "threads_requested", "train_ms", "trai
 
 @dataclasses.dataclass(frozen=True)
 class ScalingConfig:
-    models: tuple[str, ...] = spec(
-        registry.tagged("scaling"), choices=registry.tagged("scaling"), help="which models to time"
-    )
+    models: tuple[str, ...] = tagged("scaling", help="which models to time")
     max_threads: int = spec(0, lo=0, hi=1024, help="most threads to try: 1, 2, 4, … and this (0 = every usable "
                             "core; more than the cores oversubscribes them)")  # fmt: skip
     seq_lens: tuple[int, ...] = spec((256, 1024), lo=2, hi=65535, help="sequence lengths to sweep")
@@ -66,13 +63,7 @@ class ScalingConfig:
 
 PRESETS = {
     "quick": {"seq_lens": (64, 256, 512), "max_threads": 0, "warmup": 1, "repeats": 5, "max_point_s": 1.0},
-    "full": {
-        "seq_lens": (64, 256, 1024),
-        "max_threads": 0,
-        "warmup": 2,
-        "repeats": 7,
-        "max_point_s": 10.0,
-    },
+    "full": {"seq_lens": (64, 256, 1024), "max_threads": 0, "warmup": 2, "repeats": 7, "max_point_s": 10.0},
 }
 
 
@@ -97,20 +88,14 @@ def _settle() -> None:
     _SETTLE.sum()
 
 
-def measure_length(cfg: ScalingConfig, seq_len: int, names: list[str], counts: list[int], device: torch.device,
-                   after_round=None) -> dict[str, dict]:  # fmt: skip
+def measure_length(
+    cfg: ScalingConfig, seq_len: int, names: list[str], counts: list[int], device: torch.device, after_round=None
+) -> dict[str, dict]:
     """Every (model, threads) pair at one length, round-robin (see the module docstring); row fields per model and
     thread count, keyed (model, threads). A model that runs out of memory is a row with status oom at every count."""
     scfg = serial.same_step(cfg)
-    steps, fields = {}, {}
-    for name in names:
-        try:
-            steps[name] = serial._prepare(name, scfg, seq_len, device)[1]
-        except (RuntimeError, MemoryError) as err:
-            if not guard.is_oom(err):
-                raise
-            guard.free(device)
-            fields.update({(name, p): guard.oom_fields(err) for p in counts})
+    steps, oom = guard.prepare_each(names, lambda name: serial._prepare(name, scfg, seq_len, device)[1], device)
+    fields = {(name, p): f for name, f in oom.items() for p in counts}
     failed: dict[str, BaseException] = {}
     used = {}
     for p in counts:  # warm-up at every count: the first step at a count may start threads or build kernels
@@ -131,8 +116,9 @@ def measure_length(cfg: ScalingConfig, seq_len: int, names: list[str], counts: l
             with torch_threads(p):
                 _settle()
                 t0 = time.perf_counter()
-                timings, errors = bench.time_interleaved({n: steps[n] for n in live}, warmup=0, repeats=1,
-                                                         device=device, is_fatal=guard.is_oom)  # fmt: skip
+                timings, errors = bench.time_interleaved(
+                    {n: steps[n] for n in live}, warmup=0, repeats=1, device=device, is_fatal=guard.is_oom
+                )
                 spent += time.perf_counter() - t0
             failed.update(errors)
             for n, t in timings.items():
@@ -152,14 +138,13 @@ def measure_length(cfg: ScalingConfig, seq_len: int, names: list[str], counts: l
 
 def _speedups(name: str, counts: list[int], used: dict, times: dict) -> dict:
     """One model's rows: median and IQR of its times at each count, and its speed-up over 1 thread round by round."""
-    one = np.asarray(times[(name, counts[0])])
+    one = times[(name, counts[0])]
     out = {}
     for p in counts:
-        ts = np.asarray(times[(name, p)])
-        q25, q50, q75 = (float(x) for x in np.quantile(ts, [0.25, 0.5, 0.75]))  # as torch's Measurement computes
+        ts = times[(name, p)]
+        q25, q50, q75 = quartiles(ts)  # as torch's Measurement computes
         timing = bench.Timing(q50, q75 - q25, tuple(ts))
-        ratios = one / ts
-        s25, s50, s75 = (float(x) for x in np.quantile(ratios, [0.25, 0.5, 0.75]))
+        s25, s50, s75 = paired(one, ts)
         out[(name, p)] = {"status": status.OK, "threads": used[p], "threads_requested": p, "train_ms": q50,
                           "train_iqr_ms": timing.iqr_ms, "noisy": timing.noisy, "speedup": s50, "speedup_q25": s25,
                           "speedup_q75": s75, "efficiency": s50 / used[p], "repeats": len(ts)}  # fmt: skip
@@ -174,25 +159,16 @@ def run(cfg: ScalingConfig, on_progress=None) -> pd.DataFrame:
     env = environment(device)
     counts = thread_counts(cfg.max_threads)
     lengths = sorted(cfg.seq_lens)
-    total = len(lengths) * len(cfg.models) * len(counts)
-    rows: list[dict] = []
+    out = Rows(len(lengths) * len(cfg.models) * len(counts), on_progress)
     scfg = serial.same_step(cfg)
     for T in lengths:
-        fields, runnable = {}, []
-        for name in cfg.models:
-            predicted = serial.predicted_bytes(name, scfg, T)
-            if device.type != "cpu":
-                note = f"thread scaling is measured on the CPU; on {device.type} torch threads only drive the host"
-                fields.update({(name, p): {"status": status.UNSUPPORTED, "note": note} for p in counts})
-            elif guard.fits(predicted, device):
-                runnable.append(name)
-            else:
-                fields.update({(name, p): guard.guarded(dict, predicted, device) for p in counts})
-
-        def after_round(r, T=T):  # progress between rounds, and the chance to Stop there
-            if on_progress is not None:
-                on_progress(Progress(len(rows), total, f"n={T}: round {r} of {cfg.repeats}", ()))
-
+        if device.type != "cpu":
+            note = f"thread scaling is measured on the CPU; on {device.type} torch threads only drive the host"
+            runnable, refused = [], {name: {"status": status.UNSUPPORTED, "note": note} for name in cfg.models}
+        else:
+            runnable, refused = fitting(cfg.models, lambda name, T=T: serial.predicted_bytes(name, scfg, T), device)
+        fields = {(name, p): f for name, f in refused.items() for p in counts}
+        after_round = lambda r, T=T: out.say(f"n={T}: round {r} of {cfg.repeats}")  # the chance to Stop there
         if runnable:
             with heap.freed_memory_reused():  # one for the whole length: each timed call is one step
                 fields.update(measure_length(cfg, T, runnable, counts, device, after_round))
@@ -204,10 +180,8 @@ def run(cfg: ScalingConfig, on_progress=None) -> pd.DataFrame:
             fit = fit_group(measured) if len(measured) else {}
             for row in group:
                 row.update(fit if row["status"] == status.OK else {})
-                rows.append(row)
-                if on_progress is not None:
-                    on_progress(Progress(len(rows), total, f"{name} n={T} threads={row['threads']}", (row,)))
-    return tidy(rows, COLUMNS)
+                out.add(row, f"{name} n={T} threads={row['threads']}")
+    return tidy(out.rows, COLUMNS)
 
 
 EXPERIMENT = Experiment(

@@ -10,15 +10,15 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
 
 from core import bench, guard, status
 from core import flops as fl
-from core.config import Experiment, Progress, spec
+from core.config import Experiment, spec
 from core.device import DEVICES, environment, resolve_device
+from core.experiments.common import Rows, fitting, paired, tagged, time_points, timed
 from core.findings.serial import takeaways
 from core.models import registry
 from core.models.layers import n_params
@@ -34,11 +34,7 @@ COLUMNS = ("model", "n_layers", "d_model", "batch_size", "seq_len", "params", "t
 
 @dataclasses.dataclass(frozen=True)
 class SerialConfig:
-    models: tuple[str, ...] = spec(
-        registry.tagged("serial"),
-        choices=registry.tagged("serial"),
-        help="which models to compare (every model tagged serial)",
-    )
+    models: tuple[str, ...] = tagged("serial", help="which models to compare (every model tagged serial)")
     d_model: int = spec(128, lo=8, hi=4096, help="width of every model (hidden size, embedding size)")
     n_layers: int = spec(1, lo=1, hi=32, help="stacked layers in every model")
     batch_size: int = spec(8, lo=1, hi=1024, help="sequences per training step")
@@ -60,10 +56,12 @@ class SerialConfig:
 # n = 32, one preemption away from an IQR of 10%) and 0, 0, 0 with 50 ms samples and 5 rounds
 MIN_SAMPLE_S = 0.05
 
+# the tiny preset of every experiment that times this training step (checkpoint, answers_speed)
+TINY_STEP = {"seq_lens": (8, 16), "d_model": 16, "batch_size": 2, "warmup": 0, "repeats": 1, "max_point_s": 0.1}
 PRESETS = {
     "quick": {"seq_lens": (32, 128, 512, 1024), "warmup": 1, "repeats": 5, "max_point_s": 1.0},
     # a second or two: for testing the command line and scripts/gpu_reference.sh, not for reading
-    "tiny": {"seq_lens": (8, 16), "d_model": 16, "batch_size": 2, "warmup": 0, "repeats": 1, "max_point_s": 0.1},
+    "tiny": TINY_STEP,
     # scripts/gpu_reference.sh's preset, for its limit of 45 s on a GPU such as an H200, where these small models
     # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. The step loop
     # is the long pole: ~24 ops per token forward and backward, ~0.4 ms a token, so 0.4 s a step at n = 1,024 and
@@ -71,20 +69,15 @@ PRESETS = {
     # (MIN_SAMPLE_S): 5 × 5 lengths × 7 samples ≈ 9 s. With the process start (~5 s), the counted bytes and the
     # ceiling: ~25 s.
     "gpu": {"seq_lens": (16, 64, 256, 1024, 4096), "warmup": 2, "repeats": 5, "max_point_s": 3.0},
-    "full": {
-        "seq_lens": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096),
-        "warmup": 2,
-        "repeats": 7,
-        "max_point_s": 10.0,
-    },
+    "full": {"seq_lens": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096), "warmup": 2, "repeats": 7, "max_point_s": 10.0},
 }
 
 
 def same_step(cfg) -> SerialConfig:
     """The serial experiment's config for the training step another section times (thread scaling, checkpointed
     BPTT): its models, widths, batch, vocabulary and seed, so both time the same thing."""
-    return SerialConfig(models=cfg.models, d_model=cfg.d_model, n_layers=cfg.n_layers, batch_size=cfg.batch_size,
-                        vocab_size=cfg.vocab_size, seed=cfg.seed)  # fmt: skip
+    shared = ("models", "d_model", "n_layers", "batch_size", "vocab_size", "seed")
+    return SerialConfig(**{name: getattr(cfg, name) for name in shared})
 
 
 def build_model(name: str, cfg: SerialConfig) -> torch.nn.Module:
@@ -125,17 +118,16 @@ def training_step(model, vocab_size: int, batch_size: int, seq_len: int, seed: i
     return step, loss_fn, (tokens, targets)
 
 
-def measure_length(cfg: SerialConfig, seq_len: int, names: list[str], device: torch.device,
-                   after_round=None) -> dict[str, dict]:  # fmt: skip
+def measure_length(
+    cfg: SerialConfig, seq_len: int, names: list[str], device: torch.device, after_round=None
+) -> dict[str, dict]:
     """Every model in `names` at one length, timed interleaved (round-robin, repeat by repeat) so background load
     falls on all of them alike; then, one by one, the bytes each saves for backward. Row fields per model; a model
     that runs out of memory is a row with status oom, the others go on."""
     prepared, fields = guard.prepare_each(names, lambda name: _prepare(name, cfg, seq_len, device), device)
     steps = {name: p[1] for name, p in prepared.items()}
-    timings, errors = bench.time_interleaved(steps, warmup=cfg.warmup, repeats=cfg.repeats, device=device,
-                                             max_seconds=cfg.max_point_s, is_fatal=guard.is_oom,
-                                             after_round=after_round, min_sample_s=MIN_SAMPLE_S)  # fmt: skip
-    fields.update(guard.failed_fields(errors, device))
+    timings, failed = time_points(steps, cfg, device, after_round, min_sample_s=MIN_SAMPLE_S)
+    fields.update(failed)
     for name, timing in timings.items():
         model, step, loss_fn, (tokens, targets) = prepared[name]
         saved = bench.saved_activation_bytes(loss_fn, exclude=(*model.parameters(), tokens, targets))
@@ -146,9 +138,7 @@ def measure_length(cfg: SerialConfig, seq_len: int, names: list[str], device: to
         fields[name] = {
             "status": status.OK,
             "params": n_params(model),
-            "train_ms": timing.median_ms,
-            "train_iqr_ms": timing.iqr_ms,
-            "noisy": timing.noisy,
+            **timed(timing),
             "tokens_per_s": cfg.batch_size * seq_len / seconds,
             "saved_bytes": saved,
             "peak_bytes": peak if peak is not None else math.nan,
@@ -173,8 +163,7 @@ def _paired_ratios(fields: dict[str, dict]) -> None:
         if base is None:
             f["ratio_to_recurrent"] = f["ratio_q25"] = f["ratio_q75"] = math.nan
             continue
-        pairs = [a / b for a, b in zip(f["times_ms"], fields[base]["times_ms"]) if b > 0]
-        q25, q50, q75 = (float(x) for x in np.quantile(pairs, [0.25, 0.5, 0.75])) if pairs else (math.nan,) * 3
+        q25, q50, q75 = paired(f["times_ms"], fields[base]["times_ms"])
         f.update(ratio_to_recurrent=q50, ratio_q25=q25, ratio_q75=q75, ratio_base=base)
     for f in fields.values():
         f.pop("times_ms", None)
@@ -188,23 +177,12 @@ def run(cfg: SerialConfig, on_progress=None) -> pd.DataFrame:
     env = environment(device)
     latency = bench.step_latency_s(str(device))
     lengths = sorted(cfg.seq_lens)
-    total = len(lengths) * len(cfg.models)
-    rows = []
+    out = Rows(len(lengths) * len(cfg.models), on_progress)
     ceiling_before = bench.peak_flops(str(device))
     for T in lengths:
-        fields = {}
-        runnable = []
-        for name in cfg.models:
-            predicted = predicted_bytes(name, cfg, T)
-            if guard.fits(predicted, device):
-                runnable.append(name)
-            else:
-                fields[name] = guard.guarded(dict, predicted, device)  # the guard's refusal row
-
-        def after_round(r, T=T):  # progress text between rounds, and the chance to Stop there
-            if on_progress is not None:
-                on_progress(Progress(len(rows), total, f"n={T}: repeat {r} of {cfg.repeats}", ()))
-
+        runnable, fields = fitting(cfg.models, lambda name, T=T: predicted_bytes(name, cfg, T), device)
+        # progress text between rounds, and the chance to Stop there
+        after_round = lambda r, T=T: out.say(f"n={T}: repeat {r} of {cfg.repeats}")
         fields.update(measure_length(cfg, T, runnable, device, after_round))
         ceiling_after = bench.peak_flops(str(device))
         for name in cfg.models:
@@ -228,11 +206,9 @@ def run(cfg: SerialConfig, on_progress=None) -> pd.DataFrame:
                 **env,
             }
             _utilization(row, device)
-            rows.append(row)
-            if on_progress is not None:
-                on_progress(Progress(len(rows), total, f"{name} T={T}", (row,)))
+            out.add(row, f"{name} T={T}")
         ceiling_before = ceiling_after
-    return to_frame(rows)
+    return tidy(out.rows, COLUMNS)
 
 
 def _utilization(row: dict, device: torch.device) -> None:
@@ -250,10 +226,6 @@ def _utilization(row: dict, device: torch.device) -> None:
     if share > 1:
         row["note"] = f"achieved {share:.0%} of the measured ceiling: shown as 100%"
     row["utilization"] = min(share, 1.0)
-
-
-def to_frame(rows: list[dict]) -> pd.DataFrame:
-    return tidy(rows, COLUMNS)
 
 
 EXPERIMENT = Experiment(

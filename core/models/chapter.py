@@ -7,6 +7,7 @@ cache), what they keep between tokens and their row of Table 1.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from core import flops as fl
@@ -17,29 +18,20 @@ if TYPE_CHECKING:
     from torch import nn
 
 
-def _fused(cls: str) -> Callable[[Spec, str], nn.Module]:
-    """A fused torch.nn.RNN / LSTM / GRU layer."""
+def _fused(cls: str, s: Spec, form: str, residual: bool = False) -> nn.Module:
+    """A fused torch.nn.RNN / LSTM / GRU layer (with a skip connection around it if `residual`)."""
+    from torch import nn
 
-    def make(s: Spec, form: str):
-        from torch import nn
+    from core.models.layers import Recurrent, Residual
 
-        from core.models.layers import Recurrent
-
-        return Recurrent(getattr(nn, cls)(s.d_model, s.d_model, batch_first=True))
-
-    return make
+    layer = Recurrent(getattr(nn, cls)(s.d_model, s.d_model, batch_first=True))
+    return Residual(layer) if residual else layer
 
 
 def _loop_lstm(s: Spec, form: str):
     from core.models.layers import LoopLSTM
 
     return LoopLSTM(s.d_model)
-
-
-def _residual_lstm(s: Spec, form: str):
-    from core.models.layers import Residual
-
-    return Residual(_fused("LSTM")(s, form))
 
 
 def _lstm_attention(s: Spec, form: str):
@@ -62,28 +54,21 @@ def _recurrent_params(gates: int) -> Callable[[int], int]:
     return lambda d: gates * (2 * d * d + 2 * d)  # gates × (W_ih, W_hh, b_ih, b_hh)
 
 
-def _block(norm: str, residual: bool) -> Callable[[Spec, str], nn.Module]:
-    def make(s: Spec, form: str):
-        from core.models.layers import Block
+def _block(norm: str, residual: bool, s: Spec, form: str) -> nn.Module:
+    from core.models.layers import Block
 
-        return Block(s.d_model, s.heads, norm=norm, residual=residual, impl=s.impl, causal=s.causal)
-
-    return make
+    return Block(s.d_model, s.heads, norm=norm, residual=residual, impl=s.impl, causal=s.causal)
 
 
 def _block_params(norm: str) -> Callable[[int], int]:
     return lambda d: 12 * d * d + 9 * d + (4 * d if norm != "none" else 0)  # qkv, proj, MLP (4d), two LayerNorms
 
 
-def _decoder(cls: str) -> Callable[[nn.Module], nn.Module]:
+def _decoder(cls: str, layer: nn.Module) -> nn.Module:
     """The layer wrapped in core.models.mixers.baselines' `cls`, which decodes it a token at a time."""
+    from core.models.mixers import baselines
 
-    def wrap(layer: nn.Module) -> nn.Module:
-        from core.models.mixers import baselines
-
-        return getattr(baselines, cls)(layer)
-
-    return wrap
+    return getattr(baselines, cls)(layer)
 
 
 def _tags(*tags: str) -> frozenset:
@@ -96,30 +81,31 @@ _BLOCK_FACTS = {"family": ATTENTION, "layer_flops": fl.transformer_layer_forward
                 "positions": True, "table1": "self_attention"}  # fmt: skip
 _REACH = ("gradient_reach", "gradient_reach:quick")  # offered on the gradient reach page and run by its presets
 # the chapter's models on page 5: they read one token at a time through their state (or KV cache)
-_PAGE5 = {"steps": lambda n, form, s: n, "decoder": _decoder("FusedRecurrent")}
+_PAGE5 = {"steps": lambda n, form, s: n, "decoder": partial(_decoder, "FusedRecurrent")}
 
-register(Model("rnn", RECURRENT, _fused("RNN"), _tags("serial", "scaling", "checkpoint", *_REACH), "#ff7f0e",
+register(Model("rnn", RECURRENT, partial(_fused, "RNN"), _tags("serial", "scaling", "checkpoint", *_REACH), "#ff7f0e",
                _recurrent_flops(1), _recurrent_params(1), 12, table1="recurrent",
                recurrent_weight=lambda layer: layer.rnn.weight_hh_l0))  # fmt: skip
-register(Model("lstm", make=_fused("LSTM"), color="#d62728", representative=True,
+register(Model("lstm", make=partial(_fused, "LSTM"), color="#d62728", representative=True,
                tags=_tags("serial", "scaling", "checkpoint", "checkpoint:quick", *_REACH, "long_range", "depth",
                           "depth:quick", ANSWERS, SELECTIVE, "answers_reach", "recall_frontier",
                           "recall_frontier:quick"),
                state_floats=lambda n, s: 2 * s.d_model, source="Hochreiter & Schmidhuber 1997 (nn.LSTM)",
                **_PAGE5, **_LSTM_FACTS))  # fmt: skip
-register(Model("gru", RECURRENT, _fused("GRU"), _tags("serial", "scaling", "checkpoint", *_REACH, ANSWERS, SELECTIVE),
-               "#e377c2", _recurrent_flops(3), _recurrent_params(3), 12, table1="recurrent",
+register(Model("gru", RECURRENT, partial(_fused, "GRU"),
+               _tags("serial", "scaling", "checkpoint", *_REACH, ANSWERS, SELECTIVE), "#e377c2", _recurrent_flops(3),
+               _recurrent_params(3), 12, table1="recurrent",
                state_floats=lambda n, s: s.d_model, source="Cho et al. 2014 (nn.GRU)", **_PAGE5))  # fmt: skip
 register(Model("lstm_loop", make=_loop_lstm, tags=_tags("serial", "scaling"), fused=False, twin="lstm",
                **_LSTM_FACTS))  # fmt: skip
-register(Model("transformer", make=_block("pre", True), layer_params=_block_params("pre"), color="#1f77b4",
+register(Model("transformer", make=partial(_block, "pre", True), layer_params=_block_params("pre"), color="#1f77b4",
                tags=_tags("serial", "scaling", "long_range", ANSWERS, "recall_frontier", "recall_frontier:quick",
                           "recall_frontier:tiny"),
                final_norm=True, representative=True, residual=True, norm="pre", steps=lambda n, form, s: 1,
-               state_floats=lambda n, s: 2 * tokens_held(n) * s.d_model, decoder=_decoder("CachedBlock"),
+               state_floats=lambda n, s: 2 * tokens_held(n) * s.d_model, decoder=partial(_decoder, "CachedBlock"),
                source="Vaswani et al. 2017 (Pre-LN block, SDPA)", **_BLOCK_FACTS))  # fmt: skip
 # gradient reach probes one layer alone: a whole Pre-LN Transformer block (attention + MLP, residual)
-register(Model("attention", make=_block("pre", True), layer_params=_block_params("pre"), color="#1f77b4",
+register(Model("attention", make=partial(_block, "pre", True), layer_params=_block_params("pre"), color="#1f77b4",
                tags=_tags(*_REACH, "answers_reach"), final_norm=True, representative=True, residual=True, norm="pre",
                **_BLOCK_FACTS))  # fmt: skip
 # attention bolted onto a recurrence: attention's one-step path between tokens, the LSTM's n dependent steps
@@ -128,10 +114,10 @@ register(Model("lstm_attention", RECURRENT, _lstm_attention, _tags("serial", "sc
                lambda d: _recurrent_params(4)(d) + 4 * d * d + 6 * d, 24,  # LSTM, LayerNorm, attention
                forget_gate=True, table1="recurrent_attention"))  # fmt: skip
 # the depth page's variants: the LSTM stack with GNMT's residuals, and Transformers with LayerNorm moved or removed
-register(Model("lstm_residual", make=_residual_lstm, tags=_tags("depth", "depth:quick"), residual=True,
-               **_LSTM_FACTS))  # fmt: skip
+register(Model("lstm_residual", make=partial(_fused, "LSTM", residual=True), tags=_tags("depth", "depth:quick"),
+               residual=True, **_LSTM_FACTS))  # fmt: skip
 for _name, _norm, _residual in (("post_ln", "post", True), ("pre_ln", "pre", True), ("no_residual", "pre", False),
                                 ("no_norm", "none", True)):  # fmt: skip
-    register(Model(_name, make=_block(_norm, _residual), layer_params=_block_params(_norm),
+    register(Model(_name, make=partial(_block, _norm, _residual), layer_params=_block_params(_norm),
                    tags=_tags("depth", *(("depth:quick",) if _name != "no_norm" else ())), final_norm=_norm == "pre",
                    residual=_residual, norm=_norm, representative=_name == "pre_ln", **_BLOCK_FACTS))  # fmt: skip

@@ -141,8 +141,9 @@ class Model:
         layer = self.layer(spec, form)
         return self.decoder(layer) if self.decoder is not None else layer
 
-    def build(self, vocab_size: int, d_model: int | Spec, n_layers: int = 1, form: str | None = None,
-              **spec) -> LanguageModel:  # fmt: skip
+    def build(
+        self, vocab_size: int, d_model: int | Spec, n_layers: int = 1, form: str | None = None, **spec
+    ) -> LanguageModel:
         """The language model: embedding → n_layers layers → head (a Spec, or a width and Spec fields)."""
         from core.models.layers import LanguageModel
 
@@ -193,8 +194,9 @@ class Model:
         outer = 2 * vocab_size * d_model + vocab_size + (2 * d_model if self.final_norm else 0)
         return n_layers * self.layer_params(d_model) + outer
 
-    def forward_flops(self, batch_size: int, seq_len: int, d_model: int, n_layers: int, vocab_size: int,
-                      causal: bool = True) -> int:  # fmt: skip
+    def forward_flops(
+        self, batch_size: int, seq_len: int, d_model: int, n_layers: int, vocab_size: int, causal: bool = True
+    ) -> int:
         """Forward FLOPs of the whole model as performed (causal attention: half the square; embedding: none).
         `causal=False` counts the whole square, as an unfused path (SDPA's math backend) computes it."""
         body = n_layers * self.layer_flops(batch_size, seq_len, d_model, causal=causal)

@@ -20,14 +20,22 @@ TINY = 1e-30  # keeps a log finite where a ± split leaves a value of exactly 0
 
 
 class MixerLayer(nn.Module):
-    """Base class: `forward` dispatches to `forward_<form>`; decoding through `step`."""
+    """Base class: `forward` dispatches to `forward_<form>`, or where the mixer has none, runs its recurrence in
+    that form between `recurrence_inputs` and `read_out`; decoding through `step`."""
 
     def __init__(self, form: str):
         super().__init__()
         self.form = form
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return getattr(self, f"forward_{self.form}")(x)
+        own = getattr(self, f"forward_{self.form}", None)
+        if own is not None:
+            return own(x)
+        return self.read_out(x, self.recurrence(self.form)(*self.recurrence_inputs(x)))
+
+    def read_out(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The layer's output from its input and what its recurrence returned (by default that itself)."""
+        return y
 
     def recurrence_inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, ...] | None:
         """The tensors the mixer's recurrence reads (its gates, decays, keys), computed from `x` exactly as every
@@ -37,8 +45,8 @@ class MixerLayer(nn.Module):
 
     def recurrence(self, form: str) -> Callable[..., torch.Tensor]:
         """The recurrence alone in `form`: from `recurrence_inputs` to what the form's sequential or parallel part
-        returns (the states, or their per-token readout) — the part a parallel form replaces, and what
-        `forward_<form>` itself calls."""
+        returns (the states, or their per-token readout) — the part a parallel form replaces, and what `forward`
+        itself calls."""
         return getattr(self, f"recur_{form}")
 
     def init_state(self, batch: int, like: torch.Tensor) -> tuple:

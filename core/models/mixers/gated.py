@@ -29,12 +29,6 @@ class MinGRU(MixerLayer):
         k, v = self.to_gates(x).chunk(2, dim=-1)  # (B, T, d) each
         return torch.sigmoid(k), g(v)  # z, h̃
 
-    def forward_loop(self, x: torch.Tensor) -> torch.Tensor:
-        return self.recur_loop(*self.recurrence_inputs(x))
-
-    def forward_scan(self, x: torch.Tensor) -> torch.Tensor:
-        return self.recur_scan(*self.recurrence_inputs(x))
-
     def recur_loop(self, z: torch.Tensor, h_tilde: torch.Tensor) -> torch.Tensor:
         h = z.new_zeros(z.shape[0], z.shape[2])
         outs = []
@@ -51,9 +45,8 @@ class MinGRU(MixerLayer):
         return (like.new_zeros(batch, self.to_gates.in_features),)
 
     def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
-        k, v = self.to_gates(x_t).chunk(2, dim=-1)
-        z = torch.sigmoid(k)
-        h = (1 - z) * state[0] + z * g(v)
+        z, h_tilde = self.recurrence_inputs(x_t)
+        h = (1 - z) * state[0] + z * h_tilde
         return h, (h,)
 
 
@@ -65,19 +58,10 @@ class MinLSTM(MixerLayer):
         super().__init__(form)
         self.to_gates = nn.Linear(d_model, 3 * d_model)  # f, i and h̃
 
-    def _gates(self, x: torch.Tensor):
+    def recurrence_inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         kf, ki, v = self.to_gates(x).chunk(3, dim=-1)
         f, i = torch.sigmoid(kf), torch.sigmoid(ki)
-        return f / (f + i), i / (f + i), g(v)
-
-    def recurrence_inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        return self._gates(x)  # f′, i′, h̃
-
-    def forward_loop(self, x: torch.Tensor) -> torch.Tensor:
-        return self.recur_loop(*self._gates(x))
-
-    def forward_scan(self, x: torch.Tensor) -> torch.Tensor:
-        return self.recur_scan(*self._gates(x))
+        return f / (f + i), i / (f + i), g(v)  # f′, i′, h̃
 
     def recur_loop(self, f: torch.Tensor, i: torch.Tensor, h_tilde: torch.Tensor) -> torch.Tensor:
         h = f.new_zeros(f.shape[0], f.shape[2])
@@ -94,6 +78,6 @@ class MinLSTM(MixerLayer):
         return (like.new_zeros(batch, self.to_gates.in_features),)
 
     def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
-        f, i, h_tilde = self._gates(x_t)
+        f, i, h_tilde = self.recurrence_inputs(x_t)
         h = f * state[0] + i * h_tilde
         return h, (h,)

@@ -28,19 +28,13 @@ class LinearAttention(MixerLayer):
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.proj = nn.Linear(d_model, d_model)
 
-    def _features(self, x: torch.Tensor):
+    def recurrence_inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         q, k, v = self.qkv(x).chunk(3, dim=-1)
         q, k, v = (heads_view(z, self.n_heads) for z in (q, k, v))  # (B, H, T, hs)
-        return F.elu(q) + 1, F.elu(k) + 1, v
+        return F.elu(q) + 1, F.elu(k) + 1, v  # φ(q), φ(k), v per head
 
-    def recurrence_inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        return self._features(x)  # φ(q), φ(k), v per head
-
-    def forward_loop(self, x: torch.Tensor) -> torch.Tensor:
-        return self.proj(merge_heads(self.recur_loop(*self._features(x))))
-
-    def forward_chunked(self, x: torch.Tensor) -> torch.Tensor:
-        return self.proj(merge_heads(self.recur_chunked(*self._features(x))))
+    def read_out(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.proj(merge_heads(y))
 
     def recur_loop(self, fq: torch.Tensor, fk: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         B, H, _, hs = fq.shape
@@ -82,7 +76,7 @@ class LinearAttention(MixerLayer):
         return like.new_zeros(batch, self.n_heads, hs, hs), like.new_zeros(batch, self.n_heads, hs)
 
     def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
-        fq, fk, v = (z[:, :, 0] for z in self._features(x_t[:, None]))  # (B, H, hs)
+        fq, fk, v = (z[:, :, 0] for z in self.recurrence_inputs(x_t[:, None]))  # (B, H, hs)
         S = state[0] + fk[..., :, None] * v[..., None, :]
         z = state[1] + fk
         y = (fq[..., None, :] @ S).squeeze(-2) / ((fq * z).sum(-1, keepdim=True) + EPS)
@@ -90,5 +84,5 @@ class LinearAttention(MixerLayer):
 
     def prefill(self, x: torch.Tensor, state: tuple) -> tuple:
         """Exact and parallel: the state is a sum over the tokens read."""
-        _, fk, v = self._features(x)
+        _, fk, v = self.recurrence_inputs(x)
         return state[0] + fk.transpose(-1, -2) @ v, state[1] + fk.sum(2)

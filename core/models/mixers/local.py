@@ -51,8 +51,9 @@ class SlidingWindow(MixerLayer):
         mask = inside.expand(n, r, 2 * r).clone()
         mask[0, :, :r] = False  # the first block has no previous block
         mask = mask.repeat(H, 1, 1)  # (H·n, r, 2r)
-        y = F.scaled_dot_product_attention(q, k2.reshape(B, H * n, 2 * r, hs), v2.reshape(B, H * n, 2 * r, hs),
-                                           attn_mask=mask)  # fmt: skip
+        y = F.scaled_dot_product_attention(
+            q, k2.reshape(B, H * n, 2 * r, hs), v2.reshape(B, H * n, 2 * r, hs), attn_mask=mask
+        )
         return self.proj(merge_heads(y.view(B, H, n * r, hs)[:, :, :T]))
 
     def init_state(self, batch: int, like: torch.Tensor) -> tuple:

@@ -50,13 +50,9 @@ class RWKVTimeMix(MixerLayer):
         k, v, _ = self._project(x, self._shifted(x))
         return k, v, torch.exp(self.time_decay), self.time_first  # k, v, w, u: wkv_t reads nothing else
 
-    def forward_loop(self, x: torch.Tensor) -> torch.Tensor:
-        k, v, r = self._project(x, self._shifted(x))
-        return self.output(r * self.recur_loop(k, v, torch.exp(self.time_decay), self.time_first))
-
-    def forward_scan(self, x: torch.Tensor) -> torch.Tensor:
-        k, v, r = self._project(x, self._shifted(x))
-        return self.output(r * self.recur_scan(k, v, torch.exp(self.time_decay), self.time_first))
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        k, v, r = self._project(x, self._shifted(x))  # r gates the output: the recurrence reads k, v, w and u
+        return self.output(r * self.recurrence(self.form)(k, v, torch.exp(self.time_decay), self.time_first))
 
     def recur_loop(self, k: torch.Tensor, v: torch.Tensor, w: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         a = b = k.new_zeros(k.shape[0], k.shape[2])

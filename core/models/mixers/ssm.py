@@ -48,11 +48,8 @@ class SelectiveSSM(MixerLayer):
     def recurrence_inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return (*self._inputs(x), x)  # Δ, B, C, A and the input itself (the state's input term is Δ·x·B)
 
-    def forward_loop(self, x: torch.Tensor) -> torch.Tensor:
-        return self.output(self.recur_loop(*self._inputs(x), x) + self.D * x)
-
-    def forward_scan(self, x: torch.Tensor) -> torch.Tensor:
-        return self.output(self.recur_scan(*self._inputs(x), x) + self.D * x)
+    def read_out(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.output(y + self.D * x)
 
     def recur_loop(self, dt, B, C, A, x) -> torch.Tensor:
         """C_t · h_t per token, the states h_t (d × N each) read out as they are made: none is kept."""

@@ -1,0 +1,75 @@
+"""What the experiments share: a config field of models chosen by tag (`tagged`), a run's rows reported as they
+come (`Rows`), the memory guard's refusals before a length is measured (`fitting`), points timed interleaved with
+their failures as rows (`time_points`, `timed`), and the quartiles of paired ratios (`paired`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from core import bench, guard
+from core.config import Progress, spec
+from core.models import registry
+
+
+def tagged(tag: str, default: str | None = None, **more):
+    """A config field choosing models by tag: any model tagged `tag`, by default those tagged `default` (or every one
+    tagged `tag`), both read whenever a config is made (a model registered later is among them)."""
+    return spec(registry.tagged(default or tag), choices=registry.tagged(tag), **more)
+
+
+class Rows:
+    """A run's rows, each batch reported to `on_progress` as it is added: Progress(done, total, message, new rows).
+    `done` counts the rows unless `advance` says how far a batch moves the run (a model, a chunk of steps)."""
+
+    def __init__(self, total: int, on_progress=None):
+        self.rows, self.done, self.total, self.on_progress = [], 0, total, on_progress
+
+    def add(self, new: dict | list[dict], message: str, advance: int | None = None) -> None:
+        new = [new] if isinstance(new, dict) else list(new)
+        self.rows.extend(new)
+        self.done += len(new) if advance is None else advance
+        self.say(message, new)
+
+    def say(self, message: str, new=()) -> None:
+        """Progress with no new rows (between rounds of timing: a page's chance to move its bar and to Stop)."""
+        if self.on_progress is not None:
+            self.on_progress(Progress(self.done, self.total, message, tuple(new)))
+
+
+def fitting(keys, predicted, device) -> tuple[list, dict]:
+    """(the keys whose `predicted(key)` bytes fit the guard's budget, {key: the guard's refusal row} for the rest)."""
+    runnable, refused = [], {}
+    for key in keys:
+        need = predicted(key)
+        if guard.fits(need, device):
+            runnable.append(key)
+        else:
+            refused[key] = guard.guarded(dict, need, device)  # the guard's refusal row
+    return runnable, refused
+
+
+def time_points(steps: dict, cfg, device, after_round=None, **options) -> tuple[dict, dict]:
+    """({key: Timing}, {key: oom fields}) of `steps` timed interleaved with the config's warm-up, repeats and
+    per-point limit (`options` override or add to them); a step that runs out of memory is dropped, freed, a row."""
+    options = {"warmup": cfg.warmup, "repeats": cfg.repeats, "max_seconds": cfg.max_point_s, **options}
+    timings, errors = bench.time_interleaved(
+        steps, device=device, is_fatal=guard.is_oom, after_round=after_round, **options
+    )
+    return timings, guard.failed_fields(errors, device)
+
+
+def timed(timing: bench.Timing, prefix: str = "train") -> dict:
+    """A Timing as row fields: <prefix>_ms (the median), <prefix>_iqr_ms, noisy."""
+    return {f"{prefix}_ms": timing.median_ms, f"{prefix}_iqr_ms": timing.iqr_ms, "noisy": timing.noisy}
+
+
+def quartiles(values) -> tuple[float, float, float]:
+    """(q25, median, q75) of `values`; NaN where there are none."""
+    return tuple(float(x) for x in np.quantile(values, [0.25, 0.5, 0.75])) if len(values) else (math.nan,) * 3
+
+
+def paired(num, den) -> tuple[float, float, float]:
+    """(q25, median, q75) of num ÷ den over the rounds both ran in, round by round (they ran side by side)."""
+    return quartiles([a / b for a, b in zip(num, den) if b > 0])
