@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from core.i18n import device_words  # the device label in the page's language: 'cpu · 2 线程'
 from ui.frame import device_facts, literal
 from ui.predict import revealed_now
 
@@ -40,7 +41,7 @@ def shown_data(tr, name: str, live: pd.DataFrame | None) -> tuple[pd.DataFrame, 
     both = pd.concat(frames, ignore_index=True)
     # each distinct source and device is worded once (a depth run's reference has ~13,000 rows and two devices)
     sources = {s: tr(f"ui.source.{s}") for s in both["source"].unique()}
-    devices = {d: device_text(tr, _short_device(d)) for d in both["device"].unique()}
+    devices = {d: device_words(_short_device(d), tr) for d in both["device"].unique()}
     both["run"] = both["source"].map(sources) + " · " + both["device"].map(devices)
     # The takeaways and verdicts speak of one run: live, else the reference. Uploaded rows are drawn (their `run` says
     # "uploaded") but never join that run, even under the reference's device label.
@@ -60,14 +61,6 @@ def file_problem_ui(tr, problem) -> None:
     detail = bracketed(literal(problem.detail), tr) if problem.detail else ""  # （…） in a Chinese sentence
     key = "ui.file_cut_row" if problem.kind == "cut_row" else "ui.bad_file"
     st.warning(tr(key, file=literal(problem.file), why=tr(f"file.{problem.kind}"), detail=detail))
-
-
-def device_text(tr, label) -> str:
-    """A device label as the learner reads it: 'cpu · Intel Xeon · 2 threads' with its thread count translated
-    (core writes the label in English; the CSV keeps it so)."""
-    from core.i18n import device_words
-
-    return device_words(label, tr)
 
 
 def _short_device(label) -> str:
@@ -105,7 +98,7 @@ def caption_source_ui(tr, primary: pd.DataFrame) -> None:
             tr(
                 "ui.showing",
                 source=tr(f"ui.source.{primary['source'].iloc[0]}"),
-                device=literal(device_text(tr, primary["device"].iloc[0])),
+                device=literal(device_words(primary["device"].iloc[0], tr)),
                 date=literal(str(primary.get("date", pd.Series([""])).iloc[0])[:10]),
             )
         )
@@ -134,8 +127,6 @@ def status_ui(tr, df: pd.DataFrame, shown_notes: int = 2) -> None:
 
 def yes_no(tr, value) -> str:
     """A boolean in a table the learner reads: yes / no (– where unknown), never Python's True/False."""
-    import math
-
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return tr("ui.bool.na")
     return tr("ui.bool.true") if bool(value) else tr("ui.bool.false")
