@@ -16,6 +16,7 @@ import pandas as pd
 
 from core import status
 from core.findings import bracketed, sig3
+from core.findings import model_name as name
 from core.i18n import translator
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
@@ -130,11 +131,6 @@ def curves(df: pd.DataFrame, up_to: float | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", "seq_len", *extra, "threads", "speedup"])
 
 
-def name(m: str, tr) -> str:
-    text = tr(f"model.{m}")
-    return m if text.startswith("«") else text
-
-
 def verdict(row) -> str:
     """'faster', 'slower' or 'same': whether the paired quartiles of a speed-up lie above 1, below it, or span it."""
     lo = row["speedup_q25"] if pd.notna(row["speedup_q25"]) else row["speedup"]
@@ -158,6 +154,12 @@ def _x(v: float) -> str:
     """A speed-up and its quartiles to the same two decimals below 10 ('1.40–1.43', not '1.4–1.43'), as the verdict
     writes them; three significant figures above."""
     return f"{v:.2f}" if abs(v) < 10 else sig3(v)
+
+
+def _spread(row, x: str = "x") -> dict:
+    """A speed-up and its paired quartiles as a sentence's placeholders: x, lo, hi (a, a_lo, a_hi for x = 'a')."""
+    lo, hi = ("lo", "hi") if x == "x" else (f"{x}_lo", f"{x}_hi")
+    return {x: _x(row["speedup"]), lo: _x(row["speedup_q25"]), hi: _x(row["speedup_q75"])}
 
 
 def comparison(df: pd.DataFrame) -> dict | None:
@@ -200,16 +202,13 @@ def takeaways(df: pd.DataFrame, tr=None) -> list[str]:
         return [tr("serial.scaling.take.one_count", threads=int(ok["threads"].max()))]
     T, p, at = found
     sep = tr("serial.scaling.take.sep")
-    items = [tr(f"serial.scaling.take.item_{verdict(r)}", model=name(m, tr), x=_x(r["speedup"]),
-                lo=_x(r["speedup_q25"]), hi=_x(r["speedup_q75"])) for m, r in at.iterrows()]  # fmt: skip
+    items = [tr(f"serial.scaling.take.item_{verdict(r)}", model=name(m, tr), **_spread(r)) for m, r in at.iterrows()]
     out = [tr("serial.scaling.take.speedups", T=T, p=p, items=sep.join(items))]
     c = comparison(ok)
     if c is not None and {verdict(c["att_row"]), verdict(c["rec_row"])} != {"slower"}:  # both slower: the flag speaks
         a, r = c["att_row"], c["rec_row"]
-        out.append(tr(f"serial.scaling.take.pair_{c['order']}", T=T, p=p, att=name(c["att"], tr),
-                      rec=name(c["rec"], tr), a=_x(a["speedup"]), a_lo=_x(a["speedup_q25"]),
-                      a_hi=_x(a["speedup_q75"]), r=_x(r["speedup"]), r_lo=_x(r["speedup_q25"]),
-                      r_hi=_x(r["speedup_q75"])))  # fmt: skip
+        pair = {"att": name(c["att"], tr), "rec": name(c["rec"], tr), **_spread(a, "a"), **_spread(r, "r")}
+        out.append(tr(f"serial.scaling.take.pair_{c['order']}", T=T, p=p, **pair))
     f = fits(ok)
     f = f[f["seq_len"] == T].set_index("model")
     fitted = f[(f["fit_points"] > 0) & (f["fit_flag"] != SLOWER)]
@@ -224,23 +223,13 @@ def takeaways(df: pd.DataFrame, tr=None) -> list[str]:
         out.append(tr("serial.scaling.take.gpu", items=sep.join(gpu)))
         if int(fitted["fit_points"].max()) < 2:
             out.append(tr("serial.scaling.take.weak", p=p))
+    names = lambda models: tr("serial.scaling.take.list_sep").join(name(m, tr) for m in models)
     slower = [m for m in f.index if f.loc[m, "fit_flag"] == SLOWER]
     if slower:
-        out.append(
-            tr(
-                "serial.scaling.take.slower",
-                models=tr("serial.scaling.take.list_sep").join(name(m, tr) for m in slower),
-                T=T,
-            )
-        )
+        out.append(tr("serial.scaling.take.slower", models=names(slower), T=T))
     clamped = [m for m in fitted.index if fitted.loc[m, "fit_flag"] == CLAMPED]
     if clamped:
-        out.append(
-            tr(
-                "serial.scaling.take.clamped",
-                models=tr("serial.scaling.take.list_sep").join(name(m, tr) for m in clamped),
-            )
-        )
+        out.append(tr("serial.scaling.take.clamped", models=names(clamped)))
     if "threads_requested" in ok:
         capped = ok[ok["threads_requested"].notna() & (ok["threads"] != ok["threads_requested"])]
         if len(capped):
