@@ -51,12 +51,16 @@ def impl_color(d: pd.DataFrame, title: str) -> alt.Color:
     sdpa = iter(SDPA_COLORS * 2)
     impl_of = dict(zip(d["label"], d["impl"])) if len(d) else {}
     colors = [IMPL_COLORS.get(impl_of[lb]) or next(sdpa) for lb in labels]
-    return alt.Color(
-        "label:N",
-        title=title,
-        scale=alt.Scale(domain=labels, range=colors),
-        legend=alt.Legend(orient="bottom", columns=2, labelLimit=400),
-    )
+    legend = alt.Legend(orient="bottom", columns=2, labelLimit=400)
+    return alt.Color("label:N", title=title, scale=alt.Scale(domain=labels, range=colors), legend=legend)
+
+
+def _impl_lines(d: pd.DataFrame, tr, y: str, axis: str, tooltip: list) -> alt.Chart:
+    """A line per implementation (and run) against n, log-log, each in its fixed colour."""
+    x, y = log_x("seq_len", tr("attention_cost.axis.seq_len")), log_y(y, tr(f"attention_cost.axis.{axis}"))
+    tooltip = tooltip + (["run:N"] if "run" in d else [])
+    impl = tr("attention_cost.axis.impl")
+    return lines(d, x, y, "label", impl, tooltip=tooltip).encode(color=impl_color(d, impl))
 
 
 def guides(x_min: float, x_max: float, y0: float, tr, slopes=(1, 2)) -> pd.DataFrame:
@@ -92,14 +96,7 @@ def memory_chart(df: pd.DataFrame, tr, metric: str = "saved_bytes") -> alt.Chart
     d = with_labels(_ok(df), tr)
     d = d[d[metric].notna()] if len(d) else d
     d = d.assign(mib=d[metric] / 2**20) if len(d) else d.assign(mib=pd.Series(dtype=float))
-    main = lines(
-        d,
-        log_x("seq_len", tr("attention_cost.axis.seq_len")),
-        log_y("mib", tr(f"attention_cost.axis.{metric}")),
-        "label",
-        tr("attention_cost.axis.impl"),
-        tooltip=["label:N", "seq_len:Q", "mib:Q", "peak_kind:N"] + (["run:N"] if "run" in d else []),
-    ).encode(color=impl_color(d, tr("attention_cost.axis.impl")))
+    main = _impl_lines(d, tr, "mib", metric, ["label:N", "seq_len:Q", "mib:Q", "peak_kind:N"])
     score = d.drop_duplicates(["seq_len"]).assign(score_mib=lambda x: x["analytic_bytes"] / 2**20) if len(d) else d
     one_matrix = (
         alt.Chart(score)
@@ -137,15 +134,7 @@ def _refused(df: pd.DataFrame, tr) -> pd.DataFrame:
 
 def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = with_labels(_ok(df), tr)
-    tooltip = ["label:N", "seq_len:Q", "time_ms:Q", "time_iqr_ms:Q"] + (["run:N"] if "run" in d else [])
-    main = lines(
-        d,
-        log_x("seq_len", tr("attention_cost.axis.seq_len")),
-        log_y("time_ms", tr("attention_cost.axis.time_ms")),
-        "label",
-        tr("attention_cost.axis.impl"),
-        tooltip=tooltip,
-    ).encode(color=impl_color(d, tr("attention_cost.axis.impl")))
+    main = _impl_lines(d, tr, "time_ms", "time_ms", ["label:N", "seq_len:Q", "time_ms:Q", "time_iqr_ms:Q"])
     att = d[[attention.IMPLS[i].mode == "train" if i in attention.IMPLS else True for i in d["impl"]]] if len(d) else d
     return _titled(
         alt.layer(main, *_guides(att, "time_ms", tr)), tr("attention_cost.chart.time"), device_subtitle(d, tr)
@@ -190,28 +179,17 @@ def kv_measured_chart(df: pd.DataFrame, tr) -> alt.Chart:
         formula_kib=d["cache_bytes"] / 1024,
         scheme_label=[tr(f"attention_cost.kv.scheme.{s.replace(' ', '_')}") for s in d["scheme"]],
     )
-    scale = alt.Scale(
-        domain=[tr(f"attention_cost.kv.scheme.{k}") for k in SCHEME_COLORS], range=list(SCHEME_COLORS.values())
-    )
+    schemes = [tr(f"attention_cost.kv.scheme.{k}") for k in SCHEME_COLORS]
+    scale = alt.Scale(domain=schemes, range=list(SCHEME_COLORS.values()))
     color = alt.Color("scheme_label:N", title=None, scale=scale, legend=alt.Legend(orient="bottom", labelLimit=400))
     x = alt.X("seq_len:Q", title=tr("attention_cost.axis.tokens"))
-    formula = (
-        alt.Chart(d)
-        .mark_line(opacity=0.6)
-        .encode(x=x, y=alt.Y("formula_kib:Q", title=tr("attention_cost.axis.cache_kib")), color=color)
-    )
-    measured = (
-        alt.Chart(d)
-        .mark_point(filled=True, size=45)
-        .encode(
-            x="seq_len:Q", y="kib:Q", color=color, tooltip=["scheme_label", "seq_len", "measured_bytes", "cache_bytes"]
-        )
-    )
-    return _titled(
-        formula + measured,
-        tr("attention_cost.chart.kv_measured"),
-        tr("attention_cost.chart.kv_measured_sub") + " " + device_subtitle(d, tr),
-    )
+    formula = alt.Chart(d).mark_line(opacity=0.6)
+    formula = formula.encode(x=x, y=alt.Y("formula_kib:Q", title=tr("attention_cost.axis.cache_kib")), color=color)
+    tooltip = ["scheme_label", "seq_len", "measured_bytes", "cache_bytes"]
+    measured = alt.Chart(d).mark_point(filled=True, size=45)
+    measured = measured.encode(x="seq_len:Q", y="kib:Q", color=color, tooltip=tooltip)
+    subtitle = tr("attention_cost.chart.kv_measured_sub") + " " + device_subtitle(d, tr)
+    return _titled(formula + measured, tr("attention_cost.chart.kv_measured"), subtitle)
 
 
 def kv_models_chart(df: pd.DataFrame, tr, memory_bytes: float | None = None) -> alt.Chart:

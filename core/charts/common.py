@@ -56,12 +56,8 @@ def log_y(field: str, title: str) -> alt.Y:
 
 def lines(df: pd.DataFrame, x, y, color: str, color_title: str, dash: str = "run", tooltip=()) -> alt.Chart:
     """Lines with points, one per (colour, dash) pair; the dash legend tells live from reference and device."""
-    enc = {
-        "x": x,
-        "y": y,
-        "color": alt.Color(f"{color}:N", title=color_title),
-        "tooltip": list(tooltip) or [color, dash],
-    }
+    enc = {"x": x, "y": y, "color": alt.Color(f"{color}:N", title=color_title)}
+    enc["tooltip"] = list(tooltip) or [color, dash]
     if dash in df.columns and df[dash].nunique() > 1:
         enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None, legend=dash_legend(orient="right", labelLimit=240))
         enc["shape"] = alt.Shape(f"{dash}:N", title=None, legend=None)

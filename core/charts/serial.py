@@ -74,25 +74,12 @@ def roofline_chart(model_df: pd.DataFrame, measured: pd.DataFrame, tr) -> alt.Ch
     x, y = log_x("seq_len", tr("serial.axis.seq_len")), log_y("predicted_ms", tr("serial.axis.train_ms"))
     model = alt.Tooltip("model:N", title=tr("serial.axis.model"))
     n = alt.Tooltip("seq_len:Q", title=tr("serial.axis.seq_len"), format=",")
-    hardware = tr("serial.axis.hardware")
+    hardware = alt.Tooltip("hardware:N", title=tr("serial.axis.hardware"))
     predicted = alt.Tooltip("predicted_ms:Q", title=tr("tip.predicted_ms"), format=",.3g")
-    base = (
-        alt.Chart(model_df)
-        .mark_line()
-        .encode(
-            x=x,
-            y=y,
-            color=alt.Color("model:N", title=tr("serial.axis.model")),
-            strokeDash=alt.StrokeDash("hardware:N", title=hardware, legend=dash_legend(**WIDE_LEGEND)),
-            tooltip=[
-                alt.Tooltip("hardware:N", title=hardware),
-                model,
-                n,
-                predicted,
-                alt.Tooltip("bound:N", title=tr("tip.bound")),
-            ],
-        )
-    )
+    dash = alt.StrokeDash("hardware:N", title=tr("serial.axis.hardware"), legend=dash_legend(**WIDE_LEGEND))
+    tooltip = [hardware, model, n, predicted, alt.Tooltip("bound:N", title=tr("tip.bound"))]
+    color = alt.Color("model:N", title=tr("serial.axis.model"))
+    base = alt.Chart(model_df).mark_line().encode(x=x, y=y, color=color, strokeDash=dash, tooltip=tooltip)
     shape = alt.Shape("run:N", title=tr("serial.axis.measured"), legend=alt.Legend(**WIDE_LEGEND))
     measured_ms = alt.Tooltip("predicted_ms:Q", title=tr("tip.measured_ms"), format=",.3g")
     run = alt.Tooltip("run:N", title=tr("tip.run"))
@@ -103,4 +90,4 @@ def roofline_chart(model_df: pd.DataFrame, measured: pd.DataFrame, tr) -> alt.Ch
     )
     # Streamlit fits the whole chart (title, axes, legends) into its height: 300 left the plot ~40 px under two
     # legends below it, and pushed the title up out of the chart's box
-    return titled(base + pts, tr("serial.chart.roofline"), tr("serial.chart.roofline_sub")).properties(height=420)
+    return titled(base + pts, tr("serial.chart.roofline"), tr("serial.chart.roofline_sub"), height=420)

@@ -51,6 +51,9 @@ def wall(df: pd.DataFrame, budget_bytes: float, metric: str = "peak_bytes", poin
     return pd.DataFrame(out, columns=[*WALL_COLUMNS, "fitted_on", "kind"])
 
 
+EXTRAPOLATION = ("model", "what", "seq_len", "bytes", "fits_budget", "time_s", "memory_kind", "time_kind")
+
+
 def extrapolate(
     df: pd.DataFrame,
     shape: ModelShape,
@@ -89,19 +92,9 @@ def extrapolate(
                 t_ms, n0, scale = anchors[what]
                 t_s = t_ms / 1e3 * (n / n0) ** 2 * scale
                 time_kind = f"extrapolation from n={n0} as n²"
-            rows.append(
-                {
-                    "model": shape.name,
-                    "what": what,
-                    "seq_len": n,
-                    "bytes": nbytes,
-                    "fits_budget": bool(nbytes <= budget_bytes) if math.isfinite(budget_bytes) else math.nan,
-                    "time_s": t_s,
-                    "memory_kind": "formula",
-                    "time_kind": time_kind,
-                }
-            )
-    return pd.DataFrame(rows)
+            fits = bool(nbytes <= budget_bytes) if math.isfinite(budget_bytes) else math.nan
+            rows.append((shape.name, what, n, nbytes, fits, t_s, "formula", time_kind))
+    return pd.DataFrame(rows, columns=list(EXTRAPOLATION))
 
 
 def format_seconds(s: float, tr=None) -> str:
