@@ -27,11 +27,8 @@ HEATMAP_STEPS = 200  # columns of the layer × step heat map at most (its panel 
 
 
 def _title(tr, key: str, df: pd.DataFrame, **values) -> alt.TitleParams:
-    return alt.TitleParams(
-        tr(f"depth.chart.{key}", **values),
-        anchor="start",
-        subtitle=tr(f"depth.chart.{key}_sub", device=device_subtitle(df, tr)),
-    )
+    subtitle = tr(f"depth.chart.{key}_sub", device=device_subtitle(df, tr))
+    return alt.TitleParams(tr(f"depth.chart.{key}", **values), anchor="start", subtitle=subtitle)
 
 
 def _named(df: pd.DataFrame, tr) -> pd.DataFrame:

@@ -22,6 +22,16 @@ def _model_color(models, tr) -> alt.Color:
                      legend=alt.Legend(labelExpr=label))  # fmt: skip
 
 
+def percents(d: pd.DataFrame) -> pd.DataFrame:
+    """The rows with their accuracies in percent: the median over seeds (`percent`), the lowest, the highest, chance."""
+    return d.assign(percent=100 * d["accuracy"], **{f"{k}_pct": 100 * d[k] for k in ("lo", "hi", "chance")})
+
+
+def seed_bars(d: pd.DataFrame, x, color: alt.Color, opacity: float) -> alt.Chart:
+    """A bar from the lowest to the highest seed's accuracy at each point."""
+    return alt.Chart(d).mark_rule(strokeWidth=2, opacity=opacity).encode(x=x, y="lo_pct:Q", y2="hi_pct:Q", color=color)
+
+
 def _percent(tr) -> alt.Y:
     return alt.Y("percent:Q", title=tr("long_range.axis.accuracy"), scale=alt.Scale(domain=[0, 100]))
 
@@ -43,18 +53,13 @@ def reach_chart(df: pd.DataFrame, tr) -> alt.Chart:
 def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Final held-out accuracy against distance, one line per model (and run): the median over seeds, a bar from the
     lowest to the highest seed; chance as a dashed rule; one panel per task."""
-    last = by_distance(df).assign(percent=lambda x: 100 * x["accuracy"], lo_pct=lambda x: 100 * x["lo"],
-                                  hi_pct=lambda x: 100 * x["hi"], chance_pct=lambda x: 100 * x["chance"])  # fmt: skip
+    last = percents(by_distance(df))
     last = last.assign(task=last["task"].map(lambda t: tr(f"long_range.task.{t}")))
     x = alt.X("distance:Q", title=tr("long_range.axis.distance"))
     tooltip = tips(last, ["task", "model", "distance", "percent", "lo_pct", "hi_pct", "seeds", "step", "params", "run"])
     line = lines(last, x, _percent(tr), "model", tr("long_range.axis.model"), tooltip=tooltip)
     line = line.encode(color=_model_color(last["model"], tr))
-    spread = (
-        alt.Chart(last)
-        .mark_rule(strokeWidth=2, opacity=0.6)
-        .encode(x="distance:Q", y="lo_pct:Q", y2="hi_pct:Q", color=_model_color(last["model"], tr))
-    )
+    spread = seed_bars(last, "distance:Q", _model_color(last["model"], tr), 0.6)
     chance = chance_rule(last, tr("long_range.axis.chance"))
     chart = (
         alt.layer(line, spread, chance, data=last)
@@ -103,13 +108,9 @@ def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
 def attention_map_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Heat map: one row per attention head (and one for the LSTM's saliency), one column per position."""
     order = list(dict.fromkeys(df.sort_values("position")["label"]))
+    angled = alt.Axis(labelAngle=-60, labelOverlap=False)
     base = alt.Chart(df).encode(
-        x=alt.X(
-            "label:N",
-            sort=order,
-            title=tr("long_range.axis.position"),
-            axis=alt.Axis(labelAngle=-60, labelOverlap=False),
-        ),
+        x=alt.X("label:N", sort=order, title=tr("long_range.axis.position"), axis=angled),
         y=alt.Y("row:N", title=None, sort=list(dict.fromkeys(df["row"])), axis=alt.Axis(labelLimit=300)),
     )
     cells = base.mark_rect().encode(
@@ -120,7 +121,7 @@ def attention_map_chart(df: pd.DataFrame, tr) -> alt.Chart:
         text=alt.Text("share:Q", format=".2f"),
         color=alt.condition("datum.share > 0.5", alt.value("white"), alt.value("black")),
     )
+    # a fixed height collapses the rows in Streamlit's autosize
     return (cells + text).properties(
-        title=alt.TitleParams(tr("long_range.chart.map"), subtitle=tr("long_range.chart.map_sub"), anchor="start"),
-        height=alt.Step(36),
-    )  # a fixed height collapses the rows in Streamlit's autosize
+        title=title(tr("long_range.chart.map"), tr("long_range.chart.map_sub")), height=alt.Step(36)
+    )

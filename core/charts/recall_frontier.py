@@ -9,6 +9,7 @@ import pandas as pd
 
 from core.charts.answers import mixer_color
 from core.charts.common import chance_rule, device_subtitle, tips, titled
+from core.charts.long_range import percents, seed_bars
 from core.findings import recall_frontier as findings
 from core.models import registry
 from core.models.registry import ANSWERS
@@ -19,8 +20,7 @@ SHAPES = ("circle", "square", "triangle-up", "diamond")
 
 def _named(d: pd.DataFrame, tr) -> pd.DataFrame:
     d = d[d["mixer"].isin(registry.names(ANSWERS))]
-    return d.assign(name=[tr(f"model.{m}") for m in d["mixer"]], percent=100 * d["accuracy"], lo_pct=100 * d["lo"],
-                    hi_pct=100 * d["hi"], chance_pct=100 * d["chance"])  # fmt: skip
+    return percents(d.assign(name=[tr(f"model.{m}") for m in d["mixer"]]))
 
 
 def _color(d: pd.DataFrame, tr) -> alt.Color:
@@ -77,9 +77,7 @@ def _curves(d: pd.DataFrame, x: alt.X, tr, chart: str, tooltip, point) -> alt.Ch
     `recall.chart.<chart>` over what each run measured."""
     tooltip = tips(d, tooltip)
     line = alt.Chart(d).mark_line(point=point).encode(x=x, y=_y(tr), color=_color(d, tr), **_detail(d), tooltip=tooltip)
-    spread = alt.Chart(d).mark_rule(strokeWidth=2, opacity=0.5).encode(x=x, y="lo_pct:Q", y2="hi_pct:Q",
-                                                                        color=_color(d, tr))  # fmt: skip
-    layers = line + spread + chance_rule(d, tr("recall.axis.chance"))
+    layers = line + seed_bars(d, x, _color(d, tr), 0.5) + chance_rule(d, tr("recall.axis.chance"))
     return titled(layers, tr(f"recall.chart.{chart}"), _subtitle(d, tr, f"recall.chart.{chart}_sub"))
 
 
