@@ -6,7 +6,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core.charts.common import dash_legend, device_subtitle, log_x, log_y, titled
+from core.charts.common import dash_legend, device_subtitle, log_x, log_y, ok_rows, tips, titled
 from core.findings.answers import FENG, FENG_N, amdahl
 from core.memory_formulas import kv_cache_bytes
 from core.models import registry
@@ -18,15 +18,6 @@ REACH_FLOOR = 1e-12  # the reach chart's lowest gridline: a recurrence's decay r
 LEGEND = alt.Legend(orient="right", labelLimit=160, labelFontSize=10, titleFontSize=10, symbolSize=40, rowPadding=0)
 DASH_LEGEND = dash_legend(orient="right", labelLimit=160, labelFontSize=10, titleFontSize=10, rowPadding=0)
 TALL = 340  # the charts whose legend lists all ten mixers need this height beside it
-
-
-def _ok(df: pd.DataFrame) -> pd.DataFrame:
-    return df[df["status"] == "ok"] if "status" in df and len(df) else df
-
-
-def _tips(d: pd.DataFrame, fields: list[str]) -> list[str]:
-    """The tooltip fields the rows have (a frame without a `run` column comes from the CLI, not a page)."""
-    return [f for f in fields if f in d]
 
 
 def _detail(d: pd.DataFrame) -> dict:
@@ -43,66 +34,62 @@ def _named(df: pd.DataFrame, tr, col: str = "mixer") -> pd.DataFrame:
     return out
 
 
-def _color(df: pd.DataFrame, tr, col: str = "mixer") -> alt.Color:
-    names = list(dict.fromkeys(df[col]))
-    domain, colours = registry.colors(names)
+def mixer_color(mixers, tr) -> alt.Color:
+    """The `name` column coloured by each mixer's record, in the order of `mixers` (ids), with page 5's legend."""
+    domain, colours = registry.colors(mixers)
     return alt.Color("name:N", title=tr("answers.axis.mixer"), legend=LEGEND,
                      scale=alt.Scale(domain=[tr(f"model.{m}") for m in domain], range=colours))  # fmt: skip
 
 
-def _lines(d: pd.DataFrame, tr, x, y, dash: str, tooltip) -> alt.Chart:
-    """Lines coloured by mixer and dashed by form; a second run (live beside reference) gets its own point shape."""
-    extra = {}
-    if "run" in d and d["run"].nunique() > 1:
-        extra["shape"] = alt.Shape("run:N", title=None, legend=LEGEND)
+def _color(df: pd.DataFrame, tr, col: str = "mixer") -> alt.Color:
+    return mixer_color(list(dict.fromkeys(df[col])), tr)
+
+
+def _line(d: pd.DataFrame, tr, x, y, tooltip, color=None, **enc) -> alt.Chart:
+    """A line with points per mixer (and run); grey while there are no rows to colour, unless `color` says."""
+    color = color if color is not None else _color(d, tr) if len(d) else alt.value("#888")
     return (
-        alt.Chart(d)
-        .mark_line(point=True)
-        .encode(
-            x=x,
-            y=y,
-            color=_color(d, tr),
-            strokeDash=alt.StrokeDash(
-                f"{dash}:N",
-                title=tr("answers.axis.form"),
-                legend=None,  # the section's intro says it: dashed = loop, dotted = chunked (no room for a second legend)
-                scale=alt.Scale(domain=[tr(f"answers.form.{f}") for f in FORMS], range=DASHES),
-            ),
-            **_detail(d),
-            tooltip=_tips(d, tooltip),
-            **extra,
-        )
+        alt.Chart(d).mark_line(point=True).encode(x=x, y=y, color=color, **_detail(d), tooltip=tips(d, tooltip), **enc)
     )
 
 
+def _by_length(d: pd.DataFrame, tr, y: str, chart: str, subtitle: str, tooltip, axis: str = "") -> alt.Chart:
+    """Lines coloured by mixer and dashed by form against the length; a second run (live beside reference) gets its
+    own point shape."""
+    extra = {}
+    if "run" in d and d["run"].nunique() > 1:
+        extra["shape"] = alt.Shape("run:N", title=None, legend=LEGEND)
+    dash = alt.StrokeDash(
+        "form_name:N",
+        title=tr("answers.axis.form"),
+        legend=None,  # the section's intro says it: dashed = loop, dotted = chunked (no room for a second legend)
+        scale=alt.Scale(domain=[tr(f"answers.form.{f}") for f in FORMS], range=DASHES),
+    )
+    x, y = log_x("seq_len", tr("answers.axis.seq_len")), log_y(y, tr(f"answers.axis.{axis or y}"))
+    c = _line(d, tr, x, y, tooltip, _color(d, tr), strokeDash=dash, **extra)
+    return titled(c, tr(f"answers.chart.{chart}"), subtitle, height=TALL)
+
+
 def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
-    d = _named(_ok(df), tr)
-    c = _lines(d, tr, log_x("seq_len", tr("answers.axis.seq_len")), log_y("train_ms", tr("answers.axis.train_ms")),
-               "form_name", ["name", "form_name", "seq_len", "train_ms", "train_iqr_ms", "run"])  # fmt: skip
-    return titled(c, tr("answers.chart.time"), device_subtitle(d, tr)).properties(height=TALL)
+    d = _named(ok_rows(df), tr)
+    tooltip = ["name", "form_name", "seq_len", "train_ms", "train_iqr_ms", "run"]
+    return _by_length(d, tr, "train_ms", "time", device_subtitle(d, tr), tooltip)
 
 
 def speedup_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Each parallel form's speed-up over its own loop (solid, with the paired quartiles) and, for minGRU/minLSTM,
     over the traditional GRU/LSTM (dashed), with Feng et al.'s T4 points at n = 512 for that second ratio."""
-    ok = _named(_ok(df), tr)
+    ok = _named(ok_rows(df), tr)
     own = ok[ok["speedup_vs_loop"].notna()] if len(ok) and "speedup_vs_loop" in ok else ok.iloc[:0]
     own = own.assign(speedup=own["speedup_vs_loop"], against=tr("answers.against.loop"))
     trad = ok[ok["vs_traditional"].notna()] if len(ok) and "vs_traditional" in ok else ok.iloc[:0]
     trad = trad.assign(speedup=trad["vs_traditional"], against=tr("answers.against.traditional"))
     d = pd.concat([own, trad], ignore_index=True)
     x, y = log_x("seq_len", tr("answers.axis.seq_len")), log_y("speedup", tr("answers.axis.speedup"))
-    lines = (
-        alt.Chart(d)
-        .mark_line(point=True)
-        .encode(x=x, y=y, color=_color(d, tr) if len(d) else alt.value("#888"),
-                strokeDash=alt.StrokeDash("against:N", title=tr("answers.axis.against"),
-                                          legend=DASH_LEGEND),
-                **_detail(d),
-                tooltip=_tips(d, ["name", "form_name", "against", "seq_len", "speedup", "speedup_q25", "speedup_q75", "run"]))
-    )  # fmt: skip
+    dash = alt.StrokeDash("against:N", title=tr("answers.axis.against"), legend=DASH_LEGEND)
+    tooltip = ["name", "form_name", "against", "seq_len", "speedup", "speedup_q25", "speedup_q75", "run"]
+    lines = _line(d, tr, x, y, tooltip, strokeDash=dash)
     bars = alt.Chart(own).mark_rule().encode(x=x, y="speedup_q25:Q", y2="speedup_q75:Q", color=_color(own, tr))
-    one = alt.Chart(pd.DataFrame({"speedup": [1.0]})).mark_rule(strokeDash=[2, 2], color="#555").encode(y="speedup:Q")
     feng = pd.DataFrame({"seq_len": FENG_N, "speedup": list(FENG.values()),
                          "name": [tr(f"model.{m}") for m in FENG], "source": tr("answers.against.feng")})  # fmt: skip
     points = (
@@ -116,8 +103,13 @@ def speedup_chart(df: pd.DataFrame, tr) -> alt.Chart:
         .encode(x=x, y=y, text="label:N")
         for i, dy in enumerate((8, -8))
     ]  # fmt: skip
-    chart = alt.layer(lines, bars, one, points, *labels)
-    return titled(chart, tr("answers.chart.speedup"), tr("answers.chart.speedup_sub")).properties(height=TALL)
+    chart = alt.layer(lines, bars, _one(), points, *labels)
+    return titled(chart, tr("answers.chart.speedup"), tr("answers.chart.speedup_sub"), height=TALL)
+
+
+def _one() -> alt.Chart:
+    """A speed-up of 1 (no faster) as a dotted rule."""
+    return alt.Chart(pd.DataFrame({"speedup": [1.0]})).mark_rule(strokeDash=[2, 2], color="#555").encode(y="speedup:Q")
 
 
 def amdahl_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -126,11 +118,7 @@ def amdahl_chart(df: pd.DataFrame, tr) -> alt.Chart:
     (dotted, 1 ÷ its share of the loop's step) — Amdahl's law drawn from the rows."""
     a = amdahl(df)
     a = a[a["mixer"].isin(registry.names(ANSWERS))]
-    what = {
-        "rec": tr("answers.amdahl.rec"),
-        "whole": tr("answers.amdahl.whole"),
-        "ceiling": tr("answers.amdahl.ceiling"),
-    }
+    what = {k: tr(f"answers.amdahl.{k}") for k in ("rec", "whole", "ceiling")}
     d = a.melt(id_vars=["mixer", "form", "seq_len", "share"], value_vars=list(what), var_name="measure",
                value_name="speedup")  # fmt: skip
     d = d[d["speedup"].notna()]
@@ -139,41 +127,29 @@ def amdahl_chart(df: pd.DataFrame, tr) -> alt.Chart:
     x, y = log_x("seq_len", tr("answers.axis.seq_len")), log_y("speedup", tr("answers.axis.speedup"))
     dash = alt.StrokeDash("what:N", title=tr("answers.axis.amdahl"), legend=DASH_LEGEND,
                           scale=alt.Scale(domain=list(what.values()), range=[[6, 4], [1, 0], [2, 2]]))  # fmt: skip
-    c = (
-        alt.Chart(d)
-        .mark_line(point=True)
-        .encode(x=x, y=y, color=_color(d, tr) if len(d) else alt.value("#888"), strokeDash=dash,
-                tooltip=["name", "what", "seq_len", "speedup", "share_pct"])
-    )  # fmt: skip
-    one = alt.Chart(pd.DataFrame({"speedup": [1.0]})).mark_rule(strokeDash=[2, 2], color="#555").encode(y="speedup:Q")
-    sub = " · ".join(x for x in (tr("answers.chart.amdahl_sub"), device_subtitle(_ok(df), tr)) if x)
-    return titled(c + one, tr("answers.chart.amdahl"), sub)
+    c = _line(d, tr, x, y, ["name", "what", "seq_len", "speedup", "share_pct"], strokeDash=dash)
+    sub = " · ".join(x for x in (tr("answers.chart.amdahl_sub"), device_subtitle(ok_rows(df), tr)) if x)
+    return titled(c + _one(), tr("answers.chart.amdahl"), sub)
 
 
 def steps_chart(df: pd.DataFrame, tr) -> alt.Chart:
-    d = _named(_ok(df), tr).drop_duplicates(["mixer", "form", "seq_len"])
-    c = _lines(d, tr, log_x("seq_len", tr("answers.axis.seq_len")), log_y("seq_steps", tr("answers.axis.steps")),
-               "form_name", ["name", "form_name", "seq_len", "seq_steps"])  # fmt: skip
-    return titled(c, tr("answers.chart.steps"), tr("answers.chart.steps_sub")).properties(height=TALL)
+    d = _named(ok_rows(df), tr).drop_duplicates(["mixer", "form", "seq_len"])
+    tooltip = ["name", "form_name", "seq_len", "seq_steps"]
+    return _by_length(d, tr, "seq_steps", "steps", tr("answers.chart.steps_sub"), tooltip, axis="steps")
 
 
 def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
-    d = _named(_ok(df), tr)
+    d = _named(ok_rows(df), tr)
     d = d.assign(saved_mib=d["saved_bytes"] / 2**20) if len(d) else d.assign(saved_mib=[])
-    c = _lines(d, tr, log_x("seq_len", tr("answers.axis.seq_len")), log_y("saved_mib", tr("answers.axis.saved_mib")),
-               "form_name", ["name", "form_name", "seq_len", "saved_mib", "run"])  # fmt: skip
-    return titled(c, tr("answers.chart.memory"), tr("answers.chart.memory_sub")).properties(height=TALL)
+    tooltip = ["name", "form_name", "seq_len", "saved_mib", "run"]
+    return _by_length(d, tr, "saved_mib", "memory", tr("answers.chart.memory_sub"), tooltip)
 
 
 def decode_memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Bytes kept per sequence vs the context, with the KV-cache formula for one layer of this width dashed."""
-    d = _named(_ok(df), tr)
+    d = _named(ok_rows(df), tr)
     x, y = log_x("context_len", tr("answers.axis.context")), log_y("state_bytes", tr("answers.axis.state_bytes"))
-    base = (
-        alt.Chart(d)
-        .mark_line(point=True)
-        .encode(x=x, y=y, color=_color(d, tr) if len(d) else alt.value("#888"), **_detail(d), tooltip=_tips(d, ["name", "context_len", "state_bytes", "predicted_bytes", "run"]))
-    )  # fmt: skip
+    base = _line(d, tr, x, y, ["name", "context_len", "state_bytes", "predicted_bytes", "run"])
     if not len(d):
         return titled(base, tr("answers.chart.decode_memory"))
     width = int(d["d_model"].iloc[0])
@@ -195,34 +171,21 @@ def decode_memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
 
 
 def decode_time_chart(df: pd.DataFrame, tr) -> alt.Chart:
-    d = _named(_ok(df), tr)
-    c = (
-        alt.Chart(d)
-        .mark_line(point=True)
-        .encode(x=log_x("context_len", tr("answers.axis.context")),
-                y=log_y("ms_per_token", tr("answers.axis.ms_per_token")),
-                color=_color(d, tr) if len(d) else alt.value("#888"), **_detail(d),
-                tooltip=_tips(d, ["name", "context_len", "ms_per_token", "ms_iqr", "run"]))
-    )  # fmt: skip
+    d = _named(ok_rows(df), tr)
+    x, y = log_x("context_len", tr("answers.axis.context")), log_y("ms_per_token", tr("answers.axis.ms_per_token"))
+    c = _line(d, tr, x, y, ["name", "context_len", "ms_per_token", "ms_iqr", "run"])
     return titled(c, tr("answers.chart.decode_time"), device_subtitle(d, tr))
 
 
 def reach_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """‖∂y_T/∂x_(T−k)‖ per layer on a log axis down to REACH_FLOOR: a decaying line leaves it at the bottom, and
     exact zeros (beyond a window or a receptive field) cannot be drawn, so those lines end."""
-    ok = _ok(df)
+    ok = ok_rows(df)
     d = ok[ok["grad_norm"] >= REACH_FLOOR] if len(ok) else ok
     d = d.assign(name=[tr(f"model.{m}") for m in d["model"]])
-    domain, colours = registry.colors(list(dict.fromkeys(d["model"])))
-    color = alt.Color("name:N", title=tr("answers.axis.mixer"), legend=LEGEND,
-                      scale=alt.Scale(domain=[tr(f"model.{m}") for m in domain], range=colours))  # fmt: skip
-    c = (
-        alt.Chart(d)
-        .mark_line(clip=True)
-        .encode(x=alt.X("distance:Q", title=tr("answers.axis.distance")),
-                y=alt.Y("grad_norm:Q", title=tr("answers.axis.grad_norm"),
-                        scale=alt.Scale(type="log", domain=[REACH_FLOOR, float(d["grad_norm"].max()) if len(d) else 1],
-                                        clamp=True)), color=color,
-                **_detail(d), tooltip=_tips(d, ["name", "distance", "grad_norm", "run"]))
-    )  # fmt: skip
+    scale = alt.Scale(type="log", domain=[REACH_FLOOR, float(d["grad_norm"].max()) if len(d) else 1], clamp=True)
+    x = alt.X("distance:Q", title=tr("answers.axis.distance"))
+    y = alt.Y("grad_norm:Q", title=tr("answers.axis.grad_norm"), scale=scale)
+    tooltip = tips(d, ["name", "distance", "grad_norm", "run"])
+    c = alt.Chart(d).mark_line(clip=True).encode(x=x, y=y, color=_color(d, tr, "model"), **_detail(d), tooltip=tooltip)
     return titled(c, tr("answers.chart.reach"), tr("answers.chart.reach_sub"))

@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 
 from core import status
-from core.charts.common import device_subtitle, lines, log_x, log_y
+from core.charts.common import device_subtitle, lines, log_x, log_y, ok_rows, titled
 from core.findings import bracketed
 from core.findings.notes import note_text
 from core.models import attention
@@ -21,20 +21,13 @@ SCHEME_COLORS = {"mha": "#d62728", "gqa": "#1f77b4", "mqa": "#2ca02c", "rnn_stat
 
 
 def _ok(df: pd.DataFrame) -> pd.DataFrame:
-    if not len(df):
-        return df
-    d = df[df["status"] == "ok"] if "status" in df else df
+    d = ok_rows(df)
     return d[d["point"] == "sweep"] if "point" in d else d
 
 
-def titled(chart: alt.Chart, title: str, subtitle: str = "") -> alt.Chart:
-    """The house title (anchored left, subtitle if any), and room for a legend under the plot."""
-    params = (
-        alt.TitleParams(title, subtitle=subtitle, anchor="start")
-        if subtitle.strip()
-        else alt.TitleParams(title, anchor="start")
-    )
-    return chart.properties(title=params, height=420)  # the height includes title, axes and legend
+def _titled(chart: alt.Chart, title: str, subtitle: str = "") -> alt.Chart:
+    """The house title, and room for a legend under the plot (the height includes title, axes and legend)."""
+    return titled(chart, title, subtitle, height=420)
 
 
 def impl_label(row, tr) -> str:
@@ -58,12 +51,16 @@ def impl_color(d: pd.DataFrame, title: str) -> alt.Color:
     sdpa = iter(SDPA_COLORS * 2)
     impl_of = dict(zip(d["label"], d["impl"])) if len(d) else {}
     colors = [IMPL_COLORS.get(impl_of[lb]) or next(sdpa) for lb in labels]
-    return alt.Color(
-        "label:N",
-        title=title,
-        scale=alt.Scale(domain=labels, range=colors),
-        legend=alt.Legend(orient="bottom", columns=2, labelLimit=400),
-    )
+    legend = alt.Legend(orient="bottom", columns=2, labelLimit=400)
+    return alt.Color("label:N", title=title, scale=alt.Scale(domain=labels, range=colors), legend=legend)
+
+
+def _impl_lines(d: pd.DataFrame, tr, y: str, axis: str, tooltip: list) -> alt.Chart:
+    """A line per implementation (and run) against n, log-log, each in its fixed colour."""
+    x, y = log_x("seq_len", tr("attention_cost.axis.seq_len")), log_y(y, tr(f"attention_cost.axis.{axis}"))
+    tooltip = tooltip + (["run:N"] if "run" in d else [])
+    impl = tr("attention_cost.axis.impl")
+    return lines(d, x, y, "label", impl, tooltip=tooltip).encode(color=impl_color(d, impl))
 
 
 def guides(x_min: float, x_max: float, y0: float, tr, slopes=(1, 2)) -> pd.DataFrame:
@@ -77,23 +74,21 @@ def guides(x_min: float, x_max: float, y0: float, tr, slopes=(1, 2)) -> pd.DataF
     return pd.DataFrame(rows)
 
 
-def _guide_layer(d: pd.DataFrame, y: str, tr) -> alt.Chart:
+def _guides(d: pd.DataFrame, y: str, tr) -> list[alt.Chart]:
+    """The slope guides through the rows' smallest length (at the median of `y` there), each labelled at its end."""
     if not len(d):
         g = guides(0, 0, 0, tr)
     else:
         first = d[d["seq_len"] == d["seq_len"].min()][y]
         g = guides(d["seq_len"].min(), d["seq_len"].max(), float(first.median()), tr)
-    return (
+    lines = (
         alt.Chart(g)
         .mark_line(color=GUIDE_COLOR, strokeDash=[2, 3])
         .encode(x="x:Q", y="y:Q", detail="guide:N", tooltip=["guide:N"])
     )
-
-
-def _guide_labels(d: pd.DataFrame, y: str, tr) -> alt.Chart:
-    g = _guide_layer(d, y, tr).data
     ends = g.groupby("guide", as_index=False).last() if len(g) else g
-    return alt.Chart(ends).mark_text(align="left", dx=4, color=GUIDE_COLOR).encode(x="x:Q", y="y:Q", text="guide:N")
+    labels = alt.Chart(ends).mark_text(align="left", dx=4, color=GUIDE_COLOR).encode(x="x:Q", y="y:Q", text="guide:N")
+    return [lines, labels]
 
 
 def memory_chart(df: pd.DataFrame, tr, metric: str = "saved_bytes") -> alt.Chart:
@@ -101,23 +96,14 @@ def memory_chart(df: pd.DataFrame, tr, metric: str = "saved_bytes") -> alt.Chart
     d = with_labels(_ok(df), tr)
     d = d[d[metric].notna()] if len(d) else d
     d = d.assign(mib=d[metric] / 2**20) if len(d) else d.assign(mib=pd.Series(dtype=float))
-    main = lines(
-        d,
-        log_x("seq_len", tr("attention_cost.axis.seq_len")),
-        log_y("mib", tr(f"attention_cost.axis.{metric}")),
-        "label",
-        tr("attention_cost.axis.impl"),
-        tooltip=["label:N", "seq_len:Q", "mib:Q", "peak_kind:N"] + (["run:N"] if "run" in d else []),
-    ).encode(color=impl_color(d, tr("attention_cost.axis.impl")))
+    main = _impl_lines(d, tr, "mib", metric, ["label:N", "seq_len:Q", "mib:Q", "peak_kind:N"])
     score = d.drop_duplicates(["seq_len"]).assign(score_mib=lambda x: x["analytic_bytes"] / 2**20) if len(d) else d
     one_matrix = (
         alt.Chart(score)
         .mark_line(color="black", strokeDash=[6, 3], opacity=0.5)
         .encode(x="seq_len:Q", y="score_mib:Q", tooltip=["seq_len:Q", "score_mib:Q"])
     )
-    chart = (
-        main + _guide_layer(d.assign(y=d["mib"]), "y", tr) + _guide_labels(d.assign(y=d["mib"]), "y", tr) + one_matrix
-    )
+    chart = alt.layer(main, *_guides(d, "mib", tr), one_matrix)
     subtitle = tr("attention_cost.chart.memory_sub")
     refused = _refused(df, tr) if metric == "peak_bytes" else df.iloc[0:0]
     if len(refused):  # what the guard would not run, at its predicted size (its note said in the learner's language)
@@ -134,7 +120,7 @@ def memory_chart(df: pd.DataFrame, tr, metric: str = "saved_bytes") -> alt.Chart
             ],
         )
         subtitle += " " + tr("attention_cost.chart.refused_sub")
-    return titled(chart, tr(f"attention_cost.chart.{metric}"), subtitle + " " + device_subtitle(d, tr))
+    return _titled(chart, tr(f"attention_cost.chart.{metric}"), subtitle + " " + device_subtitle(d, tr))
 
 
 def _refused(df: pd.DataFrame, tr) -> pd.DataFrame:
@@ -148,22 +134,11 @@ def _refused(df: pd.DataFrame, tr) -> pd.DataFrame:
 
 def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = with_labels(_ok(df), tr)
-    tooltip = ["label:N", "seq_len:Q", "time_ms:Q", "time_iqr_ms:Q"] + (["run:N"] if "run" in d else [])
-    main = lines(
-        d,
-        log_x("seq_len", tr("attention_cost.axis.seq_len")),
-        log_y("time_ms", tr("attention_cost.axis.time_ms")),
-        "label",
-        tr("attention_cost.axis.impl"),
-        tooltip=tooltip,
-    ).encode(color=impl_color(d, tr("attention_cost.axis.impl")))
+    main = _impl_lines(d, tr, "time_ms", "time_ms", ["label:N", "seq_len:Q", "time_ms:Q", "time_iqr_ms:Q"])
     att = d[[attention.IMPLS[i].mode == "train" if i in attention.IMPLS else True for i in d["impl"]]] if len(d) else d
-    chart = (
-        main
-        + _guide_layer(att.assign(y=att["time_ms"]), "y", tr)
-        + _guide_labels(att.assign(y=att["time_ms"]), "y", tr)
+    return _titled(
+        alt.layer(main, *_guides(att, "time_ms", tr)), tr("attention_cost.chart.time"), device_subtitle(d, tr)
     )
-    return titled(chart, tr("attention_cost.chart.time"), device_subtitle(d, tr))
 
 
 def wall_chart(extrap: pd.DataFrame, tr, budget_bytes: float) -> alt.Chart:
@@ -173,27 +148,27 @@ def wall_chart(extrap: pd.DataFrame, tr, budget_bytes: float) -> alt.Chart:
     )
     whats = {"naive": "#d62728", "sdpa": "#1f77b4", "kv_cache": "#ff7f0e"}
     scale = alt.Scale(domain=[tr(f"attention_cost.wall.what.{w}") for w in whats], range=list(whats.values()))
-    main = (
-        alt.Chart(d)
-        .mark_line(point=True)
-        .encode(
-            x=log_x("seq_len", tr("attention_cost.axis.seq_len")),
-            y=log_y("gib", tr("attention_cost.axis.gib")),
-            color=alt.Color(
-                "what_label:N", title=None, scale=scale, legend=alt.Legend(orient="bottom", columns=1, labelLimit=500)
-            ),
-            tooltip=["what_label", "seq_len", "gib", "fits_budget", "time_s", "memory_kind", "time_kind"],
-        )
+    color = alt.Color(
+        "what_label:N", title=None, scale=scale, legend=alt.Legend(orient="bottom", columns=1, labelLimit=500)
     )
-    layers = [main]
-    if budget_bytes and math.isfinite(budget_bytes):
-        rule = pd.DataFrame({"gib": [budget_bytes / 2**30], "label": [tr("attention_cost.budget_rule")]})
+    tooltip = ["what_label", "seq_len", "gib", "fits_budget", "time_s", "memory_kind", "time_kind"]
+    limit = budget_bytes if budget_bytes and math.isfinite(budget_bytes) else None
+    model = str(extrap["model"].iloc[0]) if len(extrap) else ""
+    chart = _gib_lines(d, tr, color, tooltip, limit, tr("attention_cost.budget_rule"))
+    return _titled(chart, tr("attention_cost.chart.wall", model=model), tr("attention_cost.chart.wall_sub"))
+
+
+def _gib_lines(d: pd.DataFrame, tr, color: alt.Color, tooltip, limit: float | None, label: str) -> alt.LayerChart:
+    """GiB against the length (log-log), one line per `color`; with a labelled crimson rule at `limit` bytes."""
+    x, y = log_x("seq_len", tr("attention_cost.axis.seq_len")), log_y("gib", tr("attention_cost.axis.gib"))
+    layers = [alt.Chart(d).mark_line(point=True).encode(x=x, y=y, color=color, tooltip=tooltip)]
+    if limit:
+        rule = pd.DataFrame({"gib": [limit / 2**30], "label": [label]})
         layers.append(alt.Chart(rule).mark_rule(color="crimson").encode(y="gib:Q", tooltip=["label", "gib"]))
         layers.append(
             alt.Chart(rule).mark_text(color="crimson", align="left", dy=-6, x=5).encode(y="gib:Q", text="label:N")
         )
-    model = str(extrap["model"].iloc[0]) if len(extrap) else ""
-    return titled(alt.layer(*layers), tr("attention_cost.chart.wall", model=model), tr("attention_cost.chart.wall_sub"))
+    return alt.layer(*layers)
 
 
 def kv_measured_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -204,28 +179,17 @@ def kv_measured_chart(df: pd.DataFrame, tr) -> alt.Chart:
         formula_kib=d["cache_bytes"] / 1024,
         scheme_label=[tr(f"attention_cost.kv.scheme.{s.replace(' ', '_')}") for s in d["scheme"]],
     )
-    scale = alt.Scale(
-        domain=[tr(f"attention_cost.kv.scheme.{k}") for k in SCHEME_COLORS], range=list(SCHEME_COLORS.values())
-    )
+    schemes = [tr(f"attention_cost.kv.scheme.{k}") for k in SCHEME_COLORS]
+    scale = alt.Scale(domain=schemes, range=list(SCHEME_COLORS.values()))
     color = alt.Color("scheme_label:N", title=None, scale=scale, legend=alt.Legend(orient="bottom", labelLimit=400))
     x = alt.X("seq_len:Q", title=tr("attention_cost.axis.tokens"))
-    formula = (
-        alt.Chart(d)
-        .mark_line(opacity=0.6)
-        .encode(x=x, y=alt.Y("formula_kib:Q", title=tr("attention_cost.axis.cache_kib")), color=color)
-    )
-    measured = (
-        alt.Chart(d)
-        .mark_point(filled=True, size=45)
-        .encode(
-            x="seq_len:Q", y="kib:Q", color=color, tooltip=["scheme_label", "seq_len", "measured_bytes", "cache_bytes"]
-        )
-    )
-    return titled(
-        formula + measured,
-        tr("attention_cost.chart.kv_measured"),
-        tr("attention_cost.chart.kv_measured_sub") + " " + device_subtitle(d, tr),
-    )
+    formula = alt.Chart(d).mark_line(opacity=0.6)
+    formula = formula.encode(x=x, y=alt.Y("formula_kib:Q", title=tr("attention_cost.axis.cache_kib")), color=color)
+    tooltip = ["scheme_label", "seq_len", "measured_bytes", "cache_bytes"]
+    measured = alt.Chart(d).mark_point(filled=True, size=45)
+    measured = measured.encode(x="seq_len:Q", y="kib:Q", color=color, tooltip=tooltip)
+    subtitle = tr("attention_cost.chart.kv_measured_sub") + " " + device_subtitle(d, tr)
+    return _titled(formula + measured, tr("attention_cost.chart.kv_measured"), subtitle)
 
 
 def kv_models_chart(df: pd.DataFrame, tr, memory_bytes: float | None = None) -> alt.Chart:
@@ -234,26 +198,8 @@ def kv_models_chart(df: pd.DataFrame, tr, memory_bytes: float | None = None) -> 
     d = d.assign(gib=d["cache_bytes"] / 2**30, who=d["model"] + " · " + d["scheme"].str.upper())
     who = list(dict.fromkeys(d["who"]))
     colors = [SCHEME_COLORS.get(s.split(" ")[0], "#8c564b") for s in dict.fromkeys(d["scheme"])]
-    main = (
-        alt.Chart(d)
-        .mark_line(point=True)
-        .encode(
-            x=log_x("seq_len", tr("attention_cost.axis.seq_len")),
-            y=log_y("gib", tr("attention_cost.axis.gib")),
-            color=alt.Color(
-                "who:N",
-                title=None,
-                scale=alt.Scale(domain=who, range=colors),
-                legend=alt.Legend(orient="bottom", columns=3, labelLimit=400),
-            ),
-            tooltip=["model", "scheme", "n_layers", "n_heads", "n_kv_heads", "head_dim", "seq_len", "gib"],
-        )
-    )
-    layers = [main]
-    if memory_bytes:
-        rule = pd.DataFrame({"gib": [memory_bytes / 2**30], "label": [tr("attention_cost.kv.memory_rule")]})
-        layers.append(alt.Chart(rule).mark_rule(color="crimson").encode(y="gib:Q", tooltip=["label", "gib"]))
-        layers.append(
-            alt.Chart(rule).mark_text(color="crimson", align="left", dy=-6, x=5).encode(y="gib:Q", text="label:N")
-        )
-    return titled(alt.layer(*layers), tr("attention_cost.chart.kv_models"), tr("attention_cost.chart.kv_models_sub"))
+    legend = alt.Legend(orient="bottom", columns=3, labelLimit=400)
+    color = alt.Color("who:N", title=None, scale=alt.Scale(domain=who, range=colors), legend=legend)
+    tooltip = ["model", "scheme", "n_layers", "n_heads", "n_kv_heads", "head_dim", "seq_len", "gib"]
+    chart = _gib_lines(d, tr, color, tooltip, memory_bytes, tr("attention_cost.kv.memory_rule"))
+    return _titled(chart, tr("attention_cost.chart.kv_models"), tr("attention_cost.chart.kv_models_sub"))

@@ -27,16 +27,12 @@ def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = _named(findings.measured(df), tr)
     x = log_x("seq_len", tr("serial.axis.seq_len"))
     # a y title longer than the plot's 300 px pushes the chart's own title up, under the box drawn above it
-    y = alt.Y(
-        "layer_saved_mib:Q",
-        scale=alt.Scale(type="log"),
-        title=tr("serial.ckpt.axis.layer_mib"),
-        axis=alt.Axis(titleLimit=280),
-    )
+    mib = tr("serial.ckpt.axis.layer_mib")
+    y = alt.Y("layer_saved_mib:Q", scale=alt.Scale(type="log"), title=mib, axis=alt.Axis(titleLimit=280))
     color = alt.Color("form:N", title=tr("serial.ckpt.axis.form"), legend=alt.Legend(orient="bottom", labelLimit=320))
     tips = [alt.Tooltip("model_name:N", title=tr("serial.axis.model")), alt.Tooltip("form:N", title=tr("serial.ckpt.axis.form")),
             alt.Tooltip("seq_len:Q", title=tr("serial.axis.seq_len")),
-            alt.Tooltip("layer_saved_mib:Q", title=tr("serial.ckpt.axis.layer_mib"), format=",.3~f"),
+            alt.Tooltip("layer_saved_mib:Q", title=mib, format=",.3~f"),
             alt.Tooltip("segment:Q", title=tr("field.segment"))]  # fmt: skip
     measured = (
         alt.Chart(d)
@@ -45,18 +41,14 @@ def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
     )
     formula = d[d["bptt"] == findings.CHECKPOINTED].dropna(subset=["predicted_layer_mib"]).copy()
     formula["form"] = tr("serial.ckpt.formula")
+    tip = alt.Tooltip("predicted_layer_mib:Q", title=tr("serial.ckpt.formula_mib"), format=",.3~f")
     rule = (
         alt.Chart(formula)
         .mark_line(strokeDash=[6, 4], color="gray")
-        .encode(
-            x=x,
-            y=alt.Y("predicted_layer_mib:Q"),
-            detail="model_name:N",
-            tooltip=[alt.Tooltip("predicted_layer_mib:Q", title=tr("serial.ckpt.formula_mib"), format=",.3~f")],
-        )
+        .encode(x=x, y=alt.Y("predicted_layer_mib:Q"), detail="model_name:N", tooltip=[tip])
     )
     # the height holds title, axes and the legend below: at 300 the plot was ~40 px and the title rose out of the box
-    return titled(rule + measured, tr("serial.ckpt.chart.memory"), device_subtitle(d, tr)).properties(height=400)
+    return titled(rule + measured, tr("serial.ckpt.chart.memory"), device_subtitle(d, tr), height=400)
 
 
 def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -79,9 +71,6 @@ def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
     marks = pd.DataFrame(
         {"y": [1.0, 1 + findings.EXPECTED_EXTRA], "label": [tr("serial.ckpt.same"), tr("serial.ckpt.expected")]}
     )
-    rules = (
-        alt.Chart(marks)
-        .mark_rule(strokeDash=[2, 2], color="gray")
-        .encode(y="y:Q", tooltip=[alt.Tooltip("label:N", title=" ")])
-    )
+    tip = alt.Tooltip("label:N", title=" ")
+    rules = alt.Chart(marks).mark_rule(strokeDash=[2, 2], color="gray").encode(y="y:Q", tooltip=[tip])
     return titled(rules + bars + points, tr("serial.ckpt.chart.time"), device_subtitle(d, tr))

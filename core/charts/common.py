@@ -56,25 +56,39 @@ def log_y(field: str, title: str) -> alt.Y:
 
 def lines(df: pd.DataFrame, x, y, color: str, color_title: str, dash: str = "run", tooltip=()) -> alt.Chart:
     """Lines with points, one per (colour, dash) pair; the dash legend tells live from reference and device."""
-    enc = {
-        "x": x,
-        "y": y,
-        "color": alt.Color(f"{color}:N", title=color_title),
-        "tooltip": list(tooltip) or [color, dash],
-    }
+    enc = {"x": x, "y": y, "color": alt.Color(f"{color}:N", title=color_title)}
+    enc["tooltip"] = list(tooltip) or [color, dash]
     if dash in df.columns and df[dash].nunique() > 1:
         enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None, legend=dash_legend(orient="right", labelLimit=240))
         enc["shape"] = alt.Shape(f"{dash}:N", title=None, legend=None)
     return alt.Chart(df).mark_line(point=True).encode(**enc)
 
 
-def titled(chart: alt.Chart, title: str, subtitle: str = "") -> alt.Chart:
-    params = (
-        alt.TitleParams(title, subtitle=subtitle, anchor="start")
-        if subtitle
-        else alt.TitleParams(title, anchor="start")
+def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The measured rows (status 'ok'); rows that carry no status, all of them."""
+    return df[df["status"] == "ok"] if "status" in df and len(df) else df
+
+
+def tips(d: pd.DataFrame, fields) -> list[str]:
+    """The tooltip fields the rows have (a frame without a `run` column comes from the CLI, not a page)."""
+    return [f for f in fields if f in d]
+
+
+def title(text: str, subtitle="") -> alt.TitleParams:
+    """The house title: anchored left, with its subtitle (a line, or a list of lines) if it has one."""
+    return alt.TitleParams(text, anchor="start", **({"subtitle": subtitle} if subtitle else {}))
+
+
+def titled(chart: alt.Chart, text: str, subtitle="", height: int = 300) -> alt.Chart:
+    return chart.properties(title=title(text, subtitle), height=height)
+
+
+def chance_rule(d: pd.DataFrame, tip: str, axis: str = "y") -> alt.Chart:
+    """Chance (the rows' `chance_pct`) as a dashed grey rule across the plot."""
+    mean = alt.Tooltip("mean(chance_pct):Q", title=tip)
+    return (
+        alt.Chart(d).mark_rule(strokeDash=[4, 4], color="gray").encode(**{axis: "mean(chance_pct):Q"}, tooltip=[mean])
     )
-    return chart.properties(title=params, height=300)
 
 
 def device_subtitle(df: pd.DataFrame, tr=None) -> str:

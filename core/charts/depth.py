@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 
 from core.charts.common import dash_legend, device_subtitle, log_x, log_y, thin
-from core.findings.depth import UNDERFLOW, chain_entropy, init_profile, summarize, to_frame
+from core.findings.depth import UNDERFLOW, init_profile, loss_bounds, summarize, to_frame
 from core.findings.notes import note_text
 
 OUTCOME_COLORS = {
@@ -27,11 +27,8 @@ HEATMAP_STEPS = 200  # columns of the layer × step heat map at most (its panel 
 
 
 def _title(tr, key: str, df: pd.DataFrame, **values) -> alt.TitleParams:
-    return alt.TitleParams(
-        tr(f"depth.chart.{key}", **values),
-        anchor="start",
-        subtitle=tr(f"depth.chart.{key}_sub", device=device_subtitle(df, tr)),
-    )
+    subtitle = tr(f"depth.chart.{key}_sub", device=device_subtitle(df, tr))
+    return alt.TitleParams(tr(f"depth.chart.{key}", **values), anchor="start", subtitle=subtitle)
 
 
 def _named(df: pd.DataFrame, tr) -> pd.DataFrame:
@@ -68,35 +65,29 @@ def init_layers_chart(df: pd.DataFrame, tr, n_layers: int | None = None) -> alt.
     if n_layers is None and len(prof):
         n_layers = int(prof["n_layers"].max())
     d = _named(prof[(prof["n_layers"] == n_layers) & (prof["grad_norm"] > UNDERFLOW)], tr)  # 0 has no log
-    enc = {
-        "x": alt.X("layer:Q", title=tr("depth.axis.layer"), axis=alt.Axis(tickMinStep=1)),
-        "y": log_y("grad_norm", tr("depth.axis.grad_norm")),
-        "color": alt.Color("variant:N", title=tr("depth.axis.variant"), sort=_order(d)),
-        "tooltip": ["variant", "layer", alt.Tooltip("grad_norm:Q", format=".3g")],
-    }
-    if "run" in d and d["run"].nunique() > 1:
-        enc["strokeDash"] = alt.StrokeDash("run:N", title=tr("depth.axis.run"), legend=dash_legend())
-    return (
-        alt.Chart(d)
-        .mark_line(point=True)
-        .encode(**enc)
-        .properties(title=_title(tr, "init_layers", df, L=n_layers), height=320)
-    )
+    x = alt.X("layer:Q", title=tr("depth.axis.layer"), axis=alt.Axis(tickMinStep=1))
+    return _init_chart(d, tr, x, "layer", _title(tr, "init_layers", df, L=n_layers))
 
 
 def first_layer_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """The gradient reaching layer 1 at initialisation against the number of layers (log–log)."""
     prof = _by_source(df, init_profile)
     d = _named(prof[(prof["layer"] == 1) & (prof["grad_norm"] > UNDERFLOW)], tr)  # underflowed: exactly 0
+    x = log_x("n_layers", tr("depth.axis.n_layers")).scale(type="log", base=2)
+    return _init_chart(d, tr, x, "n_layers", _title(tr, "first_layer", df))
+
+
+def _init_chart(d: pd.DataFrame, tr, x: alt.X, field: str, title: alt.TitleParams) -> alt.Chart:
+    """Gradient norms at initialisation (log y) against `x`, a line per variant, a dash per run where there are two."""
     enc = {
-        "x": log_x("n_layers", tr("depth.axis.n_layers")).scale(type="log", base=2),
+        "x": x,
         "y": log_y("grad_norm", tr("depth.axis.grad_norm")),
         "color": alt.Color("variant:N", title=tr("depth.axis.variant"), sort=_order(d)),
-        "tooltip": ["variant", "n_layers", alt.Tooltip("grad_norm:Q", format=".3g")],
+        "tooltip": ["variant", field, alt.Tooltip("grad_norm:Q", format=".3g")],
     }
     if "run" in d and d["run"].nunique() > 1:
         enc["strokeDash"] = alt.StrokeDash("run:N", title=tr("depth.axis.run"), legend=dash_legend())
-    return alt.Chart(d).mark_line(point=True).encode(**enc).properties(title=_title(tr, "first_layer", df), height=320)
+    return alt.Chart(d).mark_line(point=True).encode(**enc).properties(title=title, height=320)
 
 
 def grad_heatmap_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
@@ -106,17 +97,13 @@ def grad_heatmap_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     """
     d = to_frame(df)
     d = d[(d["phase"] == "train") & d["layer"].notna() & (d["status"] == "ok")]
-    if len(d):
-        first = d.iloc[0]
-        d = d[
-            (d["n_layers"] == first["n_layers"])
-            & (d["warmup_steps"] == first["warmup_steps"])
-            & (d["seed"] == first["seed"])
-        ]
+    setting = ["n_layers", "warmup_steps", "seed"]
+    d = d[(d[setting] == d.iloc[0][setting]).all(axis=1)] if len(d) else d
     d = thin(d, ["model", "layer"], per_series=HEATMAP_STEPS)  # every layer keeps the same steps
     d = _named(d[d["grad_norm"] > 0], tr)  # a log colour scale cannot show 0; blank is honest
     L = int(d["n_layers"].max()) if len(d) else 0
     cell = max(8, min(18, 160 // max(1, L)))
+    viridis = alt.Scale(type="log", scheme="viridis")
     chart = (
         alt.Chart(d)
         .mark_rect()
@@ -124,87 +111,59 @@ def grad_heatmap_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
             x=alt.X("step:O", title=tr("depth.axis.step"), axis=alt.Axis(labelOverlap=True, labelAngle=0)),
             y=alt.Y("layer:O", title=tr("depth.axis.layer_short"), sort="descending", axis=alt.Axis(labelOverlap=True)),
             color=alt.Color(
-                "grad_norm:Q",
-                title=tr("depth.axis.grad_norm"),
-                scale=alt.Scale(type="log", scheme="viridis"),
-                legend=alt.Legend(format=".0e"),
+                "grad_norm:Q", title=tr("depth.axis.grad_norm"), scale=viridis, legend=alt.Legend(format=".0e")
             ),
             tooltip=["variant", "layer", "step", alt.Tooltip("grad_norm:Q", format=".3g")],
         )
         .properties(height=cell * max(1, L), width=520)
     )
-    first = d.iloc[0] if len(d) else None
-    title = _title(
-        tr,
-        "heatmap",
-        df,
-        L=L,
-        warmup=first["warmup"] if first is not None else "",
-        seed=int(first["seed"]) if first is not None else "",
-    )
-    return chart.facet(
-        row=alt.Row(
-            "variant:N",
-            title=None,
-            sort=_order(d) if len(d) else None,
-            header=alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold"),
-        ),
-        title=title,
-    ).resolve_scale(color="shared")
-
-
-def _bounds(d: pd.DataFrame) -> tuple[float, float]:
-    V, noise = int(d["vocab_size"].iloc[0]), float(d["noise"].iloc[0])
-    return math.log(V), chain_entropy(V, noise)
+    warmup, seed = (d["warmup"].iloc[0], int(d["seed"].iloc[0])) if len(d) else ("", "")
+    title = _title(tr, "heatmap", df, L=L, warmup=warmup, seed=seed)
+    header = alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold")
+    row = alt.Row("variant:N", title=None, sort=_order(d) if len(d) else None, header=header)
+    return chart.facet(row=row, title=title).resolve_scale(color="shared")
 
 
 def loss_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     """Loss per recorded step, one line per run, a panel per depth; log V and the chain's entropy as rules."""
     d = _named(_runs(df), tr)
-    ceiling, floor = _bounds(d) if len(d) else (math.nan, math.nan)
+    ceiling, floor = loss_bounds(d) if len(d) else (math.nan, math.nan)
     last = d[d["status"] == "ok"].groupby(["variant", "n_layers", "warmup", "seed"])["loss"].last()
-    d = d.assign(
-        ceiling=ceiling,
-        floor=floor,
-        cross=[
-            last.get((r.variant, r.n_layers, r.warmup, r.seed), ceiling) if r.status == "diverged" else math.nan
-            for r in d.itertuples()
-        ],
-    )
+    cross = [
+        last.get((r.variant, r.n_layers, r.warmup, r.seed), ceiling) if r.status == "diverged" else math.nan
+        for r in d.itertuples()
+    ]
+    d = d.assign(ceiling=ceiling, floor=floor, cross=cross)
     d = thin(d, RUN_KEYS)  # after `cross`: a run's last loss is its last measured one
     if "note" in d:  # a divergence's note, said in the learner's language (the CSV keeps the raw one)
         d = d.assign(note=[note_text(n, tr) for n in d["note"]])
     base = alt.Chart()
-    enc = {
-        "x": alt.X("step:Q", title=tr("depth.axis.step")),
-        "color": alt.Color("variant:N", title=tr("depth.axis.variant"), sort=_order(d) if len(d) else None),
-    }
-    lines = (
-        base.transform_filter("datum.status == 'ok'")
-        .mark_line(opacity=0.85)
-        .encode(
-            **enc,
-            y=alt.Y("loss:Q", title=tr("depth.axis.loss")),
-            strokeDash=alt.StrokeDash("warmup:N", title=tr("depth.axis.warmup"), legend=dash_legend()),
-            detail="seed:N",
-            tooltip=["variant", "warmup", "seed", "step", alt.Tooltip("loss:Q", format=".3f")],
-        )
-    )
+    y = alt.Y("loss:Q", title=tr("depth.axis.loss"))
+    lines = _run_lines(base.transform_filter("datum.status == 'ok'").mark_line(opacity=0.85), d, tr, y, "loss", ".3f")
     top = base.mark_rule(color="gray", strokeDash=[6, 4]).encode(y="mean(ceiling):Q")
     bottom = base.mark_rule(color="gray", strokeDash=[2, 2]).encode(y="mean(floor):Q")
+    note = alt.Tooltip("note:N", title=tr("tip.note"))
     cross = (
         base.transform_filter("isValid(datum.cross)")
         .mark_point(shape="cross", size=160, color="#d62728", filled=True)
-        .encode(
-            x="step:Q",
-            y="cross:Q",
-            tooltip=["variant", "warmup", "seed", "step", alt.Tooltip("note:N", title=tr("tip.note"))],
-        )
+        .encode(x="step:Q", y="cross:Q", tooltip=["variant", "warmup", "seed", "step", note])
     )
-    return (
-        alt.layer(lines, top, bottom, cross, data=d)
-        .properties(height=240, width=330)
-        .facet(facet=alt.Facet("n_layers:O", title=tr("depth.axis.n_layers")), columns=2, title=_title(tr, "loss", df))
+    return _per_depth(alt.layer(lines, top, bottom, cross, data=d), tr, _title(tr, "loss", df))
+
+
+def _color(d: pd.DataFrame, tr) -> alt.Color:
+    return alt.Color("variant:N", title=tr("depth.axis.variant"), sort=_order(d) if len(d) else None)
+
+
+def _run_lines(mark: alt.Chart, d: pd.DataFrame, tr, y, field: str, fmt: str, *tooltip) -> alt.Chart:
+    """A line per training run against the step: a colour per variant, a dash per warm-up, a line per seed."""
+    return mark.encode(
+        x=alt.X("step:Q", title=tr("depth.axis.step")),
+        y=y,
+        color=_color(d, tr),
+        strokeDash=alt.StrokeDash("warmup:N", title=tr("depth.axis.warmup"), legend=dash_legend()),
+        detail="seed:N",
+        tooltip=["variant", "warmup", "seed", "step", alt.Tooltip(f"{field}:Q", format=fmt), *tooltip],
     )
 
 
@@ -214,49 +173,38 @@ def grad_norm_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     d = d[(d["status"] == "ok") & (d["grad_norm"] > 0)].assign(clipped=lambda x: x["clipped"].astype(bool))
     d = thin(d, RUN_KEYS)
     base = alt.Chart()
-    color = alt.Color("variant:N", title=tr("depth.axis.variant"), sort=_order(d) if len(d) else None)
-    lines = base.mark_line(opacity=0.8).encode(
-        x=alt.X("step:Q", title=tr("depth.axis.step")),
-        y=log_y("grad_norm", tr("depth.axis.grad_norm")),
-        color=color,
-        strokeDash=alt.StrokeDash("warmup:N", title=tr("depth.axis.warmup"), legend=dash_legend()),
-        detail="seed:N",
-        tooltip=["variant", "warmup", "seed", "step", alt.Tooltip("grad_norm:Q", format=".3g"), "clipped"],
-    )
+    y = log_y("grad_norm", tr("depth.axis.grad_norm"))
+    lines = _run_lines(base.mark_line(opacity=0.8), d, tr, y, "grad_norm", ".3g", "clipped")
     events = (
         base.transform_filter("datum.clipped")
         .mark_point(filled=True, size=35)
-        .encode(x="step:Q", y="grad_norm:Q", color=color)
+        .encode(x="step:Q", y="grad_norm:Q", color=_color(d, tr))
     )
     layers = [lines, events]
     if len(d) and (d["clip"] > 0).any():
         layers.append(base.transform_filter("datum.clip > 0").mark_rule(color="#d62728").encode(y="mean(clip):Q"))
-    return (
-        alt.layer(*layers, data=d)
-        .properties(height=240, width=330)
-        .facet(
-            facet=alt.Facet("n_layers:O", title=tr("depth.axis.n_layers")), columns=2, title=_title(tr, "grad_norm", df)
-        )
-    )
+    return _per_depth(alt.layer(*layers, data=d), tr, _title(tr, "grad_norm", df))
+
+
+def _per_depth(chart: alt.LayerChart, tr, title: alt.TitleParams) -> alt.FacetChart:
+    """A panel per depth, two to a row."""
+    depth = alt.Facet("n_layers:O", title=tr("depth.axis.n_layers"))
+    return chart.properties(height=240, width=330).facet(facet=depth, columns=2, title=title)
 
 
 def outcomes_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     """How many runs of each variant trained, stalled or diverged, per depth and warm-up."""
     s = summarize(df)
     s = _named(s, tr).assign(outcome_label=lambda x: x["outcome"].map(lambda o: tr(f"depth.outcome.{o}")))
-    domain = [tr(f"depth.outcome.{o}") for o in OUTCOME_COLORS]
+    scale = alt.Scale(domain=[tr(f"depth.outcome.{o}") for o in OUTCOME_COLORS], range=list(OUTCOME_COLORS.values()))
+    color = alt.Color("outcome_label:N", title=tr("depth.axis.outcome"), scale=scale, legend=alt.Legend(labelLimit=300))
     bars = (
         alt.Chart(s)
         .mark_bar()
         .encode(
             x=alt.X("count():Q", title=tr("depth.axis.runs"), axis=alt.Axis(tickMinStep=1)),
             y=alt.Y("variant:N", title=None, sort=_order(s) if len(s) else None, axis=alt.Axis(labelLimit=260)),
-            color=alt.Color(
-                "outcome_label:N",
-                title=tr("depth.axis.outcome"),
-                scale=alt.Scale(domain=domain, range=list(OUTCOME_COLORS.values())),
-                legend=alt.Legend(labelLimit=300),
-            ),
+            color=color,
             tooltip=["variant", "n_layers", "warmup", "outcome_label", "count()"],
         )
         .properties(width=140)

@@ -7,7 +7,7 @@ import json
 import altair as alt
 import pandas as pd
 
-from core.charts.common import dash_legend, device_subtitle, lines, log_y, thin, titled
+from core.charts.common import chance_rule, dash_legend, device_subtitle, lines, ok_rows, thin, tips, title, titled
 from core.findings.long_range import by_distance
 from core.models import registry
 
@@ -22,74 +22,52 @@ def _model_color(models, tr) -> alt.Color:
                      legend=alt.Legend(labelExpr=label))  # fmt: skip
 
 
-def _ok(df: pd.DataFrame) -> pd.DataFrame:
-    return df[df["status"] == "ok"] if "status" in df else df
+def percents(d: pd.DataFrame) -> pd.DataFrame:
+    """The rows with their accuracies in percent: the median over seeds (`percent`), the lowest, the highest, chance."""
+    return d.assign(percent=100 * d["accuracy"], **{f"{k}_pct": 100 * d[k] for k in ("lo", "hi", "chance")})
+
+
+def seed_bars(d: pd.DataFrame, x, color: alt.Color, opacity: float) -> alt.Chart:
+    """A bar from the lowest to the highest seed's accuracy at each point."""
+    return alt.Chart(d).mark_rule(strokeWidth=2, opacity=opacity).encode(x=x, y="lo_pct:Q", y2="hi_pct:Q", color=color)
+
+
+def _percent(tr) -> alt.Y:
+    return alt.Y("percent:Q", title=tr("long_range.axis.accuracy"), scale=alt.Scale(domain=[0, 100]))
 
 
 def reach_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """‖∂y_T/∂x_(T−k)‖ against k, log y; exact zeros (float32 underflow) cannot sit on a log axis and are dropped."""
-    d = _ok(df)
+    d = ok_rows(df)
     d = d[d["grad_norm"] > 0]
-    c = lines(
-        d,
-        alt.X("distance:Q", title=tr("long_range.axis.distance_k")),
-        log_y("grad_norm", tr("long_range.axis.grad_norm")),
-        "model",
-        tr("long_range.axis.model"),
-        tooltip=["model", "distance", "grad_norm", "reach", "run"]
-        if "run" in d
-        else ["model", "distance", "grad_norm", "reach"],
+    x = alt.X("distance:Q", title=tr("long_range.axis.distance_k"))
+    y = alt.Y(
+        "grad_norm:Q", scale=alt.Scale(type="log"), axis=alt.Axis(format=".0e"), title=tr("long_range.axis.grad_norm")
     )
-    c = c.mark_line(point=False).encode(
-        color=_model_color(d["model"], tr),
-        y=alt.Y(
-            "grad_norm:Q",
-            scale=alt.Scale(type="log"),
-            axis=alt.Axis(format=".0e"),
-            title=tr("long_range.axis.grad_norm"),
-        ),
-    )
+    tooltip = tips(d, ["model", "distance", "grad_norm", "reach", "run"])
+    c = lines(d, x, y, "model", tr("long_range.axis.model"), tooltip=tooltip)
+    c = c.mark_line(point=False).encode(color=_model_color(d["model"], tr))
     return titled(c, tr("long_range.chart.reach"), device_subtitle(d, tr))
 
 
 def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Final held-out accuracy against distance, one line per model (and run): the median over seeds, a bar from the
     lowest to the highest seed; chance as a dashed rule; one panel per task."""
-    last = by_distance(df).assign(percent=lambda x: 100 * x["accuracy"], lo_pct=lambda x: 100 * x["lo"],
-                                  hi_pct=lambda x: 100 * x["hi"], chance_pct=lambda x: 100 * x["chance"])  # fmt: skip
+    last = percents(by_distance(df))
     last = last.assign(task=last["task"].map(lambda t: tr(f"long_range.task.{t}")))
     x = alt.X("distance:Q", title=tr("long_range.axis.distance"))
-    line = lines(
-        last,
-        x,
-        alt.Y("percent:Q", title=tr("long_range.axis.accuracy"), scale=alt.Scale(domain=[0, 100])),
-        "model",
-        tr("long_range.axis.model"),
-        tooltip=[
-            c
-            for c in ("task", "model", "distance", "percent", "lo_pct", "hi_pct", "seeds", "step", "params", "run")
-            if c in last
-        ],
-    ).encode(color=_model_color(last["model"], tr))
-    spread = (
-        alt.Chart(last)
-        .mark_rule(strokeWidth=2, opacity=0.6)
-        .encode(x="distance:Q", y="lo_pct:Q", y2="hi_pct:Q", color=_model_color(last["model"], tr))
-    )
-    chance = (
-        alt.Chart(last)
-        .mark_rule(strokeDash=[4, 4], color="gray")
-        .encode(y="mean(chance_pct):Q", tooltip=[alt.Tooltip("mean(chance_pct):Q", title=tr("long_range.axis.chance"))])
-    )
+    tooltip = tips(last, ["task", "model", "distance", "percent", "lo_pct", "hi_pct", "seeds", "step", "params", "run"])
+    line = lines(last, x, _percent(tr), "model", tr("long_range.axis.model"), tooltip=tooltip)
+    line = line.encode(color=_model_color(last["model"], tr))
+    spread = seed_bars(last, "distance:Q", _model_color(last["model"], tr), 0.6)
+    chance = chance_rule(last, tr("long_range.axis.chance"))
     chart = (
         alt.layer(line, spread, chance, data=last)
         .properties(width=320, height=220)
         .facet(column=alt.Column("task:N", title=None))
     )
     sub = device_subtitle(last, tr) if "device" in last else ""
-    return chart.properties(
-        title=alt.TitleParams(tr("long_range.chart.accuracy"), anchor="start", **({"subtitle": sub} if sub else {}))
-    )
+    return chart.properties(title=title(tr("long_range.chart.accuracy"), sub))
 
 
 def curve_columns(panels: int, per_task: int, most: int = 4) -> int:
@@ -100,18 +78,16 @@ def curve_columns(panels: int, per_task: int, most: int = 4) -> int:
 
 def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Held-out accuracy against training step: one panel per (task, distance), one line per model, chance dashed."""
-    d = _ok(df).assign(percent=lambda x: 100 * x["accuracy"], chance_pct=lambda x: 100 * x["chance"])
+    d = ok_rows(df).assign(percent=lambda x: 100 * x["accuracy"], chance_pct=lambda x: 100 * x["chance"])
     d = thin(d, ["run", "task", "distance", "model", "seed"])  # a long live run: Altair draws at most 5,000 rows
     d = d.assign(
         panel=d["task"].map(lambda t: tr(f"long_range.task.{t}")) + " · d=" + d["distance"].astype(int).astype(str)
     )
     enc = {
         "x": alt.X("step:Q", title=tr("long_range.axis.step")),
-        "y": alt.Y("percent:Q", title=tr("long_range.axis.accuracy"), scale=alt.Scale(domain=[0, 100])),
+        "y": _percent(tr),
         "color": _model_color(d["model"], tr),
-        "tooltip": [
-            c for c in ("task", "model", "distance", "seed", "step", "percent", "loss", "train_s", "run") if c in d
-        ],
+        "tooltip": tips(d, ["task", "model", "distance", "seed", "step", "percent", "loss", "train_s", "run"]),
     }
     if "seed" in d and d["seed"].nunique() > 1:
         enc["detail"] = "seed:N"  # one line per seed
@@ -126,21 +102,15 @@ def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
         .properties(width=180, height=150)
         .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=curve_columns(len(order), per_task))
     )
-    return chart.properties(
-        title=alt.TitleParams(tr("long_range.chart.curves"), subtitle=tr("long_range.chart.curves_sub"), anchor="start")
-    )
+    return chart.properties(title=title(tr("long_range.chart.curves"), tr("long_range.chart.curves_sub")))
 
 
 def attention_map_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Heat map: one row per attention head (and one for the LSTM's saliency), one column per position."""
     order = list(dict.fromkeys(df.sort_values("position")["label"]))
+    angled = alt.Axis(labelAngle=-60, labelOverlap=False)
     base = alt.Chart(df).encode(
-        x=alt.X(
-            "label:N",
-            sort=order,
-            title=tr("long_range.axis.position"),
-            axis=alt.Axis(labelAngle=-60, labelOverlap=False),
-        ),
+        x=alt.X("label:N", sort=order, title=tr("long_range.axis.position"), axis=angled),
         y=alt.Y("row:N", title=None, sort=list(dict.fromkeys(df["row"])), axis=alt.Axis(labelLimit=300)),
     )
     cells = base.mark_rect().encode(
@@ -151,7 +121,7 @@ def attention_map_chart(df: pd.DataFrame, tr) -> alt.Chart:
         text=alt.Text("share:Q", format=".2f"),
         color=alt.condition("datum.share > 0.5", alt.value("white"), alt.value("black")),
     )
+    # a fixed height collapses the rows in Streamlit's autosize
     return (cells + text).properties(
-        title=alt.TitleParams(tr("long_range.chart.map"), subtitle=tr("long_range.chart.map_sub"), anchor="start"),
-        height=alt.Step(36),
-    )  # a fixed height collapses the rows in Streamlit's autosize
+        title=title(tr("long_range.chart.map"), tr("long_range.chart.map_sub")), height=alt.Step(36)
+    )

@@ -7,8 +7,9 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core.charts.answers import LEGEND
-from core.charts.common import device_subtitle, titled
+from core.charts.answers import mixer_color
+from core.charts.common import chance_rule, device_subtitle, tips, titled
+from core.charts.long_range import percents, seed_bars
 from core.findings import recall_frontier as findings
 from core.models import registry
 from core.models.registry import ANSWERS
@@ -19,27 +20,16 @@ SHAPES = ("circle", "square", "triangle-up", "diamond")
 
 def _named(d: pd.DataFrame, tr) -> pd.DataFrame:
     d = d[d["mixer"].isin(registry.names(ANSWERS))]
-    return d.assign(name=[tr(f"model.{m}") for m in d["mixer"]], percent=100 * d["accuracy"], lo_pct=100 * d["lo"],
-                    hi_pct=100 * d["hi"], chance_pct=100 * d["chance"])  # fmt: skip
+    return percents(d.assign(name=[tr(f"model.{m}") for m in d["mixer"]]))
 
 
 def _color(d: pd.DataFrame, tr) -> alt.Color:
     shown = set(d["mixer"])
-    domain, colours = registry.colors([m for m in registry.names(ANSWERS) if m in shown])  # the records' order
-    return alt.Color("name:N", title=tr("answers.axis.mixer"), legend=LEGEND,
-                     scale=alt.Scale(domain=[tr(f"model.{m}") for m in domain], range=colours))  # fmt: skip
+    return mixer_color([m for m in registry.names(ANSWERS) if m in shown], tr)  # the records' order
 
 
 def _y(tr) -> alt.Y:
     return alt.Y("percent:Q", title=tr("recall.axis.accuracy"), scale=alt.Scale(domain=[0, 100]))
-
-
-def _chance(d: pd.DataFrame, tr) -> alt.Chart:
-    return (
-        alt.Chart(d)
-        .mark_rule(strokeDash=[4, 4], color="gray")
-        .encode(y="mean(chance_pct):Q", tooltip=[alt.Tooltip("mean(chance_pct):Q", title=tr("recall.axis.chance"))])
-    )
 
 
 def _detail(d: pd.DataFrame) -> dict:
@@ -56,10 +46,6 @@ def _detail(d: pd.DataFrame) -> dict:
     shapes = alt.Scale(domain=runs, range=[SHAPES[i % len(SHAPES)] for i in range(len(runs))])
     return {"detail": "run:N", "strokeDash": alt.StrokeDash("run:N", title=None, legend=None, scale=dashes),
             "shape": alt.Shape("run:N", title=None, legend=None, scale=shapes)}  # fmt: skip
-
-
-def _tips(d: pd.DataFrame, fields) -> list[str]:
-    return [f for f in fields if f in d]
 
 
 def _settings(d: pd.DataFrame, tr, key: str) -> list[str]:
@@ -86,31 +72,31 @@ def _subtitle(rows: pd.DataFrame, tr, key: str) -> str | list[str]:
     return f"{sub} · {dev}" if dev and sub else sub or dev
 
 
-def _curves(d: pd.DataFrame, x: alt.X, tr, tips, point) -> alt.LayerChart:
-    """A line per model (and run) through its medians, a bar from its lowest to its highest seed, chance."""
-    line = alt.Chart(d).mark_line(point=point).encode(x=x, y=_y(tr), color=_color(d, tr), **_detail(d), tooltip=tips)
-    spread = alt.Chart(d).mark_rule(strokeWidth=2, opacity=0.5).encode(x=x, y="lo_pct:Q", y2="hi_pct:Q",
-                                                                        color=_color(d, tr))  # fmt: skip
-    return line + spread + _chance(d, tr)
+def _curves(d: pd.DataFrame, x: alt.X, tr, chart: str, tooltip, point) -> alt.Chart:
+    """A line per model (and run) through its medians, a bar from its lowest to its highest seed, chance; titled
+    `recall.chart.<chart>` over what each run measured."""
+    tooltip = tips(d, tooltip)
+    line = alt.Chart(d).mark_line(point=point).encode(x=x, y=_y(tr), color=_color(d, tr), **_detail(d), tooltip=tooltip)
+    layers = line + seed_bars(d, x, _color(d, tr), 0.5) + chance_rule(d, tr("recall.axis.chance"))
+    return titled(layers, tr(f"recall.chart.{chart}"), _subtitle(d, tr, f"recall.chart.{chart}_sub"))
 
 
 def frontier_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Accuracy against state bytes at the largest number of pairs: a point per (model, width), a line per model."""
     d = _named(findings.frontier(df), tr)
     d = d.assign(state_kib=d["state_bytes"] / 1024)
-    tips = _tips(d, ["name", "d_model", "state_bytes", "percent", "lo_pct", "hi_pct", "seeds", "step", "params", "run"])
-    x = alt.X("state_kib:Q", scale=alt.Scale(type="log"), title=tr("recall.axis.state_kib"),
-              axis=alt.Axis(format="~g"))  # fmt: skip
-    return titled(_curves(d, x, tr, tips, alt.OverlayMarkDef(filled=True, size=60)), tr("recall.chart.frontier"),
-                  _subtitle(d, tr, "recall.chart.frontier_sub"))  # fmt: skip
+    x = alt.X("state_kib:Q", scale=alt.Scale(type="log"), title=tr("recall.axis.state_kib"), axis=alt.Axis(format="~g"))
+    point = alt.OverlayMarkDef(filled=True, size=60)
+    tooltip = ["name", "d_model", "state_bytes", "percent", "lo_pct", "hi_pct", "seeds", "step", "params", "run"]
+    return _curves(d, x, tr, "frontier", tooltip, point)
 
 
 def pairs_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Accuracy against the number of key-value pairs at one width."""
     d = _named(findings.pairs(df), tr)
     x = alt.X("n_pairs:Q", title=tr("recall.axis.pairs"), scale=alt.Scale(type="log", base=2))
-    tips = _tips(d, ["name", "n_pairs", "state_bytes", "percent", "lo_pct", "hi_pct", "seeds", "step", "run"])
-    return titled(_curves(d, x, tr, tips, True), tr("recall.chart.pairs"), _subtitle(d, tr, "recall.chart.pairs_sub"))
+    tooltip = ["name", "n_pairs", "state_bytes", "percent", "lo_pct", "hi_pct", "seeds", "step", "run"]
+    return _curves(d, x, tr, "pairs", tooltip, True)
 
 
 def copy_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -119,7 +105,7 @@ def copy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     group = {True: "selective", False: "fixed", None: "attention"}
     d = d.assign(group=[tr(f"recall.group.{group[registry.get(m).selective]}") for m in d["mixer"]])
     order = [tr(f"recall.group.{g}") for g in ("selective", "fixed", "attention")]
-    tips = _tips(d, ["name", "group", "percent", "lo_pct", "hi_pct", "seeds", "step", "state_bytes", "run"])
+    tooltip = tips(d, ["name", "group", "percent", "lo_pct", "hi_pct", "seeds", "step", "state_bytes", "run"])
     y = alt.Y("name:N", title=None, sort=alt.EncodingSortField("percent", order="descending"),
               axis=alt.Axis(labelLimit=220, labelOverlap=False))  # fmt: skip
     offset = {"yOffset": alt.YOffset("run:N")} if "run" in d and d["run"].nunique() > 1 else {}  # live beside reference
@@ -130,15 +116,11 @@ def copy_chart(df: pd.DataFrame, tr) -> alt.Chart:
             x=alt.X("percent:Q", title=tr("recall.axis.accuracy"), scale=alt.Scale(domain=[0, 100])),
             y=y,
             color=_color(d, tr).legend(None),  # the axis names each bar
-            tooltip=tips,
+            tooltip=tooltip,
             **offset,
         )
     )
-    chance = (
-        alt.Chart(d)
-        .mark_rule(strokeDash=[4, 4], color="gray")
-        .encode(x="mean(chance_pct):Q", tooltip=[alt.Tooltip("mean(chance_pct):Q", title=tr("recall.axis.chance"))])
-    )
+    chance = chance_rule(d, tr("recall.axis.chance"), axis="x")
     chart = (
         alt.layer(bars, chance, data=d)
         .properties(width=300, height=alt.Step(20))

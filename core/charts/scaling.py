@@ -50,17 +50,9 @@ def speedup_chart(df: pd.DataFrame, tr, seq_len: int | None = None) -> alt.Chart
     if by:
         points = points.encode(shape=shape)
     bars = alt.Chart(d).mark_rule().encode(x=x, y=alt.Y("speedup_q25:Q"), y2="speedup_q75:Q", color=color)
-    curve = (
-        alt.Chart(fitted)
-        .mark_line(strokeDash=[6, 4], opacity=0.8)
-        .encode(
-            x=x,
-            y=y,
-            color=color,
-            detail=runs or alt.Undefined,
-            tooltip=["model:N", alt.Tooltip("speedup:Q", format=".2f"), alt.Tooltip("threads:Q", format=".3g"), *runs],
-        )
-    )
+    tip = ["model:N", alt.Tooltip("speedup:Q", format=".2f"), alt.Tooltip("threads:Q", format=".3g"), *runs]
+    curve = alt.Chart(fitted).mark_line(strokeDash=[6, 4], opacity=0.8)
+    curve = curve.encode(x=x, y=y, color=color, detail=runs or alt.Undefined, tooltip=tip)
     title = tr("serial.scaling.chart.title", T=seq_len if seq_len is not None else "–")
     return titled(line + curve + bars + points, title, device_subtitle(d, tr))
 

@@ -39,3 +39,9 @@ def bracketed(text, tr) -> str:
 def labelled(label, value, tr) -> str:
     """'label: value' in English, 'label：value' in 中文."""
     return tr("ui.labelled", label=label, value=value)
+
+
+def model_name(m: str, tr) -> str:
+    """A model's name as the learner reads it (the catalogue's `model.<id>`), its id where there is none."""
+    text = tr(f"model.{m}")
+    return m if text.startswith("«") else text

@@ -10,6 +10,7 @@ import math
 import pandas as pd
 
 from core import fit, status
+from core.findings import model_name, sig3
 from core.memory_formulas import format_bytes, tokens_held
 from core.models import registry
 from core.models.registry import ANSWERS, ATTENTION, CHAPTER, CONVOLUTION, LOOP, RECURRENT, Spec, family_of
@@ -29,17 +30,12 @@ def row_of(m: str, table1: str) -> bool:
     return registry.has(m, ANSWERS) and registry.get(m).table1 == table1
 
 
-def name(tr, m: str) -> str:
-    return tr(f"model.{m}")
+def _names(mixers, tr) -> str:
+    return tr("answers.sep").join(model_name(m, tr) for m in mixers)
 
 
 def times_text(x: float) -> str:
     return f"{x:.2g}" if x < 10 else f"{x:,.0f}"
-
-
-def ms_text(ms: float) -> str:
-    """A time in milliseconds as a sentence writes it: 0.0373, 50.9, 7,023."""
-    return f"{ms:,.0f}" if ms >= 1000 else f"{ms:.3g}"
 
 
 # ---- training speed --------------------------------------------------------------------------------------------
@@ -84,7 +80,7 @@ def _how(tr, x: float, lo: float, hi: float) -> str:
 
 def headline_text(h: dict, tr) -> str:
     """The headline as the page and the home page both say it."""
-    text = tr("answers.take.headline", mixer=name(tr, h["mixer"]), n=h["n"],
+    text = tr("answers.take.headline", mixer=model_name(h["mixer"], tr), n=h["n"],
               how=_how(tr, h["speedup"], h["q25"], h["q75"]))  # fmt: skip
     if h["n0"] != h["n"]:
         text += tr("ui.sentence_sep") + tr("answers.take.headline_at", n0=h["n0"], x0=times_text(h["speedup0"]))
@@ -144,14 +140,14 @@ def amdahl_text(df: pd.DataFrame | None, tr) -> list[str]:
     if not len(at) or not math.isfinite(at["share"].iloc[0]):
         return []
     r = at.iloc[0]
-    out = [tr("answers.take.amdahl", n=h["n"], mixer=name(tr, h["mixer"]), form=tr(f"answers.form.{r['form']}"),
+    out = [tr("answers.take.amdahl", n=h["n"], mixer=model_name(h["mixer"], tr), form=tr(f"answers.form.{r['form']}"),
               rec=times_text(r["rec"]), rec_lo=times_text(r["rec_q25"]), rec_hi=times_text(r["rec_q75"]),
-              whole=times_text(r["whole"]), shared_ms=ms_text(r["shared_ms"]), loop_ms=ms_text(r["loop_ms"]),
-              share=pct_text(r["share"]), fast_shared_ms=ms_text(r["fast_shared_ms"]),
+              whole=times_text(r["whole"]), shared_ms=sig3(r["shared_ms"]), loop_ms=sig3(r["loop_ms"]),
+              share=pct_text(r["share"]), fast_shared_ms=sig3(r["fast_shared_ms"]),
               ceiling=times_text(r["ceiling"]), predicted=times_text(r["predicted"]))]  # fmt: skip
     if r["whole"] > r["ceiling"]:  # Amdahl's law takes the shared work to cost the same in both forms
         out.append(tr("answers.take.amdahl_beyond", whole=times_text(r["whole"]), ceiling=times_text(r["ceiling"]),
-                      shared_ms=ms_text(r["shared_ms"]), fast_shared_ms=ms_text(r["fast_shared_ms"])))  # fmt: skip
+                      shared_ms=sig3(r["shared_ms"]), fast_shared_ms=sig3(r["fast_shared_ms"])))  # fmt: skip
     if len(mine) > 1:
         above = int((mine["rec"] > mine["whole"]).sum())
         key = "answers.take.amdahl_every" if above == len(mine) else "answers.take.amdahl_some"
@@ -182,7 +178,7 @@ def speed_takeaways(df: pd.DataFrame, tr) -> list[str]:
         s = speedups(df)
         at = s[(s["seq_len"] == h["n"]) & (s["mixer"] != h["mixer"])]
         if len(at):
-            items = [tr("answers.item", mixer=name(tr, r.mixer), form=tr(f"answers.form.{r.form}"),
+            items = [tr("answers.item", mixer=model_name(r.mixer, tr), form=tr(f"answers.form.{r.form}"),
                         x=times_text(r.speedup)) for r in at.itertuples()]  # fmt: skip
             out.append(tr("answers.take.others", n=h["n"], items=tr("answers.sep_items").join(items)))
     if len(ok) and "vs_lstm" in ok:
@@ -194,21 +190,21 @@ def speed_takeaways(df: pd.DataFrame, tr) -> list[str]:
         new = at.loc[[k for k in known if not registry.has(k[0], CHAPTER)]]
         if base[RECURRENT] and base[ATTENTION] and len(new):
             best = new["train_ms"].idxmin()
-            out.append(tr("answers.take.baselines", n=n, lstm=ms_text(at.loc[base[RECURRENT][0], "train_ms"]),
-                          tf=ms_text(at.loc[base[ATTENTION][0], "train_ms"]), best=name(tr, best[0]),
-                          form=tr(f"answers.form.{best[1]}"), best_ms=ms_text(new.loc[best, "train_ms"])))  # fmt: skip
+            out.append(tr("answers.take.baselines", n=n, lstm=sig3(at.loc[base[RECURRENT][0], "train_ms"]),
+                          tf=sig3(at.loc[base[ATTENTION][0], "train_ms"]), best=model_name(best[0], tr),
+                          form=tr(f"answers.form.{best[1]}"), best_ms=sig3(new.loc[best, "train_ms"])))  # fmt: skip
     windows = ok[[row_of(m, "restricted") for m in ok["mixer"]]] if len(ok) else ok
     att = ok[[row_of(m, "self_attention") for m in ok["mixer"]]] if len(ok) else ok
     if len(windows) and windows["seq_len"].nunique() >= 2 and att["seq_len"].nunique() >= 2:
         out.append(tr("answers.take.window", r=int(windows["window"].iloc[0]), b=_fit(windows, "train_ms"),
                       tb=_fit(att, "train_ms"), n=int(windows["seq_len"].max())))  # fmt: skip
     if h is not None and "saved_bytes" in h["loop"]:
-        out.append(tr("answers.take.memory", n=h["n"], mixer=name(tr, h["mixer"]),
+        out.append(tr("answers.take.memory", n=h["n"], mixer=model_name(h["mixer"], tr),
                       scan=format_bytes(h["fast"]["saved_bytes"]), loop=format_bytes(h["loop"]["saved_bytes"])))  # fmt: skip
     errors = ok[ok["max_error"].notna()] if len(ok) and "max_error" in ok else pd.DataFrame()
     if len(errors):
         worst = errors.loc[errors["max_error"].idxmax()]
-        out.append(tr("answers.take.precision", err=f"{worst['max_error']:.1g}", mixer=name(tr, worst["mixer"]),
+        out.append(tr("answers.take.precision", err=f"{worst['max_error']:.1g}", mixer=model_name(worst["mixer"], tr),
                       form=tr(f"answers.form.{worst['form']}"), n=int(worst["seq_len"])))  # fmt: skip
     return out
 
@@ -251,9 +247,9 @@ def decode_takeaways(df: pd.DataFrame, tr) -> list[str]:
     fixed = fits[[flat(r) for _, r in fits.iterrows()]]
     if len(fixed):
         biggest = fixed.loc[fixed["bytes"].idxmax()]
-        out.append(tr("answers.take.flat", k=len(fixed), names=tr("answers.sep").join(name(tr, m) for m in fixed["mixer"]),
+        out.append(tr("answers.take.flat", k=len(fixed), names=_names(fixed["mixer"], tr),
                       n=f"{int(fixed['n'].max()):,}", slope=fit.exponent_text(fixed["mem_slope"].abs().max(), 0.0),
-                      big=name(tr, biggest["mixer"]), bytes=format_bytes(biggest["bytes"])))  # fmt: skip
+                      big=model_name(biggest["mixer"], tr), bytes=format_bytes(biggest["bytes"])))  # fmt: skip
     if len(cache):
         c = cache.iloc[0]
         # the record's count is whole pages (core.memory_formulas.tokens_held); 2·n·d·4 is that at a page's end
@@ -265,9 +261,9 @@ def decode_takeaways(df: pd.DataFrame, tr) -> list[str]:
         if len(fixed):
             ratio = c["bytes"] / fixed["bytes"].max()
             quick = fixed.loc[fixed["ms"].idxmin()]
-            out.append(tr("answers.take.decode_time", n=f"{int(c['n']):,}", ms=ms_text(c["ms"]),
-                          t_slope=fit.exponent_text(c["time_slope"], c["time_se"]), fast=name(tr, quick["mixer"]),
-                          fast_ms=ms_text(quick["ms"]), ratio=times_text(ratio)))  # fmt: skip
+            out.append(tr("answers.take.decode_time", n=f"{int(c['n']):,}", ms=sig3(c["ms"]),
+                          t_slope=fit.exponent_text(c["time_slope"], c["time_se"]), fast=model_name(quick["mixer"], tr),
+                          fast_ms=sig3(quick["ms"]), ratio=times_text(ratio)))  # fmt: skip
     return out
 
 
@@ -303,8 +299,8 @@ def reach_takeaways(df: pd.DataFrame, tr) -> list[str]:
     out = []
     decays = prof[prof["reach"].notna() & prof["end"].isna()]
     if len(decays):
-        out.append(tr("answers.take.decay", names=tr("answers.sep").join(name(tr, m) for m in decays["model"]),
-                      lo=int(decays["reach"].min()), hi=int(decays["reach"].max())))  # fmt: skip
+        lo, hi = int(decays["reach"].min()), int(decays["reach"].max())
+        out.append(tr("answers.take.decay", names=_names(decays["model"], tr), lo=lo, hi=hi))
     for _, r in prof[prof["end"].notna() & prof["model"].isin(registry.names(ANSWERS))].iterrows():
         spec = Spec(r["d_model"])
         if registry.get(r["model"]).family == CONVOLUTION:
@@ -316,6 +312,5 @@ def reach_takeaways(df: pd.DataFrame, tr) -> list[str]:
                           per=spec.window - 1))  # fmt: skip
     level = prof[prof["reach"].isna() & prof["end"].isna() & (prof["lo"] > 0)]
     if len(level):
-        out.append(tr("answers.take.kept", names=tr("answers.sep").join(name(tr, m) for m in level["model"]),
-                      T=int(level["T"].max()) - 1))  # fmt: skip
+        out.append(tr("answers.take.kept", names=_names(level["model"], tr), T=int(level["T"].max()) - 1))
     return out

@@ -23,48 +23,35 @@ from core.models.attention import Shape
 WALL_LENGTHS = (8192, 32768, 131072, 524288, 1048576)
 
 
+WALL_COLUMNS = ("impl", "requested_backend", "backend", "slope", "slope_text", "n_max", "budget_bytes", "metric")
+
+
+def _sweep(df: pd.DataFrame) -> pd.DataFrame:
+    """The sweep's measured rows (not the checks run beside a predicted wall)."""
+    return df[(df.status == status.OK) & (df.point == "sweep")] if len(df) else df
+
+
 def wall(df: pd.DataFrame, budget_bytes: float, metric: str = "peak_bytes", points: int = 3) -> pd.DataFrame:
     """Per implementation: fit bytes ≈ a·n^b over the largest `points` measured n, then solve a·n^b = budget.
 
     The predicted largest n is an extrapolation of the fitted curve, not a measurement.
     """
     out = []
-    ok = df[(df.status == status.OK) & (df.point == "sweep")] if len(df) else df
-    for (impl, req), g in ok.groupby(["impl", "requested_backend"], sort=False):
+    for (impl, req), g in _sweep(df).groupby(["impl", "requested_backend"], sort=False):
         g = g.dropna(subset=[metric]).sort_values("seq_len").tail(points)
         a, b = loglog_fit(g.seq_len, g[metric])
         n_max = math.nan
         if math.isfinite(a) and b > 0.2:  # a flat curve (the LSTM's state) has no wall in n
             n_max = (budget_bytes / math.exp(a)) ** (1 / b)
-        out.append(
-            {
-                "impl": impl,
-                "requested_backend": req,
-                "backend": g.backend.iloc[-1] if len(g) else "",
-                "slope": b,
-                "slope_text": exponent_text(*tail_fit(g.seq_len, g[metric], points)),
-                "n_max": n_max,
-                "budget_bytes": budget_bytes,
-                "metric": metric,
-                "fitted_on": f"n = {_fmt_n(g.seq_len.min())}…{_fmt_n(g.seq_len.max())}" if len(g) else "",
-                "kind": "extrapolation",
-            }
-        )
-    return pd.DataFrame(
-        out,
-        columns=[
-            "impl",
-            "requested_backend",
-            "backend",
-            "slope",
-            "slope_text",
-            "n_max",
-            "budget_bytes",
-            "metric",
-            "fitted_on",
-            "kind",
-        ],
-    )
+        backend = g.backend.iloc[-1] if len(g) else ""
+        slope_text = exponent_text(*tail_fit(g.seq_len, g[metric], points))
+        fitted_on = f"n = {_fmt_n(g.seq_len.min())}…{_fmt_n(g.seq_len.max())}" if len(g) else ""
+        row = (impl, req, backend, b, slope_text, n_max, budget_bytes, metric)
+        out.append({**dict(zip(WALL_COLUMNS, row)), "fitted_on": fitted_on, "kind": "extrapolation"})
+    return pd.DataFrame(out, columns=[*WALL_COLUMNS, "fitted_on", "kind"])
+
+
+EXTRAPOLATION = ("model", "what", "seq_len", "bytes", "fits_budget", "time_s", "memory_kind", "time_kind")
 
 
 def extrapolate(
@@ -85,7 +72,7 @@ def extrapolate(
     e = DTYPE_BYTES[dtype]
     L, H, d, B = shape.n_layers, shape.n_heads, shape.head_dim, batch_size
     anchors = {}
-    ok = df[(df.status == status.OK) & (df.point == "sweep")] if len(df) else df
+    ok = _sweep(df)
     whole = {name: r for name, r in attention.IMPLS.items() if r.model_bytes is not None}
     for impl, record in whole.items():
         g = ok[ok.impl == impl]
@@ -105,19 +92,9 @@ def extrapolate(
                 t_ms, n0, scale = anchors[what]
                 t_s = t_ms / 1e3 * (n / n0) ** 2 * scale
                 time_kind = f"extrapolation from n={n0} as n²"
-            rows.append(
-                {
-                    "model": shape.name,
-                    "what": what,
-                    "seq_len": n,
-                    "bytes": nbytes,
-                    "fits_budget": bool(nbytes <= budget_bytes) if math.isfinite(budget_bytes) else math.nan,
-                    "time_s": t_s,
-                    "memory_kind": "formula",
-                    "time_kind": time_kind,
-                }
-            )
-    return pd.DataFrame(rows)
+            fits = bool(nbytes <= budget_bytes) if math.isfinite(budget_bytes) else math.nan
+            rows.append((shape.name, what, n, nbytes, fits, t_s, "formula", time_kind))
+    return pd.DataFrame(rows, columns=list(EXTRAPOLATION))
 
 
 def format_seconds(s: float, tr=None) -> str:
@@ -190,28 +167,25 @@ def materialised_and_fused(df: pd.DataFrame) -> tuple[dict | None, dict | None]:
     return pick(2), pick(1)
 
 
+def _span(values, fmt) -> str:
+    """'1,024' for one value, '1,024 … 4,096' from the first to the last of several."""
+    return fmt(values.iloc[0]) + (f" … {fmt(values.iloc[-1])}" if len(values) > 1 else "")
+
+
 def takeaways(df: pd.DataFrame, tr) -> list[str]:
     """Sentences computed from the rows shown: slopes, the ratio at the largest common n, the wall, refusals."""
     out = []
     if df is None or len(df) == 0:
         return out
-    ok = df[(df.status == status.OK) & (df.point == "sweep")]
+    ok = _sweep(df)
     label = {}
     for f in growth(df):
         label[(f["impl"], f["requested_backend"])] = f["label"]
         if f["lengths"] >= 3:
             key = "attention_cost.take.lstm_flat" if f["state"] else "attention_cost.take.slopes"
-            out.append(
-                tr(
-                    key,
-                    impl=_label_text(f["label"], tr),
-                    mem_slope=f["mem_text"],
-                    time_slope=f["time_text"],
-                    n_lo=_fmt_n(f["n_lo"]),
-                    n_hi=_fmt_n(f["n_hi"]),
-                    state=format_bytes(f["state_bytes"]),
-                )
-            )
+            n_lo, n_hi, state = _fmt_n(f["n_lo"]), _fmt_n(f["n_hi"]), format_bytes(f["state_bytes"])
+            slopes = {"mem_slope": f["mem_text"], "time_slope": f["time_text"]}
+            out.append(tr(key, impl=_label_text(f["label"], tr), **slopes, n_lo=n_lo, n_hi=n_hi, state=state))
     noisy = ok.noisy.astype(bool).sum() if "noisy" in ok else 0
     if noisy:
         out.append(tr("attention_cost.take.noisy", k=int(noisy), total=len(ok)))
@@ -226,47 +200,23 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     if common:
         n = common[-1]
         a, b = naive[naive.seq_len == n].iloc[0], fused[fused.seq_len == n].iloc[0]
-        out.append(
-            tr(
-                "attention_cost.take.ratio",
-                n=_fmt_n(n),
-                backend=b.backend,
-                mem_ratio=a.saved_bytes / b.saved_bytes,
-                naive_mem=format_bytes(a.saved_bytes),
-                sdpa_mem=format_bytes(b.saved_bytes),
-                time_ratio=a.time_ms / b.time_ms,
-                naive_ms=a.time_ms,
-                sdpa_ms=b.time_ms,
-            )
-        )
+        mem = {"mem_ratio": a.saved_bytes / b.saved_bytes, "naive_mem": format_bytes(a.saved_bytes)}
+        time = {"time_ratio": a.time_ms / b.time_ms, "naive_ms": a.time_ms, "sdpa_ms": b.time_ms}
+        sdpa_mem = format_bytes(b.saved_bytes)
+        out.append(tr("attention_cost.take.ratio", n=_fmt_n(n), backend=b.backend, **mem, sdpa_mem=sdpa_mem, **time))
     if len(ok):
         budget = float(df.budget_bytes.dropna().iloc[0]) if df.budget_bytes.notna().any() else math.nan
-        walls = wall(df, budget)
-        for _, w in walls.iterrows():
+        for _, w in wall(df, budget).iterrows():
             if math.isfinite(w.n_max):
-                out.append(
-                    tr(
-                        "attention_cost.take.wall",
-                        impl=_label_text(label.get((w.impl, w.requested_backend), w.impl), tr),
-                        n_max=_fmt_n(w.n_max),
-                        budget=format_bytes(budget),
-                        slope=w.slope_text,
-                        fitted_on=w.fitted_on,
-                    )
-                )
-    checks = df[(df.point != "sweep") & (df.status == status.OK)]
-    for _, r in checks.iterrows():
+                impl = _label_text(label.get((w.impl, w.requested_backend), w.impl), tr)
+                n_max, fit = _fmt_n(w.n_max), {"slope": w.slope_text, "fitted_on": w.fitted_on}
+                out.append(tr("attention_cost.take.wall", impl=impl, n_max=n_max, budget=format_bytes(budget), **fit))
+    for _, r in df[(df.point != "sweep") & (df.status == status.OK)].iterrows():
         as_predicted = bool(r.fits_budget) == (r.point == "wall_below")
-        out.append(
-            tr(
-                "attention_cost.take.check",
-                impl=_label_text(r.impl, tr),
-                n=_fmt_n(r.seq_len),
-                peak=format_bytes(r.peak_bytes),
-                budget=format_bytes(r.budget_bytes),
-                verdict=tr("attention_cost.take.check." + ("ok" if as_predicted else "miss")),
-            )
-        )
+        verdict = tr("attention_cost.take.check." + ("ok" if as_predicted else "miss"))
+        impl, n = _label_text(r.impl, tr), _fmt_n(r.seq_len)
+        sizes = {"peak": format_bytes(r.peak_bytes), "budget": format_bytes(r.budget_bytes)}
+        out.append(tr("attention_cost.take.check", impl=impl, n=n, **sizes, verdict=verdict))
     # one sentence per (kind of refusal, implementation), over the lengths it covers
     df = status.normalize(df)
     refused = df[df.status.isin(status.NOT_MEASURED)].copy()
@@ -276,18 +226,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                            for i, b in zip(refused.impl, refused.requested_backend)]  # fmt: skip
         for (key, name), g in refused.groupby(["key", "name"], sort=False):
             g = g.sort_values("seq_len")
-            n = _fmt_n(g.seq_len.iloc[0]) + (f" … {_fmt_n(g.seq_len.iloc[-1])}" if len(g) > 1 else "")
-            need = format_bytes(g.predicted_bytes.iloc[0]) + (
-                f" … {format_bytes(g.predicted_bytes.iloc[-1])}" if len(g) > 1 else ""
-            )
-            out.append(
-                tr(
-                    f"attention_cost.take.{key}",
-                    impl=name,
-                    backend=g.requested_backend.iloc[0],
-                    n=n,
-                    need=need,
-                    note=note_text(g.note.iloc[0], tr),
-                )
-            )
+            n, need = _span(g.seq_len, _fmt_n), _span(g.predicted_bytes, format_bytes)
+            said = {"impl": name, "backend": g.requested_backend.iloc[0], "n": n, "need": need}
+            out.append(tr(f"attention_cost.take.{key}", **said, note=note_text(g.note.iloc[0], tr)))
     return out

@@ -42,11 +42,8 @@ def comparison(df: pd.DataFrame, model: str | None = None) -> dict | None:
         return None
     model = model or str(ok["model"].iloc[0])
     sub = ok[ok["model"] == model]
-    both = [
-        T
-        for T in sorted(set(sub["seq_len"]), reverse=True)
-        if {PLAIN, CHECKPOINTED} <= set(sub[sub["seq_len"] == T]["bptt"])
-    ]
+    forms = sub.groupby("seq_len")["bptt"].agg(set).sort_index(ascending=False)
+    both = [T for T, measured_forms in forms.items() if {PLAIN, CHECKPOINTED} <= measured_forms]
     if not both:
         return None
     T = int(both[0])

@@ -99,6 +99,9 @@ def _source_keys(df: pd.DataFrame) -> list[str]:
     return [c for c in ("source", "device") if c in df.columns]
 
 
+SUMMARY = ("status", "final_loss", "gap_closed", "outcome", "diverged_step", "clipped_share", "logged_steps")
+
+
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """One row per training run: final loss, share of the learnable gap closed, outcome, divergence, clipping.
 
@@ -106,51 +109,25 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     'stalled' (did not, including runs that learned and then collapsed), 'diverged' (NaN/inf), or the guard's
     'skipped'/'oom'.
     """
-    cols = [
-        *RUN_KEYS,
-        *_source_keys(df),
-        "status",
-        "final_loss",
-        "gap_closed",
-        "outcome",
-        "diverged_step",
-        "clipped_share",
-        "logged_steps",
-    ]
+    keys = [*RUN_KEYS, *_source_keys(df)]
     if df is None or not len(df) or "phase" not in df:
-        return pd.DataFrame(columns=cols)
+        return pd.DataFrame(columns=[*keys, *SUMMARY])
     if "layer" in df:  # the whole-model training rows first: to_frame copies what it is given
         df = df[(df["phase"] == "train") & df["layer"].isna()]
     df = to_frame(df)
-    runs = df[(df["phase"] == "train") & df["layer"].isna()]
-    if not len(runs):
-        return pd.DataFrame(columns=cols)
     out = []
-    for key, g in runs.groupby([*RUN_KEYS, *_source_keys(df)], sort=False, dropna=False):
+    for key, g in df[(df["phase"] == "train") & df["layer"].isna()].groupby(keys, sort=False, dropna=False):
         ceiling, floor = loss_bounds(g)
         ok = g[g["status"] == "ok"].sort_values("step")
         bad = g[g["status"] != "ok"]
         status = "diverged" if (bad["status"] == "diverged").any() else (bad["status"].iloc[0] if len(bad) else "ok")
         final = float(ok["loss"].tail(max(1, math.ceil(FINAL_FRACTION * len(ok)))).mean()) if len(ok) else math.nan
         gap = (ceiling - final) / (ceiling - floor) if len(ok) else math.nan
-        if status == "ok":
-            outcome = "trained" if gap >= LEARNED_FRACTION else "stalled"
-        else:
-            outcome = status
-        clipped = ok["clipped"].astype(bool) if len(ok) else pd.Series(dtype=bool)
-        out.append(
-            {
-                **dict(zip([*RUN_KEYS, *_source_keys(df)], key)),
-                "status": status,
-                "final_loss": final,
-                "gap_closed": gap,
-                "outcome": outcome,
-                "diverged_step": float(bad["step"].min()) if status == "diverged" else math.nan,
-                "clipped_share": float(clipped.mean()) if len(clipped) else math.nan,
-                "logged_steps": len(ok),
-            }
-        )
-    return pd.DataFrame(out, columns=cols)
+        outcome = status if status != "ok" else "trained" if gap >= LEARNED_FRACTION else "stalled"
+        diverged = float(bad["step"].min()) if status == "diverged" else math.nan
+        clipped = float(ok["clipped"].astype(bool).mean()) if len(ok) else math.nan
+        out.append(dict(zip([*keys, *SUMMARY], (*key, status, final, gap, outcome, diverged, clipped, len(ok)))))
+    return pd.DataFrame(out, columns=[*keys, *SUMMARY])
 
 
 def init_profile(df: pd.DataFrame) -> pd.DataFrame:

@@ -41,16 +41,8 @@ def _init_takeaways(df: pd.DataFrame, tr) -> list[str]:
         g = first[R.no_skip].sort_index()
         if len(g) >= 2 and (R.pre, int(g.index[-1])) in first.index:
             d0, d1 = int(g.index[0]), int(g.index[-1])
-            out.append(
-                tr(
-                    "depth.take.nores_init",
-                    d0=d0,
-                    d1=d1,
-                    g0=number(g.iloc[0]),
-                    g1=number(g.iloc[-1]),
-                    pre=number(first[(R.pre, d1)]),
-                )
-            )
+            g0, g1, pre = (number(x) for x in (g.iloc[0], g.iloc[-1], first[(R.pre, d1)]))
+            out.append(tr("depth.take.nores_init", d0=d0, d1=d1, g0=g0, g1=g1, pre=pre))
     both = [
         L
         for L in sorted(set(first.index.get_level_values(1)))
@@ -59,20 +51,16 @@ def _init_takeaways(df: pd.DataFrame, tr) -> list[str]:
     if both:
         L = both[-1]
         r_post, r_pre = last[(R.post, L)] / first[(R.post, L)], last[(R.pre, L)] / first[(R.pre, L)]
-        matches = (_shape(r_post) == "up") + (_shape(r_pre) == "flat")
-        verdict = ("depth.verdict.match", "depth.verdict.partial", "depth.verdict.nomatch")[2 - matches]
-        out.append(
-            tr(
-                "depth.take.xiong",
-                L=L,
-                r_post=number(r_post),
-                r_pre=number(r_pre),
-                shape_post=tr(f"depth.shape.{_shape(r_post)}"),
-                shape_pre=tr(f"depth.shape.{_shape(r_pre)}"),
-                verdict=tr(verdict),
-            )
-        )
+        shape_post, shape_pre = _shape(r_post), _shape(r_pre)
+        matches = (shape_post == "up") + (shape_pre == "flat")
+        verdict = tr(("depth.verdict.match", "depth.verdict.partial", "depth.verdict.nomatch")[2 - matches])
+        shapes = {"shape_post": tr(f"depth.shape.{shape_post}"), "shape_pre": tr(f"depth.shape.{shape_pre}")}
+        out.append(tr("depth.take.xiong", L=L, r_post=number(r_post), r_pre=number(r_pre), verdict=verdict, **shapes))
     return out
+
+
+def _at(s: pd.DataFrame, L: int) -> pd.DataFrame:
+    return s[s["n_layers"] == L]
 
 
 def _rate(s: pd.DataFrame) -> float:
@@ -101,7 +89,7 @@ def _warmup_takeaways(ran: pd.DataFrame, tr) -> list[str]:
     if not depths:
         return []
     post0, pre0 = post0[post0["n_layers"].isin(depths)], pre0[pre0["n_layers"].isin(depths)]
-    shown = [L for L in depths if _rate(post0[post0["n_layers"] == L]) > _rate(pre0[pre0["n_layers"] == L])]
+    shown = [L for L in depths if _rate(_at(post0, L)) > _rate(_at(pre0, L))]
     lr = number(float(ran["lr"].iloc[0]))
     key = "depth.take.warmup_shown" if shown else "depth.take.warmup_not_shown"
     out = [tr(key, lr=lr, post=_per_depth(post0, tr), pre=_per_depth(pre0, tr), shown=_layers(shown, tr))]
@@ -109,25 +97,12 @@ def _warmup_takeaways(ran: pd.DataFrame, tr) -> list[str]:
     if len(warm):
         w = int(warm["warmup_steps"].max())
         warm = warm[warm["warmup_steps"] == w]
-        rescued = [L for L in depths if _rate(warm[warm["n_layers"] == L]) < _rate(post0[post0["n_layers"] == L])]
-        still = [L for L in depths if _failed(warm[warm["n_layers"] == L])[0] > 0]
-        key = (
-            "depth.take.warmup_no_help"
-            if not rescued
-            else "depth.take.warmup_partly"
-            if still
-            else "depth.take.warmup_helped"
-        )
-        out.append(
-            tr(
-                key,
-                w=w,
-                warm=_per_depth(warm, tr),
-                cold=_per_depth(post0, tr),
-                rescued=_layers(rescued, tr),
-                still=_layers(still, tr),
-            )
-        )
+        rescued = [L for L in depths if _rate(_at(warm, L)) < _rate(_at(post0, L))]
+        still = [L for L in depths if _failed(_at(warm, L))[0] > 0]
+        key = "depth.take.warmup_partly" if still else "depth.take.warmup_helped"
+        key = key if rescued else "depth.take.warmup_no_help"
+        said = {"rescued": _layers(rescued, tr), "still": _layers(still, tr)}
+        out.append(tr(key, w=w, warm=_per_depth(warm, tr), cold=_per_depth(post0, tr), **said))
     return out
 
 
@@ -140,12 +115,12 @@ def _train_takeaways(df: pd.DataFrame, tr) -> list[str]:
     out = _warmup_takeaways(ran, tr)
     D = int(ran["n_layers"].max())
     nores, pre = ran[ran["model"] == R.no_skip], ran[ran["model"] == R.pre]
-    if len(nores[nores["n_layers"] == D]) and len(pre[pre["n_layers"] == D]):
-        shown = _rate(nores[nores["n_layers"] == D]) > _rate(pre[pre["n_layers"] == D])
+    if len(_at(nores, D)) and len(_at(pre, D)):
+        shown = _rate(_at(nores, D)) > _rate(_at(pre, D))
         key = "depth.take.nores_shown" if shown else "depth.take.nores_not_shown"
         out.append(tr(key, nores=_per_depth(nores, tr), pre=_per_depth(pre, tr), d=D))
     plain, res = ran[ran["model"] == R.plain], ran[ran["model"] == R.residual]
-    if len(plain[plain["n_layers"] == D]) and len(res[res["n_layers"] == D]):
+    if len(_at(plain, D)) and len(_at(res, D)):
 
         def gap(s):
             return tr("depth.take.sep").join(
@@ -153,7 +128,7 @@ def _train_takeaways(df: pd.DataFrame, tr) -> list[str]:
                 for L, g in s.groupby("n_layers")
             )
 
-        p, q = (100 * s[s["n_layers"] == D]["gap_closed"].mean() for s in (plain, res))
+        p, q = (100 * _at(s, D)["gap_closed"].mean() for s in (plain, res))
         key = "depth.take.lstm_train_shown" if p < q - 10 else "depth.take.lstm_train_not_shown"
         out.append(tr(key, plain=gap(plain), res=gap(res), d=D, fp=_per_depth(plain, tr), fq=_per_depth(res, tr)))
     div = summ[summ["outcome"] == "diverged"]
@@ -172,15 +147,9 @@ def _train_takeaways(df: pd.DataFrame, tr) -> list[str]:
     clip = ran[ran["clip"] > 0]
     if len(clip):
         share = clip.groupby("model")["clipped_share"].mean()
-        out.append(
-            tr(
-                "depth.take.clipping",
-                clip=number(float(clip["clip"].iloc[0])),
-                pct=f"{100 * clip['clipped_share'].mean():.0f}",
-                model=tr(f"depth.model.{share.idxmax()}"),
-                pm=f"{100 * share.max():.0f}",
-            )
-        )
+        pct, pm = f"{100 * clip['clipped_share'].mean():.0f}", f"{100 * share.max():.0f}"
+        model = tr(f"depth.model.{share.idxmax()}")
+        out.append(tr("depth.take.clipping", clip=number(float(clip["clip"].iloc[0])), pct=pct, model=model, pm=pm))
     return out
 
 

@@ -20,54 +20,25 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     for name, g in formula.groupby("model", sort=False):
         real = g[~g.hypothetical.astype(bool)]
         row = real.sort_values("seq_len").iloc[-1]
-        per_token = row.cache_bytes / row.seq_len
-        mha = g[g.hypothetical.astype(bool) & (g.seq_len == row.seq_len)]
+        per_token, total = format_bytes(row.cache_bytes / row.seq_len), format_bytes(row.cache_bytes)
+        said = {"model": name, "per_token": per_token, "n": f"{int(row.seq_len):,}", "total": total}
+        mha = g[g.hypothetical.astype(bool) & (g.seq_len == row.seq_len)]  # as if every head kept its own K/V
         if len(mha):
-            out.append(
-                tr(
-                    "attention_cost.kv.take.gqa",
-                    model=name,
-                    per_token=format_bytes(per_token),
-                    scheme=row.scheme.upper(),
-                    n_kv=int(row.n_kv_heads),
-                    n_heads=int(row.n_heads),
-                    ratio=mha.cache_bytes.iloc[0] / row.cache_bytes,
-                    n=f"{int(row.seq_len):,}",
-                    total=format_bytes(row.cache_bytes),
-                )
-            )
+            ratio = mha.cache_bytes.iloc[0] / row.cache_bytes
+            heads = {"n_kv": int(row.n_kv_heads), "n_heads": int(row.n_heads)}
+            out.append(tr("attention_cost.kv.take.gqa", **said, **heads, scheme=row.scheme.upper(), ratio=ratio))
         else:
-            out.append(
-                tr(
-                    "attention_cost.kv.take.model",
-                    model=name,
-                    per_token=format_bytes(per_token),
-                    n=f"{int(row.seq_len):,}",
-                    total=format_bytes(row.cache_bytes),
-                )
-            )
+            out.append(tr("attention_cost.kv.take.model", **said))
     measured = df[(df.kind == "measured") & (df.scheme != STATE)]
     if len(measured):
         exact = bool((measured.measured_bytes == measured.cache_bytes).all())
         last = measured[measured.seq_len == measured.seq_len.max()]
         sizes = listing([f"{r.scheme.upper()} {format_bytes(r.measured_bytes)}" for r in last.itertuples()], tr)
-        out.append(
-            tr(
-                "attention_cost.kv.take.measured" if exact else "attention_cost.kv.take.mismatch",
-                n=int(last.seq_len.iloc[0]),
-                sizes=sizes,
-                points=len(measured),
-            )
-        )
+        key = "attention_cost.kv.take.measured" if exact else "attention_cost.kv.take.mismatch"
+        out.append(tr(key, n=int(last.seq_len.iloc[0]), sizes=sizes, points=len(measured)))
     rnn = df[df.scheme == STATE]
     if len(rnn):
-        flat = rnn.measured_bytes.nunique() == 1
-        out.append(
-            tr(
-                "attention_cost.kv.take.rnn" if flat else "attention_cost.kv.take.rnn_grew",
-                lo=int(rnn.seq_len.min()),
-                hi=int(rnn.seq_len.max()),
-                state=format_bytes(rnn.measured_bytes.max()),
-            )
-        )
+        key = "attention_cost.kv.take.rnn" if rnn.measured_bytes.nunique() == 1 else "attention_cost.kv.take.rnn_grew"
+        lo, hi = int(rnn.seq_len.min()), int(rnn.seq_len.max())
+        out.append(tr(key, lo=lo, hi=hi, state=format_bytes(rnn.measured_bytes.max())))
     return out

@@ -60,45 +60,32 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     out = []
     for task_id in dict.fromkeys(last["task"]):
         t = stats[stats["task"] == task_id]
-        task = tr(f"long_range.task.{task_id}")
-        chance = float(last[last["task"] == task_id]["chance"].iloc[0])
-        steps = int(last[last["task"] == task_id]["step"].max())
+        mine = last[last["task"] == task_id]
+        task, steps = tr(f"long_range.task.{task_id}"), int(mine["step"].max())
+        chance = pct(float(mine["chance"].iloc[0]))
         solved = {}
-        for model in dict.fromkeys(last[last["task"] == task_id]["model"]):
+        for model in dict.fromkeys(mine["model"]):
             m = t[t["model"] == model].sort_values("distance")
+            name = tr(f"long_range.model.{model}")
             if not len(m):
-                out.append(tr("long_range.take.diverged", task=task, model=tr(f"long_range.model.{model}")))
+                out.append(tr("long_range.take.diverged", task=task, model=name))
                 continue
             solved[model] = (m[m["accuracy"] >= SOLVED], m[m["accuracy"] < SOLVED])
             accs = tr("long_range.take.sep").join(  # 'd=36: 96% (3 seeds: …), d=72: …' / 'd=36：96%（…）；d=72：…'
                 labelled(f"d={int(r.distance)}", pct(r.accuracy) + seed_spread(r, tr), tr) for r in m.itertuples()
             )
-            out.append(
-                tr(
-                    "long_range.take.model",
-                    task=task,
-                    model=tr(f"long_range.model.{model}"),
-                    params=f"{int(m['params'].iloc[0]):,}",
-                    steps=int(m["step"].max()),
-                    accs=accs,
-                    chance=pct(chance),
-                )
-            )
+            params, trained = f"{int(m['params'].iloc[0]):,}", int(m["step"].max())
+            said = {"task": task, "model": name, "params": params, "steps": trained}
+            out.append(tr("long_range.take.model", **said, accs=accs, chance=chance))
         lstm, tfm = (solved.get(registry.representative(f, solved)) for f in (RECURRENT, ATTENTION))
         if lstm is None or tfm is None:
             continue
         beaten = [d for d in lstm[1]["distance"] if d in set(tfm[0]["distance"])]
         if beaten:
             worst = lstm[1][lstm[1]["distance"] == max(beaten)].iloc[0]
+            acc, distances = pct(worst.accuracy) + seed_spread(worst, tr), listing([str(int(d)) for d in beaten], tr)
             out.append(
-                tr(
-                    "long_range.take.contrast",
-                    task=task,
-                    distances=listing([str(int(d)) for d in beaten], tr),
-                    acc=pct(worst.accuracy) + seed_spread(worst, tr),
-                    chance=pct(chance),
-                    steps=steps,
-                )
+                tr("long_range.take.contrast", task=task, distances=distances, acc=acc, chance=chance, steps=steps)
             )
             pair = {registry.representative(f, solved) for f in (RECURRENT, ATTENTION)}
             d = max(beaten)
@@ -111,12 +98,6 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         elif not len(lstm[1]):
             out.append(tr("long_range.take.lstm_held", task=task, steps=steps, d=int(lstm[0]["distance"].max())))
         if len(tfm[1]):
-            out.append(
-                tr(
-                    "long_range.take.tfm_failed",
-                    task=task,
-                    distances=listing([f"{int(r.distance)}{seed_spread(r, tr)}" for r in tfm[1].itertuples()], tr),
-                    steps=steps,
-                )
-            )
+            distances = listing([f"{int(r.distance)}{seed_spread(r, tr)}" for r in tfm[1].itertuples()], tr)
+            out.append(tr("long_range.take.tfm_failed", task=task, distances=distances, steps=steps))
     return out

@@ -99,12 +99,5 @@ def fresh_memory_text(df, tr, experiment: str, label: str = "model", time: str =
     if not len(hit):
         return None
     worst = hit.loc[hit["fresh_bytes"].idxmax()]
-    return tr(
-        "note.fresh_memory",
-        k=len(hit),
-        total=int(df[time].notna().sum()),
-        most=format_bytes(worst["fresh_bytes"]),
-        what=str(worst[label]),
-        n=int(worst["seq_len"]),
-        experiment=experiment,
-    )
+    said = {"most": format_bytes(worst["fresh_bytes"]), "what": str(worst[label]), "n": int(worst["seq_len"])}
+    return tr("note.fresh_memory", k=len(hit), total=int(df[time].notna().sum()), **said, experiment=experiment)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from core import status
-from core.findings import listing
+from core.findings import listing, model_name
 from core.findings.long_range import pct, seed_spread
 from core.memory_formulas import KV_PAGE, format_bytes
 from core.models import registry
@@ -84,10 +84,6 @@ def copying(df: pd.DataFrame) -> pd.DataFrame:
     return f[f["task"] == "selective_copy"]
 
 
-def _name(tr, mixer: str) -> str:
-    return tr(f"model.{mixer}")
-
-
 def at_chance(rows: pd.DataFrame) -> bool:
     """Every point within NEAR_CHANCE of chance (its best seed included)."""
     return bool(len(rows)) and bool((rows["hi"] < rows["chance"] + NEAR_CHANCE).all())
@@ -107,7 +103,10 @@ def _first_pairs(df: pd.DataFrame) -> pd.DataFrame:
 
 def fall(df: pd.DataFrame, model: str) -> dict | None:
     """At the pairs panel's width: `model`'s accuracy with the fewest and with the most pairs; None without both."""
-    pr = _first_pairs(df)
+    return _fall(_first_pairs(df), model)
+
+
+def _fall(pr: pd.DataFrame, model: str) -> dict | None:
     if not len(pr) or pr["n_pairs"].nunique() < 2:
         return None
     rows = pr[pr["mixer"] == model].set_index("n_pairs")
@@ -138,20 +137,14 @@ def copy_groups(df: pd.DataFrame) -> dict | None:
 def fall_line(df: pd.DataFrame, tr) -> str | None:
     """'At width d, from 2 to 16 pairs: linear attention 97% → 40%; …': every model of the pairs panel."""
     pr = _first_pairs(df)
-    if not len(pr) or pr["n_pairs"].nunique() < 2:
+    falls = [f for f in (_fall(pr, m) for m in dict.fromkeys(pr["mixer"])) if f is not None]
+    if not falls:
         return None
-    lo_p, hi_p = int(pr["n_pairs"].min()), int(pr["n_pairs"].max())
-    parts = []
-    for m in dict.fromkeys(pr["mixer"]):
-        rows = pr[pr["mixer"] == m].set_index("n_pairs")
-        if lo_p in rows.index and hi_p in rows.index:
-            parts.append(tr("recall.take.fall_item", model=_name(tr, m), lo=pct(rows.loc[lo_p, "accuracy"]),
-                            hi=pct(rows.loc[hi_p, "accuracy"])))  # fmt: skip
-    if not parts:
-        return None
-    return tr(
-        "recall.take.fall", d=int(pr["d_model"].iloc[0]), lo_p=lo_p, hi_p=hi_p, items=tr("recall.sep").join(parts)
-    )
+    items = [
+        tr("recall.take.fall_item", model=model_name(f["model"], tr), lo=pct(f["lo"]), hi=pct(f["hi"])) for f in falls
+    ]
+    d, lo_p, hi_p = (falls[0][k] for k in ("d", "lo_p", "hi_p"))
+    return tr("recall.take.fall", d=d, lo_p=lo_p, hi_p=hi_p, items=tr("recall.sep").join(items))
 
 
 def _order(fr: pd.DataFrame) -> list[str]:
@@ -185,7 +178,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
             else:
                 key = "recall.take.reached" if hit is not None else "recall.take.short"
             point = hit if hit is not None else best
-            out.append(tr(key, model=_name(tr, m), P=P, T=T, state=format_bytes(point["state_bytes"]),
+            out.append(tr(key, model=model_name(m, tr), P=P, T=T, state=format_bytes(point["state_bytes"]),
                           d=int(point["d_model"]), acc=pct(point["accuracy"]) + seed_spread(point, tr),
                           best=pct(best["accuracy"]), best_state=format_bytes(best["state_bytes"]),
                           best_d=int(best["d_model"]), chance=pct(float(rows["chance"].iloc[0])),
@@ -202,12 +195,12 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         out.append(fell)
     g = copy_groups(df)
     if g is not None:
-        names = lambda rows: listing([f"{_name(tr, r.mixer)} {pct(r.accuracy)}" for r in rows.itertuples()], tr)
+        names = lambda rows: listing([f"{model_name(r.mixer, tr)} {pct(r.accuracy)}" for r in rows.itertuples()], tr)
         best = lambda rows: rows.loc[rows["accuracy"].idxmax()]
         bs, bf = best(g["selective"]), best(g["fixed"])
         key = "recall.take.copy_split" if g["separated"] else "recall.take.copy_no_split"
         diff = tr("recall.take.higher" if g["gap"] >= 0 else "recall.take.lower", gap=f"{100 * abs(g['gap']):.0f}")
         out.append(tr(key, sel=names(g["selective"]), fixed=names(g["fixed"]), a=pct(g["sel_acc"]),
-                      b=pct(g["fixed_acc"]), diff=diff, best_sel=f"{_name(tr, bs.mixer)} {pct(bs.accuracy)}",
-                      best_fixed=f"{_name(tr, bf.mixer)} {pct(bf.accuracy)}"))  # fmt: skip
+                      b=pct(g["fixed_acc"]), diff=diff, best_sel=f"{model_name(bs.mixer, tr)} {pct(bs.accuracy)}",
+                      best_fixed=f"{model_name(bf.mixer, tr)} {pct(bf.accuracy)}"))  # fmt: skip
     return out

@@ -16,6 +16,7 @@ import pandas as pd
 
 from core import status
 from core.findings import bracketed, sig3
+from core.findings import model_name as name
 from core.i18n import translator
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
@@ -95,18 +96,9 @@ def fit_group(g: pd.DataFrame) -> dict:
         flag = CLAMPED
     s_lo, s_hi = (min(max(x.raw, 0.0), 1.0) if math.isfinite(x.raw) else math.nan for x in (q75, q25))
     usable = math.isfinite(f.raw) and flag != SLOWER
-    return {
-        "serial_fraction": f.s,
-        "serial_fraction_se": f.se,
-        "serial_fraction_lo": s_lo,
-        "serial_fraction_hi": s_hi,
-        "fit_points": f.points,
-        "fit_flag": flag,
-        "gpu_width": GPU_WIDTH,
-        "gpu_speedup_extrapolated": float(amdahl(f.s, GPU_WIDTH)) if usable else math.nan,
-        "gpu_speedup_lo": float(amdahl(s_hi, GPU_WIDTH)) if usable and math.isfinite(s_hi) else math.nan,
-        "gpu_speedup_hi": float(amdahl(s_lo, GPU_WIDTH)) if usable and math.isfinite(s_lo) else math.nan,
-    }
+    gpu = float(amdahl(f.s, GPU_WIDTH)) if usable else math.nan
+    gpu_lo, gpu_hi = (float(amdahl(x, GPU_WIDTH)) if usable and math.isfinite(x) else math.nan for x in (s_hi, s_lo))
+    return dict(zip(FIT_COLUMNS[2:], (f.s, f.se, s_lo, s_hi, f.points, flag, GPU_WIDTH, gpu, gpu_lo, gpu_hi)))
 
 
 def fits(df: pd.DataFrame) -> pd.DataFrame:
@@ -128,11 +120,6 @@ def curves(df: pd.DataFrame, up_to: float | None = None) -> pd.DataFrame:
     rows = [{"model": r["model"], "seq_len": r["seq_len"], **{c: r[c] for c in extra}, "threads": float(p),
              "speedup": float(amdahl(r["serial_fraction"], p))} for _, r in f.iterrows() for p in ps]  # fmt: skip
     return pd.DataFrame(rows, columns=["model", "seq_len", *extra, "threads", "speedup"])
-
-
-def name(m: str, tr) -> str:
-    text = tr(f"model.{m}")
-    return m if text.startswith("«") else text
 
 
 def verdict(row) -> str:
@@ -158,6 +145,12 @@ def _x(v: float) -> str:
     """A speed-up and its quartiles to the same two decimals below 10 ('1.40–1.43', not '1.4–1.43'), as the verdict
     writes them; three significant figures above."""
     return f"{v:.2f}" if abs(v) < 10 else sig3(v)
+
+
+def _spread(row, x: str = "x") -> dict:
+    """A speed-up and its paired quartiles as a sentence's placeholders: x, lo, hi (a, a_lo, a_hi for x = 'a')."""
+    lo, hi = ("lo", "hi") if x == "x" else (f"{x}_lo", f"{x}_hi")
+    return {x: _x(row["speedup"]), lo: _x(row["speedup_q25"]), hi: _x(row["speedup_q75"])}
 
 
 def comparison(df: pd.DataFrame) -> dict | None:
@@ -200,16 +193,13 @@ def takeaways(df: pd.DataFrame, tr=None) -> list[str]:
         return [tr("serial.scaling.take.one_count", threads=int(ok["threads"].max()))]
     T, p, at = found
     sep = tr("serial.scaling.take.sep")
-    items = [tr(f"serial.scaling.take.item_{verdict(r)}", model=name(m, tr), x=_x(r["speedup"]),
-                lo=_x(r["speedup_q25"]), hi=_x(r["speedup_q75"])) for m, r in at.iterrows()]  # fmt: skip
+    items = [tr(f"serial.scaling.take.item_{verdict(r)}", model=name(m, tr), **_spread(r)) for m, r in at.iterrows()]
     out = [tr("serial.scaling.take.speedups", T=T, p=p, items=sep.join(items))]
     c = comparison(ok)
     if c is not None and {verdict(c["att_row"]), verdict(c["rec_row"])} != {"slower"}:  # both slower: the flag speaks
         a, r = c["att_row"], c["rec_row"]
-        out.append(tr(f"serial.scaling.take.pair_{c['order']}", T=T, p=p, att=name(c["att"], tr),
-                      rec=name(c["rec"], tr), a=_x(a["speedup"]), a_lo=_x(a["speedup_q25"]),
-                      a_hi=_x(a["speedup_q75"]), r=_x(r["speedup"]), r_lo=_x(r["speedup_q25"]),
-                      r_hi=_x(r["speedup_q75"])))  # fmt: skip
+        pair = {"att": name(c["att"], tr), "rec": name(c["rec"], tr), **_spread(a, "a"), **_spread(r, "r")}
+        out.append(tr(f"serial.scaling.take.pair_{c['order']}", T=T, p=p, **pair))
     f = fits(ok)
     f = f[f["seq_len"] == T].set_index("model")
     fitted = f[(f["fit_points"] > 0) & (f["fit_flag"] != SLOWER)]
@@ -224,23 +214,13 @@ def takeaways(df: pd.DataFrame, tr=None) -> list[str]:
         out.append(tr("serial.scaling.take.gpu", items=sep.join(gpu)))
         if int(fitted["fit_points"].max()) < 2:
             out.append(tr("serial.scaling.take.weak", p=p))
+    names = lambda models: tr("serial.scaling.take.list_sep").join(name(m, tr) for m in models)
     slower = [m for m in f.index if f.loc[m, "fit_flag"] == SLOWER]
     if slower:
-        out.append(
-            tr(
-                "serial.scaling.take.slower",
-                models=tr("serial.scaling.take.list_sep").join(name(m, tr) for m in slower),
-                T=T,
-            )
-        )
+        out.append(tr("serial.scaling.take.slower", models=names(slower), T=T))
     clamped = [m for m in fitted.index if fitted.loc[m, "fit_flag"] == CLAMPED]
     if clamped:
-        out.append(
-            tr(
-                "serial.scaling.take.clamped",
-                models=tr("serial.scaling.take.list_sep").join(name(m, tr) for m in clamped),
-            )
-        )
+        out.append(tr("serial.scaling.take.clamped", models=names(clamped)))
     if "threads_requested" in ok:
         capped = ok[ok["threads_requested"].notna() & (ok["threads"] != ok["threads_requested"])]
         if len(capped):

@@ -12,16 +12,10 @@ import math
 import pandas as pd
 
 from core import fit, roofline, status
-from core.findings import sig3
+from core.findings import model_name, sig3
 from core.i18n import translator
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
-
-
-def _name(m: str, tr) -> str:
-    """A model's name as the learner reads it (the catalogue's `model.<id>`), its id where there is none."""
-    text = tr(f"model.{m}")
-    return m if text.startswith("«") else text
 
 
 def chapter_pair(models) -> tuple[str, str] | None:
@@ -112,16 +106,9 @@ def scaling_exponents(df: pd.DataFrame) -> pd.DataFrame:
         ok = ok.assign(device="")
     rows = []
     for (model, run), g in ok.groupby(["model", by], sort=False):
-        rows.append(
-            {
-                "model": model,
-                by: run,
-                "time_slope": fit.tail_slope(g["seq_len"], g["train_ms"]),
-                "time_slope_se": fit.tail_fit(g["seq_len"], g["train_ms"])[1],
-                "memory_slope": fit.tail_slope(g["seq_len"], g["saved_bytes"]) if "saved_bytes" in g else math.nan,
-                "points": len(g),
-            }
-        )
+        time = (fit.tail_slope(g["seq_len"], g["train_ms"]), fit.tail_fit(g["seq_len"], g["train_ms"])[1])
+        memory = fit.tail_slope(g["seq_len"], g["saved_bytes"]) if "saved_bytes" in g else math.nan
+        rows.append((model, run, *time, memory, len(g)))
     return pd.DataFrame(rows, columns=["model", by, "time_slope", "time_slope_se", "memory_slope", "points"])
 
 
@@ -148,17 +135,9 @@ def roofline_frame(df: pd.DataFrame, tr=None, models=None) -> pd.DataFrame:
     rows = []
     for hw in hardware_for(df, tr):
         for _, r in ok.drop_duplicates(["model", "seq_len"]).iterrows():
-            ms = roofline.predict_ms(r["flops"], int(r["seq_steps"]), hw)
-            rows.append(
-                {
-                    "hardware": hw.name,
-                    "model": r["model"],
-                    "seq_len": int(r["seq_len"]),
-                    "predicted_ms": ms,
-                    "bound": roofline.bound(r["flops"], int(r["seq_steps"]), hw),
-                    "measured": hw.measured,
-                }
-            )
+            flops, steps = r["flops"], int(r["seq_steps"])
+            ms, bound = roofline.predict_ms(flops, steps, hw), roofline.bound(flops, steps, hw)
+            rows.append((hw.name, r["model"], int(r["seq_len"]), ms, bound, hw.measured))
     return pd.DataFrame(rows, columns=["hardware", "model", "seq_len", "predicted_ms", "bound", "measured"])
 
 
@@ -171,80 +150,47 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     T = int(ok["seq_len"].max())
     at = ok[ok["seq_len"] == T].set_index("model")
     fastest = at["train_ms"].idxmin()
-    out.append(tr("serial.take.fastest", T=T, model=_name(fastest, tr), ms=sig3(at.loc[fastest, "train_ms"])))
+    out.append(tr("serial.take.fastest", T=T, model=model_name(fastest, tr), ms=sig3(at.loc[fastest, "train_ms"])))
     c = comparison(ok)
     if c is not None:
         lstm, tf, Tc = c["rec_row"], c["att_row"], c["T"]
         ratio, lo, hi = spread_text(c)
-        out.append(
-            tr(
-                f"serial.take.tf_{c['verdict']}",
-                T=Tc,
-                ratio=ratio,
-                lo=lo,
-                hi=hi,
-                lstm_steps=int(lstm["seq_steps"]),
-                tf_steps=int(tf["seq_steps"]),
-                flop_ratio=f"{tf['flops'] / lstm['flops']:.2g}",
-            )
-        )
+        steps = {"lstm_steps": int(lstm["seq_steps"]), "tf_steps": int(tf["seq_steps"])}
+        said = {"T": Tc, "ratio": ratio, "lo": lo, "hi": hi, "flop_ratio": f"{tf['flops'] / lstm['flops']:.2g}"}
+        out.append(tr(f"serial.take.tf_{c['verdict']}", **said, **steps))
         out += explanation(c, tr)
-        out.append(
-            tr("serial.take.utilization", tf=f"{100 * tf['utilization']:.0f}", lstm=f"{100 * lstm['utilization']:.0f}")
-        )
+        util = {"tf": f"{100 * tf['utilization']:.0f}", "lstm": f"{100 * lstm['utilization']:.0f}"}
+        out.append(tr("serial.take.utilization", **util))
         at_c = ok[ok["seq_len"] == Tc].set_index("model")
         for loop in at_c.index:
             if registry.find([loop], twin=c["rec"]):  # the same function as an explicit step loop
-                out.append(
-                    tr(
-                        "serial.take.loop",
-                        ratio=f"{at_c.loc[loop, 'train_ms'] / lstm['train_ms']:.2g}",
-                        util=f"{100 * at_c.loc[loop, 'utilization']:.0f}",
-                    )
-                )
+                row = at_c.loc[loop]
+                slower, util = f"{row['train_ms'] / lstm['train_ms']:.2g}", f"{100 * row['utilization']:.0f}"
+                out.append(tr("serial.take.loop", ratio=slower, util=util))
         hybrid = registry.find(at_c.index, table1="recurrent_attention")  # attention over a recurrence
         if hybrid is not None:
             h = at_c.loc[hybrid]
             times = lambda x: f"{x:.2g}" if x < 1 else f"{x:.1f}" if x < 10 else f"{x:.0f}"  # 1.0×, not 1×
-            out.append(tr("serial.take.hybrid", model=_name(hybrid, tr), T=Tc, tf=times(h["train_ms"] / tf["train_ms"]),
+            out.append(tr("serial.take.hybrid", model=model_name(hybrid, tr), T=Tc, tf=times(h["train_ms"] / tf["train_ms"]),
                           lstm=times(h["train_ms"] / lstm["train_ms"]), steps=f"{int(h['seq_steps']):,}",
                           lstm_steps=f"{int(lstm['seq_steps']):,}"))  # fmt: skip
         gpu = next(h for h in hardware_for(ok, tr) if not h.measured)
         pl = roofline.predict_ms(lstm["flops"], int(lstm["seq_steps"]), gpu)
         pt = roofline.predict_ms(tf["flops"], int(tf["seq_steps"]), gpu)
-        out.append(
-            tr(
-                "serial.take.model_gpu",
-                T=Tc,
-                lstm=f"{pl:.2g}",
-                tf=f"{pt:.2g}",
-                bound=tr(f"serial.bound.{roofline.bound(lstm['flops'], int(lstm['seq_steps']), gpu)}"),
-            )
-        )
+        bound = tr(f"serial.bound.{roofline.bound(lstm['flops'], int(lstm['seq_steps']), gpu)}")
+        out.append(tr("serial.take.model_gpu", T=Tc, lstm=f"{pl:.2g}", tf=f"{pt:.2g}", bound=bound))
     slopes = scaling_exponents(ok).set_index("model")
     fitted = [m for m in slopes.index if slopes.loc[m, "points"] >= 2]
     rec = registry.representative(RECURRENT, [m for m in fitted if registry.find([m], fused=True)])
     if rec is not None:
         g = ok[ok["model"] == rec]  # its own longest length: a stopped run may not have reached T with every model
         longest = g[g["seq_len"] == g["seq_len"].max()].iloc[0]
-        out.append(
-            tr(
-                "serial.take.memory",
-                model=_name(rec, tr),
-                slope=f"{slopes.loc[rec, 'memory_slope']:.2f}",
-                T=int(longest["seq_len"]),
-                mib=sig3(longest["saved_bytes"] / 2**20),
-            )
-        )
+        slope, mib = f"{slopes.loc[rec, 'memory_slope']:.2f}", sig3(longest["saved_bytes"] / 2**20)
+        out.append(tr("serial.take.memory", model=model_name(rec, tr), slope=slope, T=int(longest["seq_len"]), mib=mib))
     pair = chapter_pair(fitted)
     if pair is not None:
-        out.append(
-            tr(
-                "serial.take.slopes",
-                lstm=fit.exponent_text(slopes.loc[pair[0], "time_slope"], slopes.loc[pair[0], "time_slope_se"]),
-                tf=fit.exponent_text(slopes.loc[pair[1], "time_slope"], slopes.loc[pair[1], "time_slope_se"]),
-            )
-        )
+        lstm, tf = (fit.exponent_text(slopes.loc[m, "time_slope"], slopes.loc[m, "time_slope_se"]) for m in pair)
+        out.append(tr("serial.take.slopes", lstm=lstm, tf=tf))
     above = int(ok["above_ceiling"].fillna(False).astype(bool).sum()) if "above_ceiling" in ok else 0
     if above:
         out.append(tr("serial.take.above_ceiling", n=above))

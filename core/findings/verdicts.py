@@ -24,6 +24,7 @@ from core.findings import long_range as long_range_findings
 from core.findings import recall_frontier as recall_findings
 from core.findings import scaling as scaling_findings
 from core.findings import serial as serial_findings
+from core.findings.long_range import pct
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
 from core.rules import NEAR_CHANCE, SEPARATED, SOLVED
@@ -94,8 +95,8 @@ def long_range(df: pd.DataFrame) -> Verdict | None:
     a_att, a_rec = float(at.loc[att, "accuracy"]), float(at.loc[rec, "accuracy"])
     solved_att, solved_rec = a_att >= SOLVED, a_rec >= SOLVED
     option = 0 if solved_att and solved_rec else 1 if solved_att else 2 if not solved_rec else None
-    values = {"d": int(d), "att": f"{100 * a_att:.0f}%", "rec": f"{100 * a_rec:.0f}%",
-              "chance": f"{100 * float(at.loc[att, 'chance']):.0f}%", "steps": int(at["step"].max())}  # fmt: skip
+    chance, steps = pct(float(at.loc[att, "chance"])), int(at["step"].max())
+    values = {"d": int(d), "att": pct(a_att), "rec": pct(a_rec), "chance": chance, "steps": steps}
     return Verdict(option, "verdict.long_range.measured", values)
 
 
@@ -113,14 +114,8 @@ def depth(df: pd.DataFrame) -> Verdict | None:
         return None
     first, last = float(stack[1]), float(stack[L])
     ratio = last / first if first > 0 else math.inf
-    if ratio < DEPTH_SAME_BELOW:
-        option = 0
-    elif ratio <= DEPTH_FEW_UP_TO:
-        option = 1
-    elif ratio >= DEPTH_THOUSANDS_FROM:
-        option = 2
-    else:
-        option = None
+    few, thousands = ratio <= DEPTH_FEW_UP_TO, ratio >= DEPTH_THOUSANDS_FROM
+    option = 0 if ratio < DEPTH_SAME_BELOW else 1 if few else 2 if thousands else None
     shown = "∞" if not math.isfinite(ratio) else f"{ratio:,.0f}" if ratio >= 10 else f"{ratio:.2g}"
     values = {"L": int(L), "first": depth_findings.number(first), "last": depth_findings.number(last), "ratio": shown}
     return Verdict(option, "verdict.depth.measured", values)
@@ -159,11 +154,8 @@ def scaling(df: pd.DataFrame) -> Verdict | None:
     a, r = c["att_row"], c["rec_row"]
 
     def x(row, who) -> dict:  # numbers only: the sentence in each language brackets them with its own punctuation
-        return {
-            who: f"{row['speedup']:.2f}",
-            f"{who}_lo": f"{row['speedup_q25']:.2f}",
-            f"{who}_hi": f"{row['speedup_q75']:.2f}",
-        }
+        keys = (who, f"{who}_lo", f"{who}_hi")
+        return {k: f"{row[c]:.2f}" for k, c in zip(keys, ("speedup", "speedup_q25", "speedup_q75"))}
 
     return Verdict(option, "verdict.scaling.measured", {"T": c["T"], "p": c["p"], **x(a, "att"), **x(r, "rec")})
 
@@ -221,18 +213,11 @@ def recall(df: pd.DataFrame) -> Verdict | None:
     f = recall_findings.fall(df, "linear_attention") if len(df) else None
     if f is None:
         return None
-    drop = f["lo"] - f["hi"]
-    if max(f["lo"], f["hi"]) < f["chance"] + NEAR_CHANCE:
-        option = 2
-    elif drop >= SEPARATED:
-        option = 1
-    elif drop < 2 * NEAR_CHANCE:
-        option = 0
-    else:
-        option = None
-    pct = lambda x: f"{100 * x:.0f}%"
-    return Verdict(option, "verdict.recall.measured", {"d": f["d"], "lo": pct(f["lo"]),
-                   "hi": pct(f["hi"]), "lo_p": f["lo_p"], "hi_p": f["hi_p"], "chance": pct(f["chance"])})  # fmt: skip
+    drop, at_chance = f["lo"] - f["hi"], max(f["lo"], f["hi"]) < f["chance"] + NEAR_CHANCE
+    option = 2 if at_chance else 1 if drop >= SEPARATED else 0 if drop < 2 * NEAR_CHANCE else None
+    lo, hi, chance = (pct(f[k]) for k in ("lo", "hi", "chance"))
+    values = {"d": f["d"], "lo": lo, "hi": hi, "lo_p": f["lo_p"], "hi_p": f["hi_p"], "chance": chance}
+    return Verdict(option, "verdict.recall.measured", values)
 
 
 QUESTIONS = {"serial": serial, "serial.scaling": scaling, "serial.ckpt": checkpoint, "long_range": long_range, "depth": depth,
