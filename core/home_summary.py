@@ -5,9 +5,9 @@
 visitor's machine may be, both languages) and records what it read: the records' keys, each CSV's SHA-256 and the
 catalogue text of every key it used. `read(kind, lang)` hands the stored texts back only while all of that is
 unchanged (a record or CSV added, replaced or edited, a sentence reworded: None, and the page computes from the CSVs
-as before). `tests/test_home_summary.py` checks that
-the shipped file matches what the scoreboard computes now; regenerate it with `python -m core.home_summary` (it is
-written by code, never by hand). Reading is torch- and pandas-free; writing imports the scoreboard.
+as before). `tests/test_home_summary.py` checks that the shipped file matches what the records compute now;
+regenerate it with `python -m core.home_summary` (it is written by code, never by hand). Reading is torch- and
+pandas-free; writing imports the scoreboard.
 """
 
 from __future__ import annotations

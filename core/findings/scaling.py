@@ -96,9 +96,19 @@ def fit_group(g: pd.DataFrame) -> dict:
         flag = CLAMPED
     s_lo, s_hi = (min(max(x.raw, 0.0), 1.0) if math.isfinite(x.raw) else math.nan for x in (q75, q25))
     usable = math.isfinite(f.raw) and flag != SLOWER
-    gpu = float(amdahl(f.s, GPU_WIDTH)) if usable else math.nan
     gpu_lo, gpu_hi = (float(amdahl(x, GPU_WIDTH)) if usable and math.isfinite(x) else math.nan for x in (s_hi, s_lo))
-    return dict(zip(FIT_COLUMNS[2:], (f.s, f.se, s_lo, s_hi, f.points, flag, GPU_WIDTH, gpu, gpu_lo, gpu_hi)))
+    return {
+        "serial_fraction": f.s,
+        "serial_fraction_se": f.se,
+        "serial_fraction_lo": s_lo,
+        "serial_fraction_hi": s_hi,
+        "fit_points": f.points,
+        "fit_flag": flag,
+        "gpu_width": GPU_WIDTH,
+        "gpu_speedup_extrapolated": float(amdahl(f.s, GPU_WIDTH)) if usable else math.nan,
+        "gpu_speedup_lo": gpu_lo,
+        "gpu_speedup_hi": gpu_hi,
+    }
 
 
 def fits(df: pd.DataFrame) -> pd.DataFrame:
