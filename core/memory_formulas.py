@@ -27,13 +27,8 @@ def kv_cache_bytes(
     n_layers: int, n_kv_heads: int, head_dim: int, seq_len: int, batch_size: int = 1, bytes_per_elem: float = 2
 ) -> int:
     """Bytes of a KV cache: 2 (K and V) · layers · KV heads · head size · tokens · batch · bytes per element."""
-    for name, value in (
-        ("n_layers", n_layers),
-        ("n_kv_heads", n_kv_heads),
-        ("head_dim", head_dim),
-        ("batch_size", batch_size),
-        ("bytes_per_elem", bytes_per_elem),
-    ):
+    sizes = (n_layers, n_kv_heads, head_dim, batch_size, bytes_per_elem)
+    for name, value in zip(("n_layers", "n_kv_heads", "head_dim", "batch_size", "bytes_per_elem"), sizes):
         _positive(name, value)
     _positive("seq_len", seq_len, allow_zero=True)
     return int(2 * n_layers * n_kv_heads * head_dim * seq_len * batch_size * bytes_per_elem)
@@ -68,34 +63,17 @@ class ModelShape:
 
 # Numbers from each model's config.json on the Hugging Face Hub (num_hidden_layers, num_attention_heads,
 # num_key_value_heads, hidden_size / num_attention_heads, max_position_embeddings).
-MODEL_PRESETS = {
-    m.name: m
-    for m in (
-        ModelShape(
-            "GPT-2 small",
-            12,
-            12,
-            12,
-            64,
-            1024,
-            "huggingface.co/openai-community/gpt2 config.json (n_layer, n_head, n_embd=768)",
-        ),
-        ModelShape("Llama-2-7B", 32, 32, 32, 128, 4096, "huggingface.co/meta-llama/Llama-2-7b-hf config.json"),
-        ModelShape("Llama-2-70B", 80, 64, 8, 128, 4096, "huggingface.co/meta-llama/Llama-2-70b-hf config.json"),
-        ModelShape("Llama-3-8B", 32, 32, 8, 128, 8192, "huggingface.co/meta-llama/Meta-Llama-3-8B config.json"),
-        ModelShape("Mistral-7B-v0.1", 32, 32, 8, 128, 32768, "huggingface.co/mistralai/Mistral-7B-v0.1 config.json"),
-        ModelShape("Qwen2-7B", 28, 28, 4, 128, 131072, "huggingface.co/Qwen/Qwen2-7B config.json (hidden_size 3584)"),
-        ModelShape(
-            "Falcon-7B",
-            32,
-            71,
-            1,
-            64,
-            2048,
-            "huggingface.co/tiiuae/falcon-7b config.json (multi_query, hidden_size 4544)",
-        ),
-    )
-}
+MODEL_PRESETS = {m.name: m for m in (
+    ModelShape("GPT-2 small", 12, 12, 12, 64, 1024,
+               "huggingface.co/openai-community/gpt2 config.json (n_layer, n_head, n_embd=768)"),
+    ModelShape("Llama-2-7B", 32, 32, 32, 128, 4096, "huggingface.co/meta-llama/Llama-2-7b-hf config.json"),
+    ModelShape("Llama-2-70B", 80, 64, 8, 128, 4096, "huggingface.co/meta-llama/Llama-2-70b-hf config.json"),
+    ModelShape("Llama-3-8B", 32, 32, 8, 128, 8192, "huggingface.co/meta-llama/Meta-Llama-3-8B config.json"),
+    ModelShape("Mistral-7B-v0.1", 32, 32, 8, 128, 32768, "huggingface.co/mistralai/Mistral-7B-v0.1 config.json"),
+    ModelShape("Qwen2-7B", 28, 28, 4, 128, 131072, "huggingface.co/Qwen/Qwen2-7B config.json (hidden_size 3584)"),
+    ModelShape("Falcon-7B", 32, 71, 1, 64, 2048,
+               "huggingface.co/tiiuae/falcon-7b config.json (multi_query, hidden_size 4544)"),
+)}  # fmt: skip
 
 
 def model_kv_bytes_per_token(shape: ModelShape, bytes_per_elem: float = 2) -> int:

@@ -23,40 +23,9 @@ IGNORE = -100  # cross_entropy's ignore_index: positions without a question
 N_FILLER = 16  # distinct filler "words"
 
 # What each token id means, for showing a sequence to a learner (the models only see ids).
-NAMES = (
-    "Alice",
-    "Beth",
-    "Cara",
-    "Dana",
-    "Emma",
-    "Fay",
-    "Gina",
-    "Hana",
-    "Iris",
-    "Jane",
-    "Kate",
-    "Lily",
-    "Mia",
-    "Nora",
-    "Olga",
-    "Pia",
-    "Rosa",
-    "Sara",
-    "Tina",
-    "Uma",
-    "Vera",
-    "Wren",
-    "Xia",
-    "Yara",
-    "Zoe",
-    "Ada",
-    "Bea",
-    "Cleo",
-    "Dora",
-    "Eve",
-    "Flo",
-    "Gail",
-)
+NAMES = ("Alice", "Beth", "Cara", "Dana", "Emma", "Fay", "Gina", "Hana", "Iris", "Jane", "Kate", "Lily", "Mia", "Nora",
+         "Olga", "Pia", "Rosa", "Sara", "Tina", "Uma", "Vera", "Wren", "Xia", "Yara", "Zoe", "Ada", "Bea", "Cleo",
+         "Dora", "Eve", "Flo", "Gail")  # fmt: skip
 FILLERS = ("the", "a", "cat", "sat", "on", "mat", "and", "then", "it", "was", "very", "far", "ran", "big", "old", "day")
 MAX_KEYS = len(NAMES)
 
