@@ -7,19 +7,9 @@ import math
 import numpy as np
 
 
-def loglog_slope(x, y, min_points: int = 2) -> float:
-    """Slope b of log y = a + b·log x over the finite positive points; NaN if fewer than `min_points`."""
-    xs = np.asarray(x, dtype=float)
-    ys = np.asarray(y, dtype=float)
-    ok = np.isfinite(xs) & np.isfinite(ys) & (xs > 0) & (ys > 0)
-    if ok.sum() < min_points or len(set(xs[ok])) < 2:
-        return math.nan
-    b, _ = np.polyfit(np.log(xs[ok]), np.log(ys[ok]), 1)
-    return float(b)
-
-
 def loglog_fit(x, y) -> tuple[float, float]:
-    """(a, b) with y ≈ exp(a)·x^b; NaNs when the fit is impossible."""
+    """(a, b) with y ≈ exp(a)·x^b, the least-squares line log y = a + b·log x over the finite positive points; NaNs
+    when the fit is impossible (fewer than two points, or a single x)."""
     xs = np.asarray(x, dtype=float)
     ys = np.asarray(y, dtype=float)
     ok = np.isfinite(xs) & np.isfinite(ys) & (xs > 0) & (ys > 0)
@@ -32,7 +22,7 @@ def loglog_fit(x, y) -> tuple[float, float]:
 def tail_slope(x, y, points: int = 3) -> float:
     """Slope over the largest `points` x values: where asymptotic scaling shows, not fixed overheads."""
     pairs = sorted((float(a), float(b)) for a, b in zip(x, y))[-points:]
-    return loglog_slope([p[0] for p in pairs], [p[1] for p in pairs])
+    return loglog_fit([p[0] for p in pairs], [p[1] for p in pairs])[1]
 
 
 def tail_fit(x, y, points: int = 3) -> tuple[float, float]:
