@@ -18,6 +18,29 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
+def loop(update: Callable, state, *inputs: torch.Tensor, dim: int = 1) -> torch.Tensor:
+    """A recurrence one token after another, n dependent steps: `update(state, *inputs_t)` → (y_t, state) for each
+    token of `inputs` along `dim`, the y_t stacked along it. unbind, not x[:, t]: the backward of one index op
+    writes a zero tensor as large as x (O(n) per step)."""
+    ys = []
+    for inputs_t in zip(*(t.unbind(dim) for t in inputs)):
+        y, state = update(state, *inputs_t)
+        ys.append(y)
+    return torch.stack(ys, dim=dim)
+
+
+def merge_heads(z: torch.Tensor) -> torch.Tensor:
+    """(B, H, T, hs) → (B, T, H·hs)."""
+    B, H, T, hs = z.shape
+    return z.transpose(1, 2).reshape(B, T, H * hs)
+
+
+def split_heads(qkv: torch.Tensor, n_heads: int) -> tuple[torch.Tensor, ...]:
+    """(B, T, 3d) → q, k, v, each (B, H, T, d/H)."""
+    B, T, C = qkv.shape
+    return tuple(z.view(B, T, n_heads, C // 3 // n_heads).transpose(1, 2) for z in qkv.chunk(3, dim=-1))
+
+
 class Recurrent(nn.Module):
     """One fused recurrent layer (nn.RNN / nn.LSTM / nn.GRU: cuDNN or oneDNN where available) from a zero state."""
 
@@ -36,16 +59,13 @@ class LoopLSTM(nn.Module):
         super().__init__()
         self.cell = nn.LSTMCell(d_model, d_model)
 
+    def _update(self, state: tuple, x_t: torch.Tensor) -> tuple[torch.Tensor, tuple]:
+        h, c = self.cell(x_t, state)  # h_t = f(h_{t-1}, x_t)
+        return h, (h, c)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, _, d = x.shape  # batch, time, channels
-        h = c = x.new_zeros(B, d)
-        outs = []
-        # unbind splits the sequence once: indexing x[:, t] inside the loop made backward write a zero tensor the
-        # size of the whole sequence at every step (O(n²) work), inflating the loop's time at long n
-        for x_t in x.unbind(1):  # h_t = f(h_{t-1}, x_t): T dependent steps
-            h, c = self.cell(x_t, (h, c))
-            outs.append(h)
-        return torch.stack(outs, dim=1)
+        zeros = x.new_zeros(x.shape[0], x.shape[2])  # (batch, channels)
+        return loop(self._update, (zeros, zeros), x)  # T dependent steps
 
 
 class Residual(nn.Module):
@@ -112,12 +132,9 @@ def naive_attention(q, k, v, causal: bool = True) -> tuple[torch.Tensor, torch.T
     return probs @ v, probs
 
 
-SDP_BACKENDS = {  # the backends sdpa_kernel can force; 'auto' leaves the choice to SDPA
-    "flash": SDPBackend.FLASH_ATTENTION,
-    "efficient": SDPBackend.EFFICIENT_ATTENTION,
-    "cudnn": SDPBackend.CUDNN_ATTENTION,
-    "math": SDPBackend.MATH,
-}
+# the backends sdpa_kernel can force; 'auto' leaves the choice to SDPA
+SDP_BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+                "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}  # fmt: skip
 
 
 def linear_attention(q, k, v, causal: bool = False, eps: float = 1e-6) -> torch.Tensor:
@@ -155,15 +172,13 @@ class SelfAttention(nn.Module):
         self.last_probs: torch.Tensor | None = None  # (B, H, T, T) after a forward with impl='naive'
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, C = x.shape  # batch, time, channels
-        q, k, v = self.qkv(x).split(C, dim=2)
-        q, k, v = (z.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for z in (q, k, v))  # (B, H, T, hs)
+        q, k, v = split_heads(self.qkv(x), self.n_heads)  # (B, H, T, hs)
         if self.keeps_probs:
             y, probs = naive_attention(q, k, v, self.causal)
             self.last_probs = probs.detach()
         else:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
-        return self.proj(y.transpose(1, 2).reshape(B, T, C))
+        return self.proj(merge_heads(y))
 
 
 class Block(nn.Module):

@@ -49,20 +49,16 @@ def _saved(loop: int, parallel: int) -> Callable[[str, Spec], int]:
 
 def _layer(name: str, s: Spec, form: str):
     """Page 5's layer of model `name` in `form`, sized by the Spec; its module (torch) is imported when it is built."""
-    from core.models.mixers.gated import MinGRU, MinLSTM
-    from core.models.mixers.linear import LinearAttention
-    from core.models.mixers.local import DilatedConv, SlidingWindow
-    from core.models.mixers.rwkv import RWKVTimeMix
-    from core.models.mixers.ssm import SelectiveSSM
+    from core.models.mixers import gated, linear, local, rwkv, ssm
 
     layers = {
-        "min_gru": lambda: MinGRU(s.d_model, form),
-        "min_lstm": lambda: MinLSTM(s.d_model, form),
-        "rwkv": lambda: RWKVTimeMix(s.d_model, form),
-        "selective_ssm": lambda: SelectiveSSM(s.d_model, form, s.d_state),
-        "linear_attention": lambda: LinearAttention(s.d_model, s.heads, form, s.chunk),
-        "sliding_window": lambda: SlidingWindow(s.d_model, s.heads, form, s.window),
-        "dilated_conv": lambda: DilatedConv(s.d_model, form, s.kernel, s.levels),
+        "min_gru": lambda: gated.MinGRU(s.d_model, form),
+        "min_lstm": lambda: gated.MinLSTM(s.d_model, form),
+        "rwkv": lambda: rwkv.RWKVTimeMix(s.d_model, form),
+        "selective_ssm": lambda: ssm.SelectiveSSM(s.d_model, form, s.d_state),
+        "linear_attention": lambda: linear.LinearAttention(s.d_model, s.heads, form, s.chunk),
+        "sliding_window": lambda: local.SlidingWindow(s.d_model, s.heads, form, s.window),
+        "dilated_conv": lambda: local.DilatedConv(s.d_model, form, s.kernel, s.levels),
     }
     return layers[name]()
 

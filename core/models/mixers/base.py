@@ -151,15 +151,3 @@ def g(x: torch.Tensor) -> torch.Tensor:
     """minGRU/minLSTM's positive activation: x + 0.5 for x ≥ 0, σ(x) below (keeps h > 0, as the paper's log-space
     scan needs), written as relu(x) + σ(min(x, 0)): the same values, and half the time of torch.where on a CPU."""
     return F.relu(x) + torch.sigmoid(x.clamp(max=0))
-
-
-def heads_view(z: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """(B, T, d) → (B, H, T, d/H)."""
-    B, T, C = z.shape
-    return z.view(B, T, n_heads, C // n_heads).transpose(1, 2)
-
-
-def merge_heads(z: torch.Tensor) -> torch.Tensor:
-    """(B, H, T, hs) → (B, T, H·hs)."""
-    B, H, T, hs = z.shape
-    return z.transpose(1, 2).reshape(B, T, H * hs)

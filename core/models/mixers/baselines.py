@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from core.models import paged_cache
-from core.models.mixers.base import FUSED, MixerLayer, heads_view, merge_heads
+from core.models.layers import merge_heads, split_heads
+from core.models.mixers.base import FUSED, MixerLayer
 
 
 class FusedRecurrent(MixerLayer):
@@ -54,9 +55,7 @@ class CachedBlock(MixerLayer):
         return self.block(x)
 
     def _kv(self, x: torch.Tensor):
-        attn = self.block.attn
-        q, k, v = attn.qkv(self.block.ln1(x)).chunk(3, dim=-1)
-        return (heads_view(z, attn.n_heads) for z in (q, k, v))  # (B, H, T, hs)
+        return split_heads(self.block.attn.qkv(self.block.ln1(x)), self.block.attn.n_heads)  # (B, H, T, hs)
 
     def init_state(self, batch: int, like: torch.Tensor) -> tuple:
         d = self.block.attn.qkv.in_features

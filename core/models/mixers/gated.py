@@ -15,10 +15,25 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from core.models.layers import loop
 from core.models.mixers.base import LOOP, MixerLayer, g, scan
 
 
-class MinGRU(MixerLayer):
+class _MinRNN(MixerLayer):
+    """What minGRU and minLSTM share: a state h of d numbers, one token's step `update(h, *gates_t)` → (h_t, h_t)."""
+
+    def recur_loop(self, *gates: torch.Tensor) -> torch.Tensor:
+        return loop(self.update, self.init_state(gates[0].shape[0], gates[0])[0], *gates)
+
+    def init_state(self, batch: int, like: torch.Tensor) -> tuple:
+        return (like.new_zeros(batch, self.to_gates.in_features),)
+
+    def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
+        h, _ = self.update(state[0], *self.recurrence_inputs(x_t))
+        return h, (h,)
+
+
+class MinGRU(_MinRNN):
     """minGRU: z_t = σ(W_z x_t), h̃_t = g(W_h x_t), h_t = (1 − z_t) ⊙ h_{t−1} + z_t ⊙ h̃_t (Feng et al. 2024, §3.1)."""
 
     def __init__(self, d_model: int, form: str = LOOP):
@@ -29,28 +44,15 @@ class MinGRU(MixerLayer):
         k, v = self.to_gates(x).chunk(2, dim=-1)  # (B, T, d) each
         return torch.sigmoid(k), g(v)  # z, h̃
 
-    def recur_loop(self, z: torch.Tensor, h_tilde: torch.Tensor) -> torch.Tensor:
-        h = z.new_zeros(z.shape[0], z.shape[2])
-        outs = []
-        # unbind, not z[:, t]: the backward of one index op writes a zero tensor as large as z (O(n) per step)
-        for z_t, h_t in zip(z.unbind(1), h_tilde.unbind(1)):  # n dependent steps
-            h = (1 - z_t) * h + z_t * h_t
-            outs.append(h)
-        return torch.stack(outs, dim=1)
+    def update(self, h: torch.Tensor, z: torch.Tensor, h_tilde: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = (1 - z) * h + z * h_tilde
+        return h, h
 
     def recur_scan(self, z: torch.Tensor, h_tilde: torch.Tensor) -> torch.Tensor:
         return scan(1 - z, z * h_tilde)
 
-    def init_state(self, batch: int, like: torch.Tensor) -> tuple:
-        return (like.new_zeros(batch, self.to_gates.in_features),)
 
-    def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
-        z, h_tilde = self.recurrence_inputs(x_t)
-        h = (1 - z) * state[0] + z * h_tilde
-        return h, (h,)
-
-
-class MinLSTM(MixerLayer):
+class MinLSTM(_MinRNN):
     """minLSTM: f_t, i_t = σ(W_f x_t), σ(W_i x_t), h̃_t = g(W_h x_t), normalised f′ = f/(f+i), i′ = i/(f+i),
     h_t = f′_t ⊙ h_{t−1} + i′_t ⊙ h̃_t (Feng et al. 2024, §3.2)."""
 
@@ -63,21 +65,9 @@ class MinLSTM(MixerLayer):
         f, i = torch.sigmoid(kf), torch.sigmoid(ki)
         return f / (f + i), i / (f + i), g(v)  # f′, i′, h̃
 
-    def recur_loop(self, f: torch.Tensor, i: torch.Tensor, h_tilde: torch.Tensor) -> torch.Tensor:
-        h = f.new_zeros(f.shape[0], f.shape[2])
-        outs = []
-        for f_t, i_t, h_t in zip(f.unbind(1), i.unbind(1), h_tilde.unbind(1)):  # n dependent steps
-            h = f_t * h + i_t * h_t
-            outs.append(h)
-        return torch.stack(outs, dim=1)
+    def update(self, h: torch.Tensor, f: torch.Tensor, i: torch.Tensor, h_tilde: torch.Tensor) -> tuple:
+        h = f * h + i * h_tilde
+        return h, h
 
     def recur_scan(self, f: torch.Tensor, i: torch.Tensor, h_tilde: torch.Tensor) -> torch.Tensor:
         return scan(f, i * h_tilde)
-
-    def init_state(self, batch: int, like: torch.Tensor) -> tuple:
-        return (like.new_zeros(batch, self.to_gates.in_features),)
-
-    def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
-        f, i, h_tilde = self.recurrence_inputs(x_t)
-        h = f * state[0] + i * h_tilde
-        return h, (h,)

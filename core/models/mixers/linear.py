@@ -14,7 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.models.mixers.base import LOOP, MixerLayer, heads_view, merge_heads
+from core.models.layers import loop, merge_heads, split_heads
+from core.models.mixers.base import LOOP, MixerLayer
 
 EPS = 1e-6
 
@@ -29,23 +30,20 @@ class LinearAttention(MixerLayer):
         self.proj = nn.Linear(d_model, d_model)
 
     def recurrence_inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        q, k, v = self.qkv(x).chunk(3, dim=-1)
-        q, k, v = (heads_view(z, self.n_heads) for z in (q, k, v))  # (B, H, T, hs)
+        q, k, v = split_heads(self.qkv(x), self.n_heads)  # (B, H, T, hs)
         return F.elu(q) + 1, F.elu(k) + 1, v  # φ(q), φ(k), v per head
 
     def read_out(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return self.proj(merge_heads(y))
 
+    def _update(self, state: tuple, q_t, k_t, v_t) -> tuple[torch.Tensor, tuple]:
+        """One token: (y_t, (S_t, z_t)) from (S_{t−1}, z_{t−1})."""
+        S = state[0] + k_t[..., :, None] * v_t[..., None, :]
+        z = state[1] + k_t
+        return (q_t[..., None, :] @ S).squeeze(-2) / ((q_t * z).sum(-1, keepdim=True) + EPS), (S, z)
+
     def recur_loop(self, fq: torch.Tensor, fk: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        B, H, _, hs = fq.shape
-        S = fq.new_zeros(B, H, hs, hs)
-        z = fq.new_zeros(B, H, hs)
-        ys = []
-        for q_t, k_t, v_t in zip(fq.unbind(2), fk.unbind(2), v.unbind(2)):  # n dependent steps
-            S = S + k_t[..., :, None] * v_t[..., None, :]
-            z = z + k_t
-            ys.append((q_t[..., None, :] @ S).squeeze(-2) / ((q_t * z).sum(-1, keepdim=True) + EPS))
-        return torch.stack(ys, dim=2)
+        return loop(self._update, self.init_state(fq.shape[0], fq), fq, fk, v, dim=2)
 
     def recur_chunked(self, fq: torch.Tensor, fk: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         B, H, T, hs = fq.shape
@@ -57,8 +55,7 @@ class LinearAttention(MixerLayer):
         mask = torch.ones(C, C, dtype=torch.bool, device=fq.device).tril()
         scores = (fq @ fk.transpose(-1, -2)).masked_fill(~mask, 0.0)  # (B, H, chunks, C, C): inside each chunk
         num, den = scores @ v, scores.sum(-1, keepdim=True)
-        S = fq.new_zeros(B, H, hs, hs)
-        z = fq.new_zeros(B, H, hs)
+        S, z = self.init_state(B, fq)
         nums, dens = [], []
         # unbind, not fq[:, :, i]: one index op's backward writes a zero tensor as large as the whole sequence
         chunks = zip(fq.unbind(2), fk.unbind(2), v.unbind(2), num.unbind(2), den.unbind(2))
@@ -77,10 +74,8 @@ class LinearAttention(MixerLayer):
 
     def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
         fq, fk, v = (z[:, :, 0] for z in self.recurrence_inputs(x_t[:, None]))  # (B, H, hs)
-        S = state[0] + fk[..., :, None] * v[..., None, :]
-        z = state[1] + fk
-        y = (fq[..., None, :] @ S).squeeze(-2) / ((fq * z).sum(-1, keepdim=True) + EPS)
-        return self.proj(y.reshape(y.shape[0], -1)), (S, z)
+        y, state = self._update(state, fq, fk, v)
+        return self.proj(y.reshape(y.shape[0], -1)), state
 
     def prefill(self, x: torch.Tensor, state: tuple) -> tuple:
         """Exact and parallel: the state is a sum over the tokens read."""

@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.models.mixers.base import CHUNKED, FUSED, MixerLayer, heads_view, merge_heads
+from core.models.layers import merge_heads, split_heads
+from core.models.mixers.base import CHUNKED, FUSED, MixerLayer
 
 
 class SlidingWindow(MixerLayer):
@@ -25,18 +26,15 @@ class SlidingWindow(MixerLayer):
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.proj = nn.Linear(d_model, d_model)
 
-    def _qkv(self, x: torch.Tensor):
-        return (heads_view(z, self.n_heads) for z in self.qkv(x).chunk(3, dim=-1))  # (B, H, T, hs) each
-
     def forward_banded(self, x: torch.Tensor) -> torch.Tensor:
         """The definition, as one banded mask over the whole n × n score matrix."""
-        q, k, v = self._qkv(x)
+        q, k, v = split_heads(self.qkv(x), self.n_heads)
         t = torch.arange(x.shape[1], device=x.device)
         band = (t[None, :] <= t[:, None]) & (t[None, :] > t[:, None] - self.window)  # key s allowed for query t
         return self.proj(merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=band)))
 
     def forward_chunked(self, x: torch.Tensor) -> torch.Tensor:
-        q, k, v = self._qkv(x)
+        q, k, v = split_heads(self.qkv(x), self.n_heads)
         B, H, T, hs = q.shape
         r = self.window
         pad = -T % r
@@ -66,13 +64,15 @@ class SlidingWindow(MixerLayer):
         return tuple(torch.cat([s, z], dim=2)[:, :, -self.window :].clone() for s, z in zip(state, (k, v)))
 
     def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
-        q, k, v = self._qkv(x_t[:, None])
+        q, k, v = split_heads(self.qkv(x_t[:, None]), self.n_heads)
         state = self._append(state, k, v)
         y = F.scaled_dot_product_attention(q, state[0], state[1])  # the one query sees every cached key
         return self.proj(merge_heads(y))[:, 0], state
 
     def prefill(self, x: torch.Tensor, state: tuple) -> tuple:
-        _, k, v = self._qkv(x[:, -self.window :])  # only the last r tokens' keys and values are kept
+        _, k, v = split_heads(
+            self.qkv(x[:, -self.window :]), self.n_heads
+        )  # only the last r tokens' keys and values are kept
         return self._append(state, k, v)
 
 

@@ -12,10 +12,12 @@ and β_t = e^{−w}β_{t−1} + e^{k_t} (v split into two positive parts), combi
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import torch
 from torch import nn
 
+from core.models.layers import loop
 from core.models.mixers.base import LOOP, TINY, MixerLayer, log_scan
 
 NEG = -1e38  # the running maximum before any token (the official kernel's start value)
@@ -55,13 +57,7 @@ class RWKVTimeMix(MixerLayer):
         return self.output(r * self.recurrence(self.form)(k, v, torch.exp(self.time_decay), self.time_first))
 
     def recur_loop(self, k: torch.Tensor, v: torch.Tensor, w: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-        a = b = k.new_zeros(k.shape[0], k.shape[2])
-        p = torch.full_like(a, NEG)
-        outs = []
-        for k_t, v_t in zip(k.unbind(1), v.unbind(1)):  # n dependent steps
-            wkv, (a, b, p) = _wkv_step(k_t, v_t, w, u, a, b, p)
-            outs.append(wkv)
-        return torch.stack(outs, dim=1)
+        return loop(partial(_wkv_step, w=w, u=u), self.init_state(k.shape[0], k)[:3], k, v)
 
     def recur_scan(self, k: torch.Tensor, v: torch.Tensor, w: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         log_a = (-w).expand_as(k)
@@ -88,12 +84,13 @@ class RWKVTimeMix(MixerLayer):
     def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
         a, b, p, prev = state
         k, v, r = self._project(x_t, prev)
-        wkv, (a, b, p) = _wkv_step(k, v, torch.exp(self.time_decay), self.time_first, a, b, p)
+        wkv, (a, b, p) = _wkv_step((a, b, p), k, v, w=torch.exp(self.time_decay), u=self.time_first)
         return self.output(r * wkv), (a, b, p, x_t.clone())  # a copy: the state owns what it keeps
 
 
-def _wkv_step(k, v, w, u, a, b, p):
-    """One step of the official stable recurrence: wkv_t from the state, then the state after token t."""
+def _wkv_step(state, k, v, *, w, u):
+    """One step of the official stable recurrence: wkv_t from the state (a, b, p), then the state after token t."""
+    a, b, p = state
     ww = u + k
     q = torch.maximum(p, ww)
     e1, e2 = torch.exp(p - q), torch.exp(ww - q)

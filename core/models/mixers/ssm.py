@@ -15,11 +15,13 @@ log-space scan would need two scans of its positive and negative parts over chan
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from core.models.layers import loop
 from core.models.mixers.base import LOOP, MixerLayer, scan
 
 
@@ -51,14 +53,14 @@ class SelectiveSSM(MixerLayer):
     def read_out(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return self.output(y + self.D * x)
 
+    def _update(self, h, dt, B, C, x, *, A) -> tuple[torch.Tensor, torch.Tensor]:
+        """One token: (C_t · h_t, h_t) from h_{t−1}."""
+        h = torch.exp(dt[..., None] * A) * h + (dt * x)[..., None] * B[:, None, :]
+        return (h * C[:, None, :]).sum(-1), h
+
     def recur_loop(self, dt, B, C, A, x) -> torch.Tensor:
         """C_t · h_t per token, the states h_t (d × N each) read out as they are made: none is kept."""
-        h = x.new_zeros(x.shape[0], x.shape[2], self.d_state)  # (batch, d, N)
-        ys = []
-        for dt_t, B_t, C_t, x_t in zip(dt.unbind(1), B.unbind(1), C.unbind(1), x.unbind(1)):  # n dependent steps
-            h = torch.exp(dt_t[..., None] * A) * h + (dt_t * x_t)[..., None] * B_t[:, None, :]
-            ys.append((h * C_t[:, None, :]).sum(-1))
-        return torch.stack(ys, dim=1)
+        return loop(partial(self._update, A=A), self.init_state(x.shape[0], x)[0], dt, B, C, x)
 
     def recur_scan(self, dt, B, C, A, x) -> torch.Tensor:
         a = torch.exp(dt[..., None] * A)  # (batch, T, d, N): the decay, in (0, 1]
@@ -71,5 +73,5 @@ class SelectiveSSM(MixerLayer):
 
     def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
         dt, B, C, A = self._inputs(x_t)
-        h = torch.exp(dt[..., None] * A) * state[0] + (dt * x_t)[..., None] * B[:, None, :]
-        return self.output((h * C[:, None, :]).sum(-1) + self.D * x_t), (h,)
+        y, h = self._update(state[0], dt, B, C, x_t, A=A)
+        return self.output(y + self.D * x_t), (h,)
