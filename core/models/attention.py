@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from functools import partial
 
 from core.memory_formulas import score_bytes
 
@@ -150,31 +151,29 @@ def _sdpa_saved(s: Shape, backend: str) -> float:
     return math.nan
 
 
-def _attend(kernel: str) -> Callable:
-    def attend(q, k, v, causal: bool, backend: str):
-        from core.models import layers
+def _attend(kernel: str, q, k, v, causal: bool, backend: str):
+    """`kernel` of core.models.layers on (q, k, v), imported when called."""
+    from core.models import layers
 
-        if kernel == "naive":
-            return layers.naive_attention(q, k, v, causal)[0]
-        if kernel == "linear":
-            return layers.linear_attention(q, k, v, causal)
-        return layers.sdpa(q, k, v, backend, causal)
-
-    return attend
+    if kernel == "naive":
+        return layers.naive_attention(q, k, v, causal)[0]
+    if kernel == "linear":
+        return layers.linear_attention(q, k, v, causal)
+    return layers.sdpa(q, k, v, backend, causal)
 
 
 register(AttentionImpl(
-    "naive", "softmax", "train", 2, 2, _softmax_flops, _naive_bytes, _attend("naive"), saved_formula=_naive_saved,
+    "naive", "softmax", "train", 2, 2, _softmax_flops, _naive_bytes, partial(_attend, "naive"), saved_formula=_naive_saved,
     model_bytes=lambda L, s: L * score_bytes(s.batch_size, s.n_heads, s.seq_len, s.elem_bytes),
 ))  # fmt: skip
 register(AttentionImpl(
-    "sdpa", "softmax", "train", 2, 1, _softmax_flops, _sdpa_bytes, _attend("sdpa"), uses_backends=True,
+    "sdpa", "softmax", "train", 2, 1, _softmax_flops, _sdpa_bytes, partial(_attend, "sdpa"), uses_backends=True,
     saved_formula=_sdpa_saved,
     model_bytes=lambda L, s: L * s.batch_size * s.n_heads * s.seq_len * (s.head_dim * s.elem_bytes + 4),
 ))  # fmt: skip
 register(AttentionImpl(
     "linear", "linear", "train", 1, 1, lambda s: 3.5 * 4.0 * s.batch_size * s.n_heads * s.seq_len * s.head_dim**2,
-    _linear_bytes, _attend("linear"),
+    _linear_bytes, partial(_attend, "linear"),
 ))  # fmt: skip
 # an LSTM as wide as all heads together reads n tokens at inference, keeping only (h, c): 8·d·2d FLOPs per token
 register(AttentionImpl(

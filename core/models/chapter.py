@@ -41,9 +41,8 @@ def _lstm_attention(s: Spec, form: str):
 
 
 def _lstm_attention_flops(B: int, T: int, d: int, causal: bool = True) -> int:
-    """The LSTM's gates, then attention over its states: QKV and output projections 8·d² per token, plus QKᵀ and
-    (probabilities)V (halved when causal)."""
-    return fl.recurrent_forward(4, B, T, d, d) + B * T * 8 * d * d + fl.attention_forward(B, T, d, causal=causal)
+    """The LSTM's gates, then attention over its states: a Transformer layer's count without its MLP."""
+    return fl.recurrent_forward(4, B, T, d, d) + fl.transformer_layer_forward(B, T, d, mlp_ratio=0, causal=causal)
 
 
 def _recurrent_flops(gates: int) -> Callable[..., int]:
@@ -79,6 +78,8 @@ _LSTM_FACTS = {"family": RECURRENT, "layer_flops": _recurrent_flops(4), "layer_p
                "activation_floats": 12, "forget_gate": True, "table1": "recurrent"}  # fmt: skip
 _BLOCK_FACTS = {"family": ATTENTION, "layer_flops": fl.transformer_layer_forward, "activation_floats": 40,
                 "positions": True, "table1": "self_attention"}  # fmt: skip
+_PRE_LN = {"make": partial(_block, "pre", True), "layer_params": _block_params("pre"), "color": "#1f77b4",
+           "final_norm": True, "representative": True, "residual": True, "norm": "pre", **_BLOCK_FACTS}  # fmt: skip
 _REACH = ("gradient_reach", "gradient_reach:quick")  # offered on the gradient reach page and run by its presets
 # the chapter's models on page 5: they read one token at a time through their state (or KV cache)
 _PAGE5 = {"steps": lambda n, form, s: n, "decoder": partial(_decoder, "FusedRecurrent")}
@@ -98,16 +99,13 @@ register(Model("gru", RECURRENT, partial(_fused, "GRU"),
                state_floats=lambda n, s: s.d_model, source="Cho et al. 2014 (nn.GRU)", **_PAGE5))  # fmt: skip
 register(Model("lstm_loop", make=_loop_lstm, tags=_tags("serial", "scaling"), fused=False, twin="lstm",
                **_LSTM_FACTS))  # fmt: skip
-register(Model("transformer", make=partial(_block, "pre", True), layer_params=_block_params("pre"), color="#1f77b4",
-               tags=_tags("serial", "scaling", "long_range", ANSWERS, "recall_frontier", "recall_frontier:quick",
-                          "recall_frontier:tiny"),
-               final_norm=True, representative=True, residual=True, norm="pre", steps=lambda n, form, s: 1,
-               state_floats=lambda n, s: 2 * tokens_held(n) * s.d_model, decoder=partial(_decoder, "CachedBlock"),
-               source="Vaswani et al. 2017 (Pre-LN block, SDPA)", **_BLOCK_FACTS))  # fmt: skip
+register(Model("transformer", tags=_tags("serial", "scaling", "long_range", ANSWERS, "recall_frontier",
+                                         "recall_frontier:quick", "recall_frontier:tiny"),
+               steps=lambda n, form, s: 1, state_floats=lambda n, s: 2 * tokens_held(n) * s.d_model,
+               decoder=partial(_decoder, "CachedBlock"), source="Vaswani et al. 2017 (Pre-LN block, SDPA)",
+               **_PRE_LN))  # fmt: skip
 # gradient reach probes one layer alone: a whole Pre-LN Transformer block (attention + MLP, residual)
-register(Model("attention", make=partial(_block, "pre", True), layer_params=_block_params("pre"), color="#1f77b4",
-               tags=_tags(*_REACH, "answers_reach"), final_norm=True, representative=True, residual=True, norm="pre",
-               **_BLOCK_FACTS))  # fmt: skip
+register(Model("attention", tags=_tags(*_REACH, "answers_reach"), **_PRE_LN))
 # attention bolted onto a recurrence: attention's one-step path between tokens, the LSTM's n dependent steps
 register(Model("lstm_attention", RECURRENT, _lstm_attention, _tags("serial", "scaling", *_REACH, "long_range"),
                "#9467bd", _lstm_attention_flops,
