@@ -62,6 +62,17 @@ class MixerLayer(nn.Module):
         return state
 
 
+class ChunkMixer(MixerLayer):
+    """A mixer that reads a chunk of tokens from a state exactly, in one call: `run(x, state)` → (y, state)."""
+
+    def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
+        y, state = self.run(x_t[:, None], state)
+        return y[:, 0], state
+
+    def prefill(self, x: torch.Tensor, state: tuple) -> tuple:
+        return self.run(x, state)[1]
+
+
 def state_bytes(state) -> int:
     """Bytes of the tensors a state holds, each storage counted once."""
     storages = {}

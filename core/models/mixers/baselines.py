@@ -11,10 +11,10 @@ import torch.nn.functional as F
 
 from core.models import paged_cache
 from core.models.layers import merge_heads, split_heads
-from core.models.mixers.base import FUSED, MixerLayer
+from core.models.mixers.base import FUSED, ChunkMixer, MixerLayer
 
 
-class FusedRecurrent(MixerLayer):
+class FusedRecurrent(ChunkMixer):
     """A registry layer holding `.rnn` (nn.LSTM or nn.GRU): training runs the fused kernel; decoding feeds it one
     token at a time with its state (h, or h and c)."""
 
@@ -30,16 +30,10 @@ class FusedRecurrent(MixerLayer):
         zeros = like.new_zeros(rnn.num_layers, batch, rnn.hidden_size)
         return (zeros, zeros.clone()) if isinstance(rnn, torch.nn.LSTM) else (zeros,)
 
-    def _call(self, x: torch.Tensor, state: tuple):
+    def run(self, x: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
+        """The fused kernel reads the whole chunk, starting from `state`."""
         out, new = self.layer.rnn(x, state if len(state) == 2 else state[0])
         return out, (new if isinstance(new, tuple) else (new,))
-
-    def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
-        out, state = self._call(x_t[:, None], state)
-        return out[:, 0], state
-
-    def prefill(self, x: torch.Tensor, state: tuple) -> tuple:
-        return self._call(x, state)[1]  # the fused kernel reads the whole chunk, starting from `state`
 
 
 class CachedBlock(MixerLayer):

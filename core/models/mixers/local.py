@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from core.models.layers import merge_heads, split_heads
-from core.models.mixers.base import CHUNKED, FUSED, MixerLayer
+from core.models.mixers.base import CHUNKED, FUSED, ChunkMixer, MixerLayer
 
 
 class SlidingWindow(MixerLayer):
@@ -76,7 +76,7 @@ class SlidingWindow(MixerLayer):
         return self._append(state, k, v)
 
 
-class DilatedConv(MixerLayer):
+class DilatedConv(ChunkMixer):
     """`levels` causal convolutions of kernel k, dilation k^i at level i (doubling for k = 2), GELU between:
     the receptive field is exactly k^levels tokens. The state is each level's last (k−1)·k^i inputs."""
 
@@ -98,17 +98,10 @@ class DilatedConv(MixerLayer):
         d = self.convs[0].in_channels
         return tuple(like.new_zeros(batch, d, self._reach(i)) for i in range(len(self.convs)))
 
-    def _run(self, x: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
+    def run(self, x: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
         h, kept = x.transpose(1, 2), []
         for i, conv in enumerate(self.convs):
             buf = torch.cat([state[i], h], dim=2)  # the inputs this level still needed, then the new ones
             kept.append(buf[:, :, buf.shape[2] - self._reach(i) :].clone())
             h = F.gelu(conv(buf))
         return h.transpose(1, 2), tuple(kept)
-
-    def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
-        y, state = self._run(x_t[:, None], state)
-        return y[:, 0], state
-
-    def prefill(self, x: torch.Tensor, state: tuple) -> tuple:
-        return self._run(x, state)[1]

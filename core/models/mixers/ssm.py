@@ -42,13 +42,10 @@ class SelectiveSSM(MixerLayer):
             self.to_dt.bias.copy_(dt + torch.log(-torch.expm1(-dt)))
         self.output = nn.Linear(d, d)
 
-    def _inputs(self, x: torch.Tensor):
-        """Δ (…, d), B and C (…, N), A (d, N)."""
-        B, C = self.to_bc(x).chunk(2, dim=-1)
-        return F.softplus(self.to_dt(x)), B, C, -torch.exp(self.A_log)
-
     def recurrence_inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return (*self._inputs(x), x)  # Δ, B, C, A and the input itself (the state's input term is Δ·x·B)
+        """Δ (…, d), B and C (…, N), A (d, N) and the input itself (the state's input term is Δ·x·B)."""
+        B, C = self.to_bc(x).chunk(2, dim=-1)
+        return F.softplus(self.to_dt(x)), B, C, -torch.exp(self.A_log), x
 
     def read_out(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return self.output(y + self.D * x)
@@ -72,6 +69,6 @@ class SelectiveSSM(MixerLayer):
         return (like.new_zeros(batch, self.D.shape[0], self.d_state),)
 
     def step(self, x_t: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
-        dt, B, C, A = self._inputs(x_t)
+        dt, B, C, A, _ = self.recurrence_inputs(x_t)
         y, h = self._update(state[0], dt, B, C, x_t, A=A)
         return self.output(y + self.D * x_t), (h,)
