@@ -16,29 +16,9 @@ from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
 from core.rules import FINAL_FRACTION, LEARNED_FRACTION, UNDERFLOW
 
-COLUMNS = (
-    "model",
-    "n_layers",
-    "layer",
-    "step",
-    "phase",
-    "grad_norm",
-    "loss",
-    "lr",
-    "lr_now",
-    "warmup_steps",
-    "clip",
-    "clipped",
-    "seed",
-    "d_model",
-    "vocab_size",
-    "noise",
-    "seq_len",
-    "batch_size",
-    "status",
-    "note",
-    "predicted_bytes",
-)
+COLUMNS = ("model", "n_layers", "layer", "step", "phase", "grad_norm", "loss", "lr", "lr_now", "warmup_steps", "clip",
+           "clipped", "seed", "d_model", "vocab_size", "noise", "seq_len", "batch_size", "status", "note",
+           "predicted_bytes")  # fmt: skip
 
 
 class Roles(NamedTuple):
