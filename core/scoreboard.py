@@ -44,16 +44,14 @@ def _ok(df: pd.DataFrame | None) -> pd.DataFrame:
 
 
 def serial_facts(df: pd.DataFrame | None) -> dict:
-    """The chapter's pair (per family): step-time exponent, dependent steps and time at its longest length; the
-    Transformer ÷ LSTM comparison as the serial page states it."""
+    """The chapter's pair (per family): step-time exponent, dependent steps and time at its longest length; and the
+    device's peak FLOP/s (the median measured)."""
     ok = _ok(df)
-    out: dict = {}
     if not len(ok) or "model" not in ok:
-        return out
+        return {}
     slopes = serial_findings.scaling_exponents(ok)
     pair = serial_findings.chapter_pair(ok["model"]) or ()
-    for family, m in zip((RECURRENT, ATTENTION), pair):
-        out[family] = _serial_fact(ok, slopes, m)
+    out = {family: _serial_fact(ok, slopes, m) for family, m in zip((RECURRENT, ATTENTION), pair)}
     if "peak_flops_per_s" in ok:
         out["peak_flops_per_s"] = float(ok["peak_flops_per_s"].median())
     return out
