@@ -64,18 +64,10 @@ def table1(frames: dict, tr, gpu: dict | None = None):
     measured = cells(frames, tr)
     devices = [str(df["device"].iloc[0]) for df in (gpu or {}).values() if df is not None and len(df)]
     gpu_cells = cells(gpu, tr) if devices else {}
+    header = [tr(f"home.t1.{c}") for c in ("layer", "complexity", "sequential", "path", "m_cost", "m_steps", "m_path")]
     rows = []
-    for key, cost, seq, path in TABLE1:
-        m = measured.get(key, (tr("home.t1.not_here"),) * 3)
-        row = {
-            tr("home.t1.layer"): tr(f"home.t1.{key}"),
-            tr("home.t1.complexity"): cost,
-            tr("home.t1.sequential"): seq,
-            tr("home.t1.path"): path,
-            tr("home.t1.m_cost"): m[0],
-            tr("home.t1.m_steps"): m[1],
-            tr("home.t1.m_path"): m[2],
-        }
+    for key, *paper in TABLE1:
+        row = dict(zip(header, (tr(f"home.t1.{key}"), *paper, *measured.get(key, (tr("home.t1.not_here"),) * 3))))
         if devices:
             row[tr("home.t1.m_cost_gpu", device=devices[0])] = gpu_cells.get(key, (tr("home.t1.not_here"),))[0]
         rows.append(row)

@@ -26,10 +26,6 @@ KINDS = ("cpu", "cuda", "mps")  # the kinds of machine a visitor's page may run 
 VERSION = 1
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 _hashed: dict[tuple, str] = {}
 
 
@@ -41,7 +37,7 @@ def _sources(folder: Path) -> dict[str, str]:
             st = path.stat()
             key = (str(path), st.st_size, st.st_mtime_ns)
             if key not in _hashed:
-                _hashed[key] = _sha256(path)
+                _hashed[key] = hashlib.sha256(path.read_bytes()).hexdigest()
             out[path.name] = _hashed[key]
     return out
 
@@ -59,16 +55,9 @@ def reference_frames(folder: Path, kind: str, strict: bool = False) -> dict:
     frames = {}
     for name in home.experiments():
         ref, _ = load_reference(name, folder=folder)
-        if not len(ref):
-            frames[name] = None
-            continue
         devices = list(dict.fromkeys(ref["device"]))
-        same = [d for d in devices if str(d).startswith(kind)]
-        if strict and not same:
-            frames[name] = None
-            continue
-        device = (same or devices)[0]
-        frames[name] = ref[ref["device"] == device]
+        pick = [d for d in devices if str(d).startswith(kind)] or ([] if strict else devices)
+        frames[name] = ref[ref["device"] == pick[0]] if pick else None
     return frames
 
 

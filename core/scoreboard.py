@@ -18,6 +18,7 @@ from core.findings import attention_cost as attention_findings
 from core.findings import depth as depth_findings
 from core.findings import long_range as long_range_findings
 from core.findings import serial as serial_findings
+from core.findings.long_range import pct
 from core.fit import exponent_text
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
@@ -43,16 +44,14 @@ def _ok(df: pd.DataFrame | None) -> pd.DataFrame:
 
 
 def serial_facts(df: pd.DataFrame | None) -> dict:
-    """The chapter's pair (per family): step-time exponent, dependent steps and time at its longest length; the
-    Transformer ÷ LSTM comparison as the serial page states it."""
+    """The chapter's pair (per family): step-time exponent, dependent steps and time at its longest length; and the
+    device's peak FLOP/s (the median measured)."""
     ok = _ok(df)
-    out: dict = {}
     if not len(ok) or "model" not in ok:
-        return out
+        return {}
     slopes = serial_findings.scaling_exponents(ok)
     pair = serial_findings.chapter_pair(ok["model"]) or ()
-    for family, m in zip((RECURRENT, ATTENTION), pair):
-        out[family] = _serial_fact(ok, slopes, m)
+    out = {family: _serial_fact(ok, slopes, m) for family, m in zip((RECURRENT, ATTENTION), pair)}
     if "peak_flops_per_s" in ok:
         out["peak_flops_per_s"] = float(ok["peak_flops_per_s"].median())
     return out
@@ -80,14 +79,15 @@ def _reach_fact(ok: pd.DataFrame, m: str) -> dict:
 def reach_facts(df: pd.DataFrame | None) -> dict:
     """Per family's model: the distance where the gradient fell REACH_FACTOR× (NaN: never, within T), far/near."""
     ok = _ok(df)
-    out = {}
     if not len(ok) or "distance" not in ok:
-        return out
-    for family in (RECURRENT, ATTENTION):
-        m = registry.representative(family, ok["model"])
-        if m is not None:
-            out[family] = _reach_fact(ok, m)
-    return out
+        return {}
+    return {f: _reach_fact(ok, m) for f, m in _representatives(ok["model"]).items()}
+
+
+def _representatives(models) -> dict:
+    """{family: its representative model among `models`} for the chapter's two families, where there is one."""
+    found = {f: registry.representative(f, models) for f in (RECURRENT, ATTENTION)}
+    return {f: m for f, m in found.items() if m is not None}
 
 
 def recall_facts(df: pd.DataFrame | None) -> dict:
@@ -104,15 +104,9 @@ def recall_facts(df: pd.DataFrame | None) -> dict:
     d = g["distance"].max()
     g = g[g["distance"] == d].set_index("model")
     out = {"task": task, "distance": int(d), "chance": float(g["chance"].iloc[0]) if "chance" in g else math.nan}
-    for family in (RECURRENT, ATTENTION):
-        m = registry.representative(family, g.index)
-        if m is not None:
-            out[family] = {"accuracy": float(g.loc[m, "accuracy"]), "step": int(g.loc[m, "step"])}
+    for family, m in _representatives(g.index).items():
+        out[family] = {"accuracy": float(g.loc[m, "accuracy"]), "step": int(g.loc[m, "step"])}
     return out
-
-
-def _pct(x: float) -> str:
-    return "–" if not math.isfinite(x) else f"{100 * x:.0f}%"
 
 
 def _num(x: float, digits: int = 2) -> str:
@@ -160,9 +154,12 @@ def reach_cells(frames: dict, tr) -> dict:
 
 
 def _path(r: dict | None, tr, flat: bool = False) -> str | None:
-    """Where a model's gradient falls REACH_FACTOR×, else (never, within T) how far it goes, or how flat it stays."""
+    """Where a model's gradient ends (a window's or a kernel's), else where it falls REACH_FACTOR×, else (never,
+    within T) how far it goes, or how flat it stays."""
     if r is None:
         return None
+    if math.isfinite(r.get("end", math.nan)):
+        return tr("home.t1.ends", end=int(r["end"]))
     if math.isfinite(r["reach"]):
         return tr("home.t1.reach", reach=int(r["reach"]))
     if not flat:
@@ -190,14 +187,9 @@ def answers_cells(frames: dict, tr) -> dict:
             at = g[g["seq_len"] == g["seq_len"].max()].iloc[0]
             steps = _link(tr("home.t1.steps", steps=int(at["seq_steps"]), T=int(at["seq_len"])))
         hit = reach[[answers_findings.row_of(m, row) for m in reach["model"]]] if len(reach) else reach
-        if len(hit):
+        if len(hit):  # the profile counts distances from 0: its last one is T - 1, and its gradient's end - 1
             r = hit.iloc[0]
-            if math.isfinite(r["end"]):
-                path = _link(tr("home.t1.ends", end=int(r["end"]) - 1))
-            elif math.isfinite(r["reach"]):
-                path = _link(tr("home.t1.reach", reach=int(r["reach"])))
-            else:
-                path = _link(tr("home.t1.no_reach", T=int(r["T"]) - 1))
+            path = _link(_path({"end": r["end"] - 1, "reach": r["reach"], "T": int(r["T"]) - 1}, tr))
         out[row] = (cost, steps, path)
     return out
 
@@ -221,7 +213,7 @@ def long_range_finding(frames: dict, tr) -> str | None:
     rc = recall_facts(frames.get("long_range"))
     if RECURRENT in rc and ATTENTION in rc:
         return tr("home.find.long_range", d=rc["distance"], task=tr(f"long_range.task.{rc['task']}"),
-                  tf=_pct(rc[ATTENTION]["accuracy"]), lstm=_pct(rc[RECURRENT]["accuracy"]), chance=_pct(rc["chance"]))  # fmt: skip
+                  tf=pct(rc[ATTENTION]["accuracy"]), lstm=pct(rc[RECURRENT]["accuracy"]), chance=pct(rc["chance"]))  # fmt: skip
     r = reach_facts(frames.get("gradient_reach"))
     if RECURRENT in r and ATTENTION in r:
         return tr("home.find.reach", reach=_num(r[RECURRENT]["reach"], 3), ratio=_num(r[ATTENTION]["ratio"]),

@@ -71,17 +71,19 @@ def headline(df: pd.DataFrame | None) -> dict | None:
             "speedup0": float(low["speedup"]), "loop": at.loc[LOOP], "fast": at.loc[top["form"]]}  # fmt: skip
 
 
-def _how(tr, x: float, lo: float, hi: float) -> str:
-    """'2.1× faster' or 'took 1.4× the time' as the catalogue says it, with the paired spread."""
+def how(h: dict) -> tuple[str, dict]:
+    """'faster' and the headline's speed-up with its paired spread as written ({x, lo, hi}: '2.1× faster'), or
+    'slower' and the time it took instead ('took 1.4× the time': the inverses, the spread inverted with them)."""
+    x, lo, hi = h["speedup"], h["q25"], h["q75"]
     if x >= 1:
-        return tr("answers.how.faster", x=times_text(x), lo=times_text(lo), hi=times_text(hi))
-    return tr("answers.how.slower", x=times_text(1 / x), lo=times_text(1 / hi), hi=times_text(1 / lo))
+        return "faster", {"x": times_text(x), "lo": times_text(lo), "hi": times_text(hi)}
+    return "slower", {"x": times_text(1 / x), "lo": times_text(1 / hi), "hi": times_text(1 / lo)}
 
 
 def headline_text(h: dict, tr) -> str:
     """The headline as the page and the home page both say it."""
-    text = tr("answers.take.headline", mixer=model_name(h["mixer"], tr), n=h["n"],
-              how=_how(tr, h["speedup"], h["q25"], h["q75"]))  # fmt: skip
+    way, said = how(h)
+    text = tr("answers.take.headline", mixer=model_name(h["mixer"], tr), n=h["n"], how=tr(f"answers.how.{way}", **said))
     if h["n0"] != h["n"]:
         text += tr("ui.sentence_sep") + tr("answers.take.headline_at", n0=h["n0"], x0=times_text(h["speedup0"]))
     return text
@@ -302,14 +304,13 @@ def reach_takeaways(df: pd.DataFrame, tr) -> list[str]:
         lo, hi = int(decays["reach"].min()), int(decays["reach"].max())
         out.append(tr("answers.take.decay", names=_names(decays["model"], tr), lo=lo, hi=hi))
     for _, r in prof[prof["end"].notna() & prof["model"].isin(registry.names(ANSWERS))].iterrows():
-        spec = Spec(r["d_model"])
-        if registry.get(r["model"]).family == CONVOLUTION:
-            out.append(tr("answers.take.field", end=int(r["end"]) - 1, k=spec.kernel, levels=spec.levels,
-                          field=spec.kernel**spec.levels))  # fmt: skip
+        spec, end = Spec(r["d_model"]), int(r["end"]) - 1
+        if registry.get(r["model"]).family == CONVOLUTION:  # a stack of kernels of size k: k^levels tokens
+            k, levels = spec.kernel, spec.levels
+            out.append(tr("answers.take.field", end=end, k=k, levels=levels, field=k**levels))
         else:
             layers = registry.get(r["model"]).reach_depth
-            out.append(tr("answers.take.window_reach", end=int(r["end"]) - 1, layers=layers, r=spec.window,
-                          per=spec.window - 1))  # fmt: skip
+            out.append(tr("answers.take.window_reach", end=end, layers=layers, r=spec.window, per=spec.window - 1))
     level = prof[prof["reach"].isna() & prof["end"].isna() & (prof["lo"] > 0)]
     if len(level):
         out.append(tr("answers.take.kept", names=_names(level["model"], tr), T=int(level["T"].max()) - 1))

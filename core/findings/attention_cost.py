@@ -32,10 +32,8 @@ def _sweep(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def wall(df: pd.DataFrame, budget_bytes: float, metric: str = "peak_bytes", points: int = 3) -> pd.DataFrame:
-    """Per implementation: fit bytes ≈ a·n^b over the largest `points` measured n, then solve a·n^b = budget.
-
-    The predicted largest n is an extrapolation of the fitted curve, not a measurement.
-    """
+    """Per implementation: fit bytes ≈ a·n^b over the largest `points` measured n, then solve a·n^b = budget; the
+    predicted largest n is an extrapolation of the fitted curve, not a measurement."""
     out = []
     for (impl, req), g in _sweep(df).groupby(["impl", "requested_backend"], sort=False):
         g = g.dropna(subset=[metric]).sort_values("seq_len").tail(points)
@@ -62,13 +60,11 @@ def extrapolate(
     lengths=WALL_LENGTHS,
     budget_bytes: float = math.nan,
 ) -> pd.DataFrame:
-    """A whole model at 8K … 1M tokens: attention memory by formula, time extrapolated from this device.
-
-    Memory (formula): training keeps, per layer, the probabilities (naive: B·H·n²) or the output and log-sum-exp
-    (fused: B·H·n·(d + 4 bytes)); inference keeps the KV cache. Time (extrapolation): the largest measured naive /
-    SDPA fwd+bwd point, scaled by (n / n_measured)² — attention's FLOPs, exactly n² — and by layers · heads ·
-    head size · batch. A fitted exponent would be noisier over a 500× jump; the measured slope is on the page.
-    """
+    """A whole model at 8K … 1M tokens: attention memory by formula, time extrapolated from this device. Memory
+    (formula): training keeps, per layer, the probabilities (naive: B·H·n²) or the output and log-sum-exp (fused:
+    B·H·n·(d + 4 bytes)); inference keeps the KV cache. Time (extrapolation): the largest measured naive / SDPA fwd+bwd
+    point, scaled by (n / n_measured)² — attention's FLOPs, exactly n² — and by layers · heads · head size · batch. A
+    fitted exponent would be noisier over a 500× jump; the measured slope is on the page."""
     e = DTYPE_BYTES[dtype]
     L, H, d, B = shape.n_layers, shape.n_heads, shape.head_dim, batch_size
     anchors = {}
@@ -190,9 +186,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     if noisy:
         out.append(tr("attention_cost.take.noisy", k=int(noisy), total=len(ok)))
     named = ok.assign(what=[tr(f"attention_cost.impl.{i}") for i in ok["impl"]]) if len(ok) else ok
-    fresh = fresh_memory_text(named, tr, "attention_cost", label="what", time="time_ms")
-    if fresh:
-        out.append(fresh)
+    out += fresh_memory_text(named, tr, "attention_cost", label="what", time="time_ms")
     naive = ok[ok.impl == attention.find(ok.impl, computes="softmax", memory_exponent=2)]
     fused = ok[(ok.impl == attention.find(ok.impl, computes="softmax", memory_exponent=1))
                & (ok.requested_backend == attention.AUTO)]  # fmt: skip
@@ -221,10 +215,9 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     df = status.normalize(df)
     refused = df[df.status.isin(status.NOT_MEASURED)].copy()
     if len(refused):
-        refused["key"] = refused.status
         refused["name"] = [_label_text(i, tr) + (bracketed(b, tr) if b != attention.NO_BACKEND else "")
                            for i, b in zip(refused.impl, refused.requested_backend)]  # fmt: skip
-        for (key, name), g in refused.groupby(["key", "name"], sort=False):
+        for (key, name), g in refused.groupby(["status", "name"], sort=False):
             g = g.sort_values("seq_len")
             n, need = _span(g.seq_len, _fmt_n), _span(g.predicted_bytes, format_bytes)
             said = {"impl": name, "backend": g.requested_backend.iloc[0], "n": n, "need": need}

@@ -65,12 +65,10 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         c = comparison(df, model)
         if c is None:
             continue
-        name = tr(f"model.{model}")
-        b, se = c["growth"]
-        bp, sep = c["growth_plain"]
-        out.append(tr("ckpt.take.memory", model=name, T=c["T"], ck=format_bytes(c["ck"]["layer_saved_bytes"]),
-                      plain=format_bytes(c["plain"]["layer_saved_bytes"]), cut=f"{c['cut']:,.0f}",
-                      b=exponent_text(b, se), bp=exponent_text(bp, sep)))  # fmt: skip
+        ck, plain = (format_bytes(c[k]["layer_saved_bytes"]) for k in ("ck", "plain"))
+        b, bp = (exponent_text(*c[k]) for k in ("growth", "growth_plain"))
+        said = {"model": tr(f"model.{model}"), "T": c["T"], "ck": ck, "plain": plain, "b": b, "bp": bp}
+        out.append(tr("ckpt.take.memory", **said, cut=f"{c['cut']:,.0f}"))
         r, lo, hi = (float(c["ck"][k]) for k in ("time_ratio", "time_ratio_q25", "time_ratio_q75"))
         if math.isfinite(r):
             key = "slower" if lo > 1 else "faster" if hi < 1 else "same"
@@ -82,10 +80,6 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         if whole > 0:
             out.append(tr("ckpt.take.head", head=format_bytes(head), share=f"{100 * head / whole:.0f}", T=c["T"]))
     if len(ok):
-        named = ok.assign(
-            what=[f"{tr(f'model.{m}')} · {tr(f'serial.ckpt.bptt.{b}')}" for m, b in zip(ok["model"], ok["bptt"])]
-        )
-        fresh = fresh_memory_text(named, tr, "checkpoint", label="what")
-        if fresh:
-            out.append(fresh)
+        what = [f"{tr(f'model.{m}')} · {tr(f'serial.ckpt.bptt.{b}')}" for m, b in zip(ok["model"], ok["bptt"])]
+        out += fresh_memory_text(ok.assign(what=what), tr, "checkpoint", label="what")
     return out

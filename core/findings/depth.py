@@ -16,29 +16,9 @@ from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
 from core.rules import FINAL_FRACTION, LEARNED_FRACTION, UNDERFLOW
 
-COLUMNS = (
-    "model",
-    "n_layers",
-    "layer",
-    "step",
-    "phase",
-    "grad_norm",
-    "loss",
-    "lr",
-    "lr_now",
-    "warmup_steps",
-    "clip",
-    "clipped",
-    "seed",
-    "d_model",
-    "vocab_size",
-    "noise",
-    "seq_len",
-    "batch_size",
-    "status",
-    "note",
-    "predicted_bytes",
-)
+COLUMNS = ("model", "n_layers", "layer", "step", "phase", "grad_norm", "loss", "lr", "lr_now", "warmup_steps", "clip",
+           "clipped", "seed", "d_model", "vocab_size", "noise", "seq_len", "batch_size", "status", "note",
+           "predicted_bytes")  # fmt: skip
 
 
 class Roles(NamedTuple):
@@ -73,10 +53,8 @@ def chain_entropy(vocab_size: int, noise: float) -> float:
 
 
 def to_frame(rows) -> pd.DataFrame:
-    """The result frame: every column of COLUMNS present (NaN where absent), `layer` as a nullable integer.
-
-    Accepts row dicts or a frame, so a page's partial live rows read the same as a finished run.
-    """
+    """The result frame: every column of COLUMNS present (NaN where absent), `layer` as a nullable integer; from row
+    dicts or a frame, so a page's partial live rows read the same as a finished run."""
     df = pd.DataFrame(rows).copy()
     for c in COLUMNS:
         if c not in df.columns:
@@ -95,21 +73,15 @@ def loss_bounds(df: pd.DataFrame) -> tuple[float, float]:
 RUN_KEYS = ("model", "n_layers", "warmup_steps", "seed", "lr", "clip")
 
 
-def _source_keys(df: pd.DataFrame) -> list[str]:
-    return [c for c in ("source", "device") if c in df.columns]
-
-
 SUMMARY = ("status", "final_loss", "gap_closed", "outcome", "diverged_step", "clipped_share", "logged_steps")
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """One row per training run: final loss, share of the learnable gap closed, outcome, divergence, clipping.
-
     outcome: 'trained' (closed at least LEARNED_FRACTION of the gap between log V and the chain's entropy),
     'stalled' (did not, including runs that learned and then collapsed), 'diverged' (NaN/inf), or the guard's
-    'skipped'/'oom'.
-    """
-    keys = [*RUN_KEYS, *_source_keys(df)]
+    'skipped'/'oom'."""
+    keys = [*RUN_KEYS, *(c for c in ("source", "device") if c in df.columns)]
     if df is None or not len(df) or "phase" not in df:
         return pd.DataFrame(columns=[*keys, *SUMMARY])
     if "layer" in df:  # the whole-model training rows first: to_frame copies what it is given

@@ -43,11 +43,8 @@ def _init_takeaways(df: pd.DataFrame, tr) -> list[str]:
             d0, d1 = int(g.index[0]), int(g.index[-1])
             g0, g1, pre = (number(x) for x in (g.iloc[0], g.iloc[-1], first[(R.pre, d1)]))
             out.append(tr("depth.take.nores_init", d0=d0, d1=d1, g0=g0, g1=g1, pre=pre))
-    both = [
-        L
-        for L in sorted(set(first.index.get_level_values(1)))
-        if L >= 4 and all((m, L) in first.index and (m, L) in last.index for m in (R.post, R.pre))
-    ]
+    has = set(first.index) & set(last.index)  # (model, depth) stacks with both ends measured
+    both = sorted(L for L in set(first.index.get_level_values(1)) if L >= 4 and {(R.post, L), (R.pre, L)} <= has)
     if both:
         L = both[-1]
         r_post, r_pre = last[(R.post, L)] / first[(R.post, L)], last[(R.pre, L)] / first[(R.pre, L)]
@@ -133,17 +130,11 @@ def _train_takeaways(df: pd.DataFrame, tr) -> list[str]:
         out.append(tr(key, plain=gap(plain), res=gap(res), d=D, fp=_per_depth(plain, tr), fq=_per_depth(res, tr)))
     div = summ[summ["outcome"] == "diverged"]
     if len(div):
-        runs = tr("depth.take.sep").join(
-            tr(
-                "depth.take.diverged_item",
-                model=tr(f"depth.model.{r.model}"),
-                L=int(r.n_layers),
-                seed=int(r.seed),
-                step=int(r.diverged_step),
-            )
-            for r in div.itertuples()
-        )
-        out.append(tr("depth.take.diverged", n=len(div), total=len(ran), runs=runs))
+        runs = []
+        for r in div.itertuples():
+            said = {"model": tr(f"depth.model.{r.model}"), "L": int(r.n_layers), "seed": int(r.seed)}
+            runs.append(tr("depth.take.diverged_item", **said, step=int(r.diverged_step)))
+        out.append(tr("depth.take.diverged", n=len(div), total=len(ran), runs=tr("depth.take.sep").join(runs)))
     clip = ran[ran["clip"] > 0]
     if len(clip):
         share = clip.groupby("model")["clipped_share"].mean()

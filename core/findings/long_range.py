@@ -30,15 +30,18 @@ def by_distance(df: pd.DataFrame) -> pd.DataFrame:
     last = final(df)
     if "status" in last:
         last = last[last["status"] == status.OK]
-    cols = ["task", "model", "distance", "accuracy", "lo", "hi", "seeds", "step", "params", "chance"]
+    return over_seeds(last, ("task", "model", "distance"), ("params", "chance"))
+
+
+def over_seeds(last: pd.DataFrame, keys, first) -> pd.DataFrame:
+    """Per `keys` (within each source, device and run given) over the seeds' final rows `last`: the median accuracy,
+    the lowest and the highest, the number of seeds, the most steps, and each `first` column's first value."""
     if not len(last):
-        return pd.DataFrame(columns=cols)
-    keys = [k for k in ("source", "device", "run", "task", "model", "distance") if k in last.columns]
-    g = last.groupby(keys, sort=False)
-    out = g.agg(accuracy=("accuracy", "median"), lo=("accuracy", "min"), hi=("accuracy", "max"),
-                seeds=("accuracy", "size"), step=("step", "max"), params=("params", "first"),
-                chance=("chance", "first")).reset_index()  # fmt: skip
-    return out.sort_values(keys).reset_index(drop=True)
+        return pd.DataFrame(columns=[*keys, "accuracy", "lo", "hi", "seeds", "step", *first])
+    keys = [k for k in ("source", "device", "run", *keys) if k in last.columns]
+    out = last.groupby(keys, sort=False).agg(accuracy=("accuracy", "median"), lo=("accuracy", "min"),
+        hi=("accuracy", "max"), seeds=("accuracy", "size"), step=("step", "max"), **{c: (c, "first") for c in first})  # fmt: skip
+    return out.reset_index().sort_values(keys).reset_index(drop=True)
 
 
 def pct(x: float) -> str:
@@ -77,21 +80,20 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
             params, trained = f"{int(m['params'].iloc[0]):,}", int(m["step"].max())
             said = {"task": task, "model": name, "params": params, "steps": trained}
             out.append(tr("long_range.take.model", **said, accs=accs, chance=chance))
-        lstm, tfm = (solved.get(registry.representative(f, solved)) for f in (RECURRENT, ATTENTION))
-        if lstm is None or tfm is None:
+        rec, att = (registry.representative(f, solved) for f in (RECURRENT, ATTENTION))
+        if rec is None or att is None:
             continue
+        lstm, tfm = solved[rec], solved[att]
         beaten = [d for d in lstm[1]["distance"] if d in set(tfm[0]["distance"])]
         if beaten:
-            worst = lstm[1][lstm[1]["distance"] == max(beaten)].iloc[0]
-            acc, distances = pct(worst.accuracy) + seed_spread(worst, tr), listing([str(int(d)) for d in beaten], tr)
-            out.append(
-                tr("long_range.take.contrast", task=task, distances=distances, acc=acc, chance=chance, steps=steps)
-            )
-            pair = {registry.representative(f, solved) for f in (RECURRENT, ATTENTION)}
             d = max(beaten)
+            worst = lstm[1][lstm[1]["distance"] == d].iloc[0]
+            acc, distances = pct(worst.accuracy) + seed_spread(worst, tr), listing([str(int(d)) for d in beaten], tr)
+            said = {"task": task, "distances": distances, "acc": acc, "chance": chance, "steps": steps}
+            out.append(tr("long_range.take.contrast", **said))
             at = t[t["distance"] == d].set_index("model")
-            for other in [m for m in solved if m not in pair and m in at.index]:  # e.g. attention over an LSTM
-                r, tf = at.loc[other], at.loc[registry.representative(ATTENTION, solved)]
+            for other in [m for m in solved if m not in (rec, att) and m in at.index]:  # e.g. attention over an LSTM
+                r, tf = at.loc[other], at.loc[att]
                 out.append(tr("long_range.take.other", task=task, model=tr(f"long_range.model.{other}"), d=int(d),
                               acc=pct(r.accuracy) + seed_spread(r, tr), tfm=pct(tf.accuracy),
                               lstm=pct(worst.accuracy)))  # fmt: skip

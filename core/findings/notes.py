@@ -85,19 +85,17 @@ def notes_text(notes, tr, quote=str) -> list[str]:
     return list(dict.fromkeys(s for s in (note_text(n, tr, quote) for n in notes) if s))
 
 
-def fresh_memory_text(df, tr, experiment: str, label: str = "model", time: str = "train_ms") -> str | None:
+def fresh_memory_text(df, tr, experiment: str, label: str = "model", time: str = "train_ms") -> list[str]:
     """The sentence for timings whose every call had fresh memory mapped by the OS (`fresh_bytes`, median per call,
-    at least rules.FRESH_PER_CALL): which, how much, and why the command line does not pay it; None if none did.
+    at least rules.FRESH_PER_CALL): which, how much, and why the command line does not pay it; none if none did.
 
     A page measures in a thread other than the process's main one, where glibc gives every block above 64 MiB a
     mapping of its own (in the main thread, while timing, only blocks above 2 GiB: core.heap), and the kernel
     zero-fills it on every call; a training loop that reuses its memory does not pay that. The times include this
     work, so the sentence says so rather than hiding or removing it."""
-    if df is None or "fresh_bytes" not in df or not len(df):
-        return None
-    hit = df[df["fresh_bytes"].fillna(0) >= FRESH_PER_CALL]
+    hit = df[df["fresh_bytes"].fillna(0) >= FRESH_PER_CALL] if df is not None and "fresh_bytes" in df else ()
     if not len(hit):
-        return None
+        return []
     worst = hit.loc[hit["fresh_bytes"].idxmax()]
     said = {"most": format_bytes(worst["fresh_bytes"]), "what": str(worst[label]), "n": int(worst["seq_len"])}
-    return tr("note.fresh_memory", k=len(hit), total=int(df[time].notna().sum()), **said, experiment=experiment)
+    return [tr("note.fresh_memory", k=len(hit), total=int(df[time].notna().sum()), **said, experiment=experiment)]

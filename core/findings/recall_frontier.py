@@ -12,7 +12,7 @@ import pandas as pd
 
 from core import status
 from core.findings import listing, model_name
-from core.findings.long_range import pct, seed_spread
+from core.findings.long_range import over_seeds, pct, seed_spread
 from core.memory_formulas import KV_PAGE, format_bytes
 from core.models import registry
 from core.rules import NEAR_CHANCE, SEPARATED, SOLVED
@@ -25,22 +25,12 @@ KEYS = ("task", "mixer", "d_model", "n_pairs")
 def final(df: pd.DataFrame) -> pd.DataFrame:
     """Per (task, mixer, width, pairs) over its seeds' final rows that trained: the median accuracy, the lowest and
     the highest, the seeds, the most steps, the state and parameters, chance."""
-    cols = [*KEYS, "accuracy", "lo", "hi", "seeds", "step", "state_bytes", "params", "n_layers", "chance", "seq_len"]
+    first = ("state_bytes", "params", "n_layers", "chance", "seq_len")
     if df is None or not len(df) or "state_bytes" not in df:
-        return pd.DataFrame(columns=cols)
+        return over_seeds(pd.DataFrame(), KEYS, first)
     runs = [k for k in ("source", "device", "run", *KEYS, "seed") if k in df.columns]
     last = df.sort_values("step").groupby(runs, as_index=False, sort=False).tail(1)
-    last = last[last["status"] == status.OK]
-    if not len(last):
-        return pd.DataFrame(columns=cols)
-    keys = [k for k in ("source", "device", "run", *KEYS) if k in last.columns]
-    out = last.groupby(keys, sort=False).agg(
-        accuracy=("accuracy", "median"), lo=("accuracy", "min"), hi=("accuracy", "max"), seeds=("accuracy", "size"),
-        step=("step", "max"), state_bytes=("state_bytes", "first"), params=("params", "first"),
-        n_layers=("n_layers", "first"),
-        chance=("chance", "first"), seq_len=("seq_len", "first"),
-    ).reset_index()  # fmt: skip
-    return out.sort_values(keys).reset_index(drop=True)
+    return over_seeds(last[last["status"] == status.OK], KEYS, first)
 
 
 def runs_shown(f: pd.DataFrame) -> list[pd.DataFrame]:
@@ -49,34 +39,34 @@ def runs_shown(f: pd.DataFrame) -> list[pd.DataFrame]:
     return [g for _, g in f.groupby(keys, sort=False)] if keys and len(f) else [f]
 
 
-def frontier(df: pd.DataFrame) -> pd.DataFrame:
-    """MQAR at the largest number of pairs each run measured: one point per (mixer, width)."""
+def _mqar(df: pd.DataFrame, pick) -> pd.DataFrame:
+    """MQAR's final rows, `pick(rows)` of each run shown."""
     f = final(df)
     f = f[f["task"] == "mqar"]
-    parts = [g[g["n_pairs"] == g["n_pairs"].max()] for g in runs_shown(f) if len(g)]
+    parts = [pick(g) for g in runs_shown(f) if len(g)]
     return pd.concat(parts, ignore_index=True) if parts else f
 
 
-def _pairs_width(f: pd.DataFrame) -> int | None:
-    if not len(f):
-        return None
-    counts = f.groupby("d_model")["n_pairs"].nunique()
-    return int(counts[counts == counts.max()].index.min())
+def frontier(df: pd.DataFrame) -> pd.DataFrame:
+    """MQAR at the largest number of pairs each run measured: one point per (mixer, width)."""
+    return _mqar(df, lambda g: g[g["n_pairs"] == g["n_pairs"].max()])
+
+
+def _pairs_panel(g: pd.DataFrame) -> pd.DataFrame:
+    """A run's rows at the width where it measured the most numbers of pairs (the smallest such width)."""
+    counts = g.groupby("d_model")["n_pairs"].nunique()
+    return g[g["d_model"] == int(counts[counts == counts.max()].index.min())]
 
 
 def pairs_width(df: pd.DataFrame) -> int | None:
     """The width at which the most numbers of pairs were measured (the pairs panel's), in the first run shown."""
-    f = final(df)
-    f = f[f["task"] == "mqar"]
-    return _pairs_width(runs_shown(f)[0]) if len(f) else None
+    pr = pairs(df)
+    return int(pr["d_model"].iloc[0]) if len(pr) else None
 
 
 def pairs(df: pd.DataFrame) -> pd.DataFrame:
     """MQAR at each run's pairs width, every number of pairs measured there."""
-    f = final(df)
-    f = f[f["task"] == "mqar"]
-    parts = [g[g["d_model"] == _pairs_width(g)] for g in runs_shown(f) if len(g)]
-    return pd.concat(parts, ignore_index=True) if parts else f
+    return _mqar(df, _pairs_panel)
 
 
 def copying(df: pd.DataFrame) -> pd.DataFrame:

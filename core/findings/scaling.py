@@ -225,12 +225,10 @@ def takeaways(df: pd.DataFrame, tr=None) -> list[str]:
         if int(fitted["fit_points"].max()) < 2:
             out.append(tr("serial.scaling.take.weak", p=p))
     names = lambda models: tr("serial.scaling.take.list_sep").join(name(m, tr) for m in models)
-    slower = [m for m in f.index if f.loc[m, "fit_flag"] == SLOWER]
-    if slower:
-        out.append(tr("serial.scaling.take.slower", models=names(slower), T=T))
-    clamped = [m for m in fitted.index if fitted.loc[m, "fit_flag"] == CLAMPED]
-    if clamped:
-        out.append(tr("serial.scaling.take.clamped", models=names(clamped)))
+    for flag, among in ((SLOWER, f), (CLAMPED, fitted)):  # more threads slower: of every fit; clamped: of those used
+        flagged = [m for m in among.index if among.loc[m, "fit_flag"] == flag]
+        if flagged:
+            out.append(tr(f"serial.scaling.take.{flag}", models=names(flagged), T=T))
     if "threads_requested" in ok:
         capped = ok[ok["threads_requested"].notna() & (ok["threads"] != ok["threads_requested"])]
         if len(capped):

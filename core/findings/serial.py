@@ -20,11 +20,8 @@ from core.models.registry import ATTENTION, RECURRENT
 
 def chapter_pair(models) -> tuple[str, str] | None:
     """(the recurrent model, the attention model) the chapter compares, if both are among `models`."""
-    models = list(dict.fromkeys(models))
-    rec, att = registry.representative(RECURRENT, models), registry.representative(ATTENTION, models)
-    if rec is None or att is None or not (registry.get(rec).representative and registry.get(att).representative):
-        return None
-    return rec, att
+    found = chapter_models(models)
+    return (found[0], found[1]) if len(found) == 2 else None
 
 
 def chapter_models(models) -> list[str]:
@@ -41,7 +38,7 @@ def _ok(df: pd.DataFrame) -> pd.DataFrame:
 def comparison(df: pd.DataFrame) -> dict | None:
     """The chapter's pair at the longest length both ran: their rows, the Transformer ÷ LSTM time ratio with its
     spread over paired repeats (they were timed side by side), and which was faster — 'same' when that spread
-    includes 1."""
+    includes 1; and every length both ran."""
     ok = _ok(df) if len(df) else df
     pair = chapter_pair(ok["model"]) if len(ok) else None
     if pair is None:
@@ -60,7 +57,7 @@ def comparison(df: pd.DataFrame) -> dict | None:
         "slower" if lo > 1 else "faster" if hi < 1 else "same" if lo != hi else ("slower" if ratio > 1 else "faster")
     )
     return {"T": T, "rec": rec, "att": att, "rec_row": at.loc[rec], "att_row": at.loc[att], "ratio": ratio,
-            "lo": lo, "hi": hi, "verdict": verdict}  # fmt: skip
+            "lo": lo, "hi": hi, "verdict": verdict, "lengths": common}  # fmt: skip
 
 
 def spread_text(c: dict) -> tuple[str, str, str]:

@@ -25,6 +25,8 @@ from core.findings import recall_frontier as recall_findings
 from core.findings import scaling as scaling_findings
 from core.findings import serial as serial_findings
 from core.findings.long_range import pct
+from core.fit import exponent_text
+from core.memory_formulas import format_bytes
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
 from core.rules import NEAR_CHANCE, SEPARATED, SOLVED
@@ -60,9 +62,7 @@ def serial(df: pd.DataFrame) -> Verdict | None:
     c = serial_findings.comparison(df) if len(df) else None
     if c is None:
         return None
-    ok = df[df["status"] == status.OK]
-    both = set(ok[ok["model"] == c["rec"]]["seq_len"]) & set(ok[ok["model"] == c["att"]]["seq_len"])
-    near = min(both, key=lambda n: (abs(math.log(n / SERIAL_TOKENS)), -n))  # the question asks about ~1,000 tokens
+    near = min(c["lengths"], key=lambda n: (abs(math.log(n / SERIAL_TOKENS)), -n))  # the question: ~1,000 tokens
     c = serial_findings.comparison(df[df["seq_len"] <= near])
     option = {"faster": 0, "slower": 1, "same": 2}[c["verdict"]]
     ratio, lo, hi = serial_findings.spread_text(c)
@@ -171,9 +171,6 @@ def checkpoint(df: pd.DataFrame) -> Verdict | None:
     if not math.isfinite(b):
         return None
     option = 0 if b > 0.75 else 1 if b >= 0.25 else 2
-    from core.fit import exponent_text
-    from core.memory_formulas import format_bytes
-
     return Verdict(option, "verdict.ckpt.measured", {"T": c["T"], "ck": format_bytes(c["ck"]["layer_saved_bytes"]),
                    "plain": format_bytes(c["plain"]["layer_saved_bytes"]), "b": exponent_text(b, se),
                    "x": f"{4**b:.1f}"})  # fmt: skip
@@ -196,14 +193,11 @@ def answers(df: pd.DataFrame) -> Verdict | None:
     n = min(set(s["seq_len"]), key=lambda v: (abs(math.log(v / ANSWERS_TOKENS)), -v))
     h = answers_findings.headline(df[df["seq_len"] <= n])
     lo, hi = _answers_option(h["q25"]), _answers_option(h["q75"])
-    x = h["speedup"]
-    shown, lo_x, hi_x = (x, h["q25"], h["q75"]) if x >= 1 else (1 / x, 1 / h["q75"], 1 / h["q25"])
-    values = {"n": h["n"], "x": answers_findings.times_text(shown), "lo": answers_findings.times_text(lo_x),
-              "hi": answers_findings.times_text(hi_x), "device": str(h["loop"]["device"])}  # fmt: skip
+    way, said = answers_findings.how(h)
     option = lo if lo == hi else None
-    gpu = str(h["loop"].get("device_type", "cpu")) == "cuda"
-    key = "answers.verdict.faster" if x >= 1 else "answers.verdict.slower"
-    return Verdict(option, key, values, None if gpu or option == 2 else "answers.verdict.other_gpu")
+    other = None if str(h["loop"].get("device_type", "cpu")) == "cuda" or option == 2 else "answers.verdict.other_gpu"
+    values = {"n": h["n"], **said, "device": str(h["loop"]["device"])}
+    return Verdict(option, f"answers.verdict.{way}", values, other)
 
 
 def recall(df: pd.DataFrame) -> Verdict | None:
