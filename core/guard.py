@@ -101,10 +101,6 @@ def device_ok(device: torch.device) -> bool:
         return False
 
 
-class DeviceLost(RuntimeError):
-    """The device stopped computing (a broken CUDA context): what was measured before is kept, nothing more runs."""
-
-
 def guarded(
     measure: Callable[[], dict], predicted_bytes: float, device: torch.device, budget: int | None = None
 ) -> dict:

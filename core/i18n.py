@@ -39,9 +39,7 @@ def normalize_lang(lang: str | None) -> str:
 
 def t(key: str, lang: str = DEFAULT_LANG, **values) -> str:
     """The text for `key` in `lang` (falling back to English), formatted with `values`."""
-    text = catalogue(normalize_lang(lang)).get(key)
-    if text is None:
-        text = catalogue(DEFAULT_LANG).get(key)
+    text = catalogue(normalize_lang(lang)).get(key, catalogue(DEFAULT_LANG).get(key))
     if text is None:
         return f"«{key}»"
     if not values and "{" not in text:
