@@ -19,9 +19,9 @@ from pathlib import Path
 
 from core import status
 from core.outputs import add_stop_row, check_out_dir, summary
+from core.results import REFERENCE_DIR, ROOT
 from core.runner import Terminated, positive_seconds
 
-ROOT = Path(__file__).resolve().parent.parent
 GRACE_S = 15  # after SIGTERM, at most this long for the child to write its rows before SIGKILL …
 SOFT_MARGIN_S = 15  # … and the child's own limit ends at most this long before the SIGTERM
 SHORT_SHARE = 0.1, 0.15  # a short limit's grace and margin: these shares of it (at least 1 s each)
@@ -66,7 +66,6 @@ def time_limits(values: list[str], names: list[str]) -> dict[str, float | None]:
 def cli(args) -> int:
     from core.device import resolve_device
     from core.experiments import EXPERIMENTS
-    from core.results import REFERENCE_DIR
 
     names = args.only or list(EXPERIMENTS)
     for name in names:
