@@ -34,17 +34,8 @@ from core.results import DATA_DIR
 CHECKPOINT_DIR = DATA_DIR / "checkpoints"
 MODELS = ("transformer", "lstm")
 # What the shipped pair was trained with; small enough to train in about a minute on one CPU thread.
-SPEC = {
-    "seq_len": 24,
-    "n_keys": 8,
-    "d_model": 32,
-    "n_layers": 2,
-    "steps": 1500,
-    "batch_size": 64,
-    "lr": 3e-3,
-    "forget_bias": 1.0,
-    "seed": 0,
-}
+SPEC = {"seq_len": 24, "n_keys": 8, "d_model": 32, "n_layers": 2, "steps": 1500, "batch_size": 64, "lr": 3e-3,
+        "forget_bias": 1.0, "seed": 0}  # fmt: skip
 
 
 def path_for(name: str, folder: Path | None = None) -> Path:
@@ -52,17 +43,8 @@ def path_for(name: str, folder: Path | None = None) -> Path:
 
 
 def _config(spec: dict) -> LongRangeConfig:
-    return LongRangeConfig(
-        seq_len=spec["seq_len"],
-        n_keys=spec["n_keys"],
-        d_model=spec["d_model"],
-        n_layers=spec["n_layers"],
-        lr=spec["lr"],
-        forget_bias=spec["forget_bias"],
-        seed=spec["seed"],
-        distances=(1,),
-        device="cpu",
-    )
+    shared = ("seq_len", "n_keys", "d_model", "n_layers", "lr", "forget_bias", "seed")  # the fields SPEC sets too
+    return LongRangeConfig(**{k: spec[k] for k in shared}, distances=(1,), device="cpu")
 
 
 def accuracy_by_distance(model: torch.nn.Module, spec: dict, n: int = 256) -> list[float]:
@@ -215,21 +197,18 @@ def map_frame(
     att = attention_from_query(transformer, tokens)
     sal = saliency(lstm, tokens)
     sal = sal / sal.sum() if float(sal.sum()) > 0 else sal
-    rows = []
     L, H, T = att.shape
+    series = []  # (row, kind, share at each position)
     for layer in range(L):
         for head in range(H):
             name = labels.get("head", "Transformer attention · layer {layer}").format(layer=layer + 1)
-            name += f" · head {head + 1}" if H > 1 else ""
-            rows += [
-                {"row": name, "kind": "head", "position": t, "word": words[t], "share": float(att[layer, head, t])}
-                for t in range(T)
-            ]
-    name = labels.get("saliency", "LSTM gradient saliency")
-    rows += [
-        {"row": name, "kind": "saliency", "position": t, "word": words[t], "share": float(sal[t])} for t in range(T)
-    ]
-    df = pd.DataFrame(rows)
+            series.append((name + (f" · head {head + 1}" if H > 1 else ""), "head", att[layer, head]))
+    series.append((labels.get("saliency", "LSTM gradient saliency"), "saliency", sal))
+    df = pd.DataFrame(
+        {"row": name, "kind": kind, "position": t, "word": words[t], "share": float(shares[t])}
+        for name, kind, shares in series
+        for t in range(T)
+    )
     df["label"] = df["position"].map(lambda t: f"{t + 1}·{words[t]}")
     return df
 

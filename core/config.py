@@ -32,29 +32,20 @@ def spec(default, *, lo=None, hi=None, choices=None, help: str = "", min_len: in
     return dataclasses.field(default=default, metadata=meta)
 
 
-def _base_type(tp) -> tuple[type, bool]:
-    """(element type, is_sequence) for int, float, str, bool and tuple[X, ...] annotations."""
-    origin = typing.get_origin(tp)
-    if origin in (tuple, list):
-        return typing.get_args(tp)[0], True
-    return tp, False
-
-
 def field_info(cls) -> list[dict]:
     """One dict per config field: name, type, is_sequence, default, lo, hi, choices, help."""
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
-        elem, seq = _base_type(hints[f.name])
+        tp = hints[f.name]  # int, float, str, bool or tuple[X, ...] (a sequence of X)
+        seq = typing.get_origin(tp) in (tuple, list)
         meta = dict(f.metadata)
         if callable(meta.get("choices")):
             meta["choices"] = tuple(meta["choices"]())
-        out.append({"name": f.name, "type": elem, "sequence": seq, "default": _default(f), **meta})
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+        elem = typing.get_args(tp)[0] if seq else tp
+        out.append({"name": f.name, "type": elem, "sequence": seq, "default": default, **meta})
     return out
-
-
-def _default(f: dataclasses.Field):
-    return f.default_factory() if f.default is dataclasses.MISSING else f.default
 
 
 def describe_range(info: dict) -> str:

@@ -98,14 +98,9 @@ def resolve_device(name: str = "auto") -> torch.device:
                 return torch.device(kind)
         return torch.device("cpu")
     if not available(name):
-        raise ValueError(
-            f"device: {name!r} is not available on this machine (available: {', '.join(available_devices())})"
-        )
+        present = ", ".join(d for d in DEVICES[1:] if available(d))
+        raise ValueError(f"device: {name!r} is not available on this machine (available: {present})")
     return torch.device(name)
-
-
-def available_devices() -> list[str]:
-    return [d for d in DEVICES[1:] if available(d)]
 
 
 @functools.lru_cache(maxsize=1)
@@ -120,15 +115,17 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine() or "CPU"
 
 
-def total_memory_bytes(device: torch.device) -> int:
-    import torch
-
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).total_memory
+def _ram_bytes() -> int:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return 0
+
+
+def total_memory_bytes(device: torch.device) -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(device).total_memory if device.type == "cuda" else _ram_bytes()
 
 
 def free_memory_bytes(device: torch.device) -> int:
@@ -157,7 +154,7 @@ def device_name(device: torch.device) -> str:
         return torch.cuda.get_device_name(device)
     if device.type == "mps":
         return f"Apple MPS ({platform.machine()})"
-    return f"{_cpu_name()}"
+    return _cpu_name()
 
 
 def device_label(device: torch.device) -> str:
@@ -300,14 +297,10 @@ def light_facts() -> dict:
     except metadata.PackageNotFoundError:
         version = "not installed"
     kind = "cuda" if os.path.exists("/proc/driver/nvidia/version") else "cpu"
-    try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        memory = 0
     return {
         "type": kind,
         "name": _cpu_name() if kind == "cpu" else "NVIDIA GPU",
-        "memory": memory,
+        "memory": _ram_bytes(),
         "torch": version,
         "threads": page_threads(),  # what a page's run will use
         "checked": False,

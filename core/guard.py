@@ -8,6 +8,7 @@ process: `device_ok` tells, so an experiment can stop with what it has instead o
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 from collections.abc import Callable
@@ -73,10 +74,8 @@ def free(device: torch.device) -> None:
     """Collect garbage and return CUDA's cached blocks; never raises (on a broken context it cannot help)."""
     gc.collect()
     if device.type == "cuda":
-        try:
+        with contextlib.suppress(RuntimeError):
             torch.cuda.empty_cache()
-        except RuntimeError:
-            pass
 
 
 def tight(device: torch.device) -> bool:
@@ -99,10 +98,6 @@ def device_ok(device: torch.device) -> bool:
         return ok
     except RuntimeError:
         return False
-
-
-class DeviceLost(RuntimeError):
-    """The device stopped computing (a broken CUDA context): what was measured before is kept, nothing more runs."""
 
 
 def guarded(

@@ -39,9 +39,7 @@ def normalize_lang(lang: str | None) -> str:
 
 def t(key: str, lang: str = DEFAULT_LANG, **values) -> str:
     """The text for `key` in `lang` (falling back to English), formatted with `values`."""
-    text = catalogue(normalize_lang(lang)).get(key)
-    if text is None:
-        text = catalogue(DEFAULT_LANG).get(key)
+    text = catalogue(normalize_lang(lang)).get(key, catalogue(DEFAULT_LANG).get(key))
     if text is None:
         return f"«{key}»"
     if not values and "{" not in text:
@@ -86,11 +84,7 @@ def threads_words(n: int, tr, cores: int | None = None) -> str:
 def device_words(label, tr) -> str:
     """A device label as core writes it, 'cpu · Intel Xeon · 2 threads', with its thread count in `tr`'s language
     (the CSV keeps the English, '1 threads' included; a page reads '1 thread'); any other text unchanged."""
-
-    def words(m: re.Match) -> str:
-        return " · " + threads_words(int(m.group(1)), tr)
-
-    return _THREADS.sub(words, str(label))
+    return _THREADS.sub(lambda m: " · " + threads_words(int(m.group(1)), tr), str(label))
 
 
 class _Keep(dict):

@@ -29,8 +29,7 @@ WORKER = (sys.executable, "-m", "core", "worker")
 GRACE_S = 0.5  # after SIGTERM, this long for the worker to end by itself before SIGKILL
 TICKET_TTL_S = 15.0  # a waiting job whose page stopped looking at it (a closed tab) leaves the queue
 DEFAULT_RUN_S = 30.0  # the wait estimate for an experiment this server has not run yet (a quick preset's length)
-WAITING, RUNNING = "queued", "running"
-ENDED = ("done", "stopped", "cancelled", "failed", "bad_input", "died")
+WAITING, RUNNING = "queued", "running"  # then it ends: done, stopped, cancelled, failed, bad_input or died
 
 
 @dataclasses.dataclass(eq=False)
@@ -179,15 +178,7 @@ class Runner:
         self._current, self._procs[job.id] = job, proc
         try:
             proc.stdin.write(
-                encode(
-                    {
-                        "experiment": job.experiment,
-                        "config": job.config,
-                        "threads": job.threads,
-                        "settle_s": job.settle_s,
-                    }
-                )
-                + "\n"
+                encode({k: getattr(job, k) for k in ("experiment", "config", "threads", "settle_s")}) + "\n"
             )
             proc.stdin.flush()
         except OSError:  # it died before it could take the job: the reader says how
@@ -207,11 +198,8 @@ class Runner:
                 if kind == "progress":
                     with self._lock:
                         job.rows.extend(_compact(row) for row in msg.get("rows") or [])
-                        job.done, job.total, job.message = (
-                            msg.get("done", 0),
-                            msg.get("total", 0),
-                            msg.get("message", ""),
-                        )
+                        for key, default in (("done", 0), ("total", 0), ("message", "")):
+                            setattr(job, key, msg.get(key, default))
                         if msg.get("rows"):
                             job.kept = job.done
                 elif kind == "started":

@@ -11,6 +11,7 @@ per experiment goes to the log. This parent imports torch only to check the inpu
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import signal
 import subprocess
 import sys
@@ -19,9 +20,9 @@ from pathlib import Path
 
 from core import status
 from core.outputs import add_stop_row, check_out_dir, summary
+from core.results import REFERENCE_DIR, ROOT
 from core.runner import Terminated, positive_seconds
 
-ROOT = Path(__file__).resolve().parent.parent
 GRACE_S = 15  # after SIGTERM, at most this long for the child to write its rows before SIGKILL …
 SOFT_MARGIN_S = 15  # … and the child's own limit ends at most this long before the SIGTERM
 SHORT_SHARE = 0.1, 0.15  # a short limit's grace and margin: these shares of it (at least 1 s each)
@@ -35,18 +36,13 @@ def stops(limit: float) -> tuple[float, float]:
     return max(limit - grace - margin, 0.5 * limit), limit - grace
 
 
-class Log:
-    """Timestamped lines to stderr and, appended and flushed one by one (a kill keeps them), to a file."""
-
-    def __init__(self, path: Path | None):
-        self.path = path
-
-    def __call__(self, line: str) -> None:
-        stamped = f"{_dt.datetime.now(_dt.UTC).strftime('%Y-%m-%dT%H:%M:%SZ')} {line}"
-        print(f"== {line}", file=sys.stderr, flush=True)
-        if self.path is not None:
-            with open(self.path, "a", encoding="utf-8") as f:
-                f.write(stamped + "\n")
+def log_line(path: Path | None, line: str) -> None:
+    """`line` to stderr and, timestamped, appended and flushed line by line (a kill keeps them), to `path`."""
+    stamped = f"{_dt.datetime.now(_dt.UTC).strftime('%Y-%m-%dT%H:%M:%SZ')} {line}"
+    print(f"== {line}", file=sys.stderr, flush=True)
+    if path is not None:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(stamped + "\n")
 
 
 def time_limits(values: list[str], names: list[str]) -> dict[str, float | None]:
@@ -66,7 +62,6 @@ def time_limits(values: list[str], names: list[str]) -> dict[str, float | None]:
 def cli(args) -> int:
     from core.device import resolve_device
     from core.experiments import EXPERIMENTS
-    from core.results import REFERENCE_DIR
 
     names = args.only or list(EXPERIMENTS)
     for name in names:
@@ -83,7 +78,7 @@ def cli(args) -> int:
         if log_path.is_dir():
             raise ValueError(f"--log: {str(log_path)!r} is a folder; give a file name")
         check_out_dir("--log", log_path.parent)
-    log = Log(log_path)
+    log = functools.partial(log_line, log_path)
     deadline = _deadline(args.deadline)
     done, outcomes = 0, []
     for i, name in enumerate(names):
@@ -136,7 +131,7 @@ def _deadline(value) -> float | None:
     return deadline
 
 
-def run_isolated(name: str, preset: str, device: str, out_dir: Path, limit: float | None, log: Log) -> tuple:
+def run_isolated(name: str, preset: str, device: str, out_dir: Path, limit: float | None, log) -> tuple:
     """Run one experiment in a child process for at most `limit` seconds in all: (True if it finished normally,
     (name, outcome, seconds, limit, rows, count per status))."""
     cmd = [sys.executable, "-m", "core", "run", name, "--preset", preset, "--device", device, "--out-dir", str(out_dir)]

@@ -159,10 +159,8 @@ def run_one(
         if not isinstance(err, (TimeLimit, Terminated, KeyboardInterrupt)):
             traceback.print_exception(err, file=sys.stderr)  # for the log: where it failed
         why = why_stopped(err, time_limit)
-        kept = ""
-        if writer is not None:
-            n_rows = len(writer.rows)
-            kept = f"; {n_rows} rows kept in {writer.stop(why, env)}"
+        # the rows counted before `stop` adds the status row (an f-string is evaluated left to right)
+        kept = f"; {len(writer.rows)} rows kept in {writer.stop(why, env)}" if writer is not None else ""
         print(f"\n{name}: {why}{kept}", file=sys.stderr)
         if isinstance(err, (TimeLimit, Terminated, KeyboardInterrupt)):
             raise err from None

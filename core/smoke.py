@@ -38,9 +38,10 @@ from core.device import (
 from core.memory_formulas import format_bytes
 from core.models import attention, registry
 from core.outputs import RowWriter
-from core.results import slug
+from core.results import reference_path
 
 KNOWN_BYTES = 64 * 2**20  # the allocation the peak counter must see
+BRIEF = {"warmup": 1, "repeats": 2, "max_point_s": 0.5}  # the experiments' points, timed just enough to run
 
 
 def describe_environment(device_str: str = "auto") -> str:
@@ -68,18 +69,8 @@ def _attention_rows(device: torch.device, lengths) -> Iterator[dict]:
 
     fused = attention.find(attention.IMPLS, uses_backends=True)
     explicit = attention.find(attention.IMPLS, computes="softmax", memory_exponent=2)
-    cfg = ac.EXPERIMENT.config(
-        "quick",
-        {
-            "device": device.type,
-            "dtype": "bfloat16",
-            "warmup": 1,
-            "repeats": 2,
-            "max_point_s": 0.5,
-            "time_limit_s": 30,
-            "seq_lens": lengths,
-        },
-    )
+    overrides = {**BRIEF, "device": device.type, "dtype": "bfloat16", "time_limit_s": 30, "seq_lens": lengths}
+    cfg = ac.EXPERIMENT.config("quick", overrides)
     for n in lengths:
         for impl, backend in [(explicit, attention.NO_BACKEND)] + [(fused, b) for b in attention.BACKENDS]:
             t0 = time.perf_counter()
@@ -106,16 +97,7 @@ def _recurrent_rows(device: torch.device, lengths) -> Iterator[dict]:
     names = [n for n in registry.names("serial") if registry.get(n).recurrent and registry.get(n).fused]
     small = {} if device.type != "cpu" else {"d_model": 32, "batch_size": 2}  # the CPU only tests the script
     cfg = serial.EXPERIMENT.config(
-        "quick",
-        {
-            "device": device.type,
-            "models": names,
-            "warmup": 1,
-            "repeats": 2,
-            "max_point_s": 0.5,
-            "seq_lens": lengths,
-            **small,
-        },
+        "quick", {**BRIEF, "device": device.type, "models": names, "seq_lens": lengths, **small}
     )
     for T in lengths:
         for name, f in serial.measure_length(cfg, T, names, device).items():
@@ -140,13 +122,9 @@ def _memory_rows(device: torch.device) -> Iterator[dict]:
         with bench.LivePeak() as live:
             allocate()
         peak = live.peak
-    yield {
-        "check": "peak memory",
-        "detail": f"a {format_bytes(KNOWN_BYTES)} tensor",
-        "status": status.OK,
-        "value": peak,
-        "passed": abs(peak - KNOWN_BYTES) <= 0.02 * KNOWN_BYTES,
-    }
+    yield _measured(
+        "peak memory", f"a {format_bytes(KNOWN_BYTES)} tensor", peak, abs(peak - KNOWN_BYTES) <= 0.02 * KNOWN_BYTES
+    )
     # more than the device has (on the CPU more than an address space holds): the guard must make it a row
     too_much = total_memory_bytes(device) + 2**30 if device.type == "cuda" else 2**50
     fields = guard.guarded(
@@ -166,21 +144,19 @@ def _device_rows(device: torch.device) -> Iterator[dict]:
     n = 4096 if device.type == "cuda" else 512
     for dtype in ("float32", "bfloat16"):
         flops = bench.peak_flops(str(device), dtype, n=n, repeats=3)
-        yield {
-            "check": "matmul ceiling",
-            "detail": f"{dtype} {n}×{n}, TF32 {tf32_mode(device)}",
-            "status": status.OK,
-            "value": flops,
-            "passed": math.isfinite(flops) and flops > 0,
-        }
-    latency = bench.step_latency_s(str(device))
-    yield {
-        "check": "dependent-step latency",
-        "detail": "fused LSTM, width 8",
-        "status": status.OK,
-        "value": latency,
-        "passed": math.isfinite(latency) and latency > 0,
-    }
+        yield _measured("matmul ceiling", f"{dtype} {n}×{n}, TF32 {tf32_mode(device)}", flops)
+    yield _measured("dependent-step latency", "fused LSTM, width 8", bench.step_latency_s(str(device)))
+
+
+def _measured(check: str, detail: str, value: float, passed: bool | None = None) -> dict:
+    """A check's row that measured `value`; it passed when `passed` says so (by default: a positive number)."""
+    passed = math.isfinite(value) and value > 0 if passed is None else passed
+    return {"check": check, "detail": detail, "status": status.OK, "value": value, "passed": passed}
+
+
+def _failed(env: dict, check: str, state: str, note: str) -> dict:
+    """A row saying a check failed, or why the checks after it did not run."""
+    return {**env, "check": check, "status": state, "passed": False, "note": note}
 
 
 def _run_check(check, rows: list[dict], env: dict, writer: RowWriter | None) -> None:
@@ -197,13 +173,7 @@ def _run_check(check, rows: list[dict], env: dict, writer: RowWriter | None) -> 
                 writer.add([rows[-1]])
     except Exception as err:  # noqa: BLE001 - the next check runs (if the device still works)
         rows.append(
-            {
-                **env,
-                "check": "error",
-                "status": status.UNSUPPORTED,
-                "passed": False,
-                "note": f"{type(err).__name__}: {' '.join(str(err).split())[:200]}",
-            }
+            _failed(env, "error", status.UNSUPPORTED, f"{type(err).__name__}: {' '.join(str(err).split())[:200]}")
         )
         print(f"FAIL  {rows[-1]['note']}", flush=True)
 
@@ -214,8 +184,7 @@ def run_smoke(device_str: str = "auto", out_dir: Path | None = None) -> int:
     print(describe_environment(device_str), flush=True)
     lengths = (256, 2048) if device.type != "cpu" else (32, 64)
     env = environment(device)
-    path = out_dir / f"smoke-{device.type}-{slug(device_label(device).split('·')[1])}.csv" if out_dir else None
-    writer = RowWriter(path) if path else None
+    writer = RowWriter(out_dir / reference_path("smoke", device_label(device), device.type).name) if out_dir else None
     rows: list[dict] = []
     checks = (
         lambda: _attention_rows(device, lengths),
@@ -228,25 +197,12 @@ def run_smoke(device_str: str = "auto", out_dir: Path | None = None) -> int:
             for check in checks:
                 _run_check(check, rows, env, writer)
                 if not guard.device_ok(device):
-                    rows.append(
-                        {
-                            **env,
-                            "check": "device",
-                            "status": status.STOPPED,
-                            "passed": False,
-                            "note": "the device stopped computing: the remaining checks were not run",
-                        }
-                    )
+                    note = "the device stopped computing: the remaining checks were not run"
+                    rows.append(_failed(env, "device", status.STOPPED, note))
                     break
     except BaseException as err:  # a time limit (SIGTERM), Ctrl-C: the rows so far are written, with why
         rows.append(
-            {
-                **env,
-                "check": "interrupted",
-                "status": status.STOPPED,
-                "passed": False,
-                "note": f"{type(err).__name__}: the remaining checks were not run",
-            }
+            _failed(env, "interrupted", status.STOPPED, f"{type(err).__name__}: the remaining checks were not run")
         )
         if writer is not None:
             writer.write(pd.DataFrame(rows))

@@ -23,7 +23,6 @@ STOPPED = "stopped"  # the learner pressed Stop before it finished
 STATUSES = (OK, SKIPPED_MEMORY, SKIPPED_TIME, OOM, DIVERGED, STALLED, UNSUPPORTED, STOPPED)
 BANNERED = tuple(s for s in STATUSES if s != OK)  # a page shows a banner for each of these it draws
 NOT_MEASURED = (SKIPPED_MEMORY, SKIPPED_TIME, OOM, UNSUPPORTED)  # refused or failed points: rows without metrics
-SKIPPED = (SKIPPED_MEMORY, SKIPPED_TIME)
 
 _LEGACY = "skipped"  # files written before the two kinds of refusal were told apart
 

@@ -62,26 +62,13 @@ class Rejected:
 
 
 def _schemas() -> dict[str, tuple[str, ...]]:
-    """Each experiment's result columns (what its `run` writes), from the experiment modules themselves."""
-    from core.experiments import EXPERIMENTS, attention_cost, gradient_reach, kv_cache, long_range, serial
-    from core.findings import depth
+    """Each experiment's result columns (what its `run` writes): the COLUMNS of the module that runs it."""
+    import sys
 
-    known = {
-        "serial": serial.COLUMNS,
-        "gradient_reach": gradient_reach.COLUMNS,
-        "long_range": long_range.COLUMNS,
-        "depth": depth.COLUMNS,
-        "attention_cost": attention_cost.COLUMNS,
-        "kv_cache": kv_cache.COLUMNS,
-    }
-    for name, exp in EXPERIMENTS.items():  # experiments added later declare theirs on the module that runs them
-        if name not in known:
-            import sys
+    from core.experiments import EXPERIMENTS
 
-            columns = getattr(sys.modules.get(exp.run.__module__), "COLUMNS", None)
-            if columns:
-                known[name] = tuple(columns)
-    return {name: tuple(dict.fromkeys((*cols, *ENV))) for name, cols in known.items()}
+    known = {name: getattr(sys.modules.get(exp.run.__module__), "COLUMNS", None) for name, exp in EXPERIMENTS.items()}
+    return {name: tuple(dict.fromkeys((*cols, *ENV))) for name, cols in known.items() if cols}
 
 
 def required(name: str, schema: tuple[str, ...], reference: pd.DataFrame | None) -> tuple[str, ...]:
