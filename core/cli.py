@@ -85,9 +85,11 @@ def cmd_smoke(args) -> int:
 
 
 def cmd_worker(args) -> int:
-    from core.worker import serve
+    import socket
 
-    return serve()
+    from core.worker import serve, zygote
+
+    return zygote(socket.socket(fileno=0)) if args.zygote else serve()
 
 
 def cmd_env(args) -> int:
@@ -144,7 +146,14 @@ def parser() -> argparse.ArgumentParser:
     sm = sub.add_parser("smoke", help="a short test of the risky paths (SDPA backends, fused RNNs, memory, OOM)")
     sm.add_argument("--device", default="auto")
     sm.add_argument("--out-dir", default=None)
-    sub.add_parser("worker", help="a page's live run: one job (JSON) on stdin, its progress as JSON lines on stdout")
+    worker = sub.add_parser(
+        "worker", help="a page's live run: one job (JSON) on stdin, its progress as JSON lines on stdout"
+    )
+    worker.add_argument(
+        "--zygote",
+        action="store_true",
+        help="(the server's) import once, then fork a worker per request on stdin, a Unix socket",
+    )
     ev = sub.add_parser("env", help="Python, torch, CUDA, cuDNN, the device and its free memory, TF32")
     ev.add_argument("--device", default="auto")
     ck = sub.add_parser("checkpoints", help="train the small recall models shipped in data/checkpoints/")

@@ -1,7 +1,9 @@
 """What a live run in a worker process costs (a benchmark that prints figures, not a test): the time from a page's
-Run to the worker having the job in hand, with a fresh worker (it imports torch and every experiment first) and with the
-spare that waits warm; and how long a Stop takes to end a worker in the middle of a point that would run for
-minutes (lstm_loop at 65,535 tokens).
+Run to the worker having the job in hand, with a fresh worker (it imports torch and every experiment first), with the
+spare that waits warm (where no fork is safe) and with a fork of the zygote (Linux); the same for a run queued behind
+another one (its worker is made when the one before it ends: no spare waits beside a measurement); the CPU time a
+worker costs before it has the job; and how long a Stop takes to end a worker in the middle of a point that would run
+for minutes (lstm_loop at 65,535 tokens).
 
     python scripts/bench_worker.py --runs 3
 """
@@ -33,6 +35,26 @@ def _first_report(runner: jobs.Runner, config: dict) -> tuple[float, jobs.Job]:
     return time.perf_counter() - t0, job
 
 
+def _queued(runner: jobs.Runner) -> tuple[float, float]:
+    """A run queued behind another: (its start → its worker having it in hand, that worker's CPU seconds then)."""
+    first = runner.submit("bench", "serial", TINY, threads=1)
+    second = runner.submit("bench", "serial", TINY, threads=1)
+    while second.active and second.in_hand is None:
+        runner.touch(second)  # as its page does while it waits (an untouched ticket leaves the queue)
+        time.sleep(0.005)
+    assert second.in_hand is not None, (second.state, second.error)
+    cpu = _cpu_s(second.pid)
+    _wait(first)
+    _wait(second)
+    return second.in_hand - second.started, cpu
+
+
+def _cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(") ", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _wait(job: jobs.Job) -> None:
     while job.active:
         time.sleep(0.01)
@@ -50,19 +72,35 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
-    cold, warm, stops = [], [], []
+    cold, warm, forked, queued, queued_forked, cpu, cpu_forked, stops = [], [], [], [], [], [], [], []
     for _ in range(args.runs):
-        r = jobs.Runner(spare=False)
+        r = jobs.Runner(spare=False, zygote=False)
         s, job = _first_report(r, TINY)
         _wait(job)
         cold.append(s)
         r.shutdown()
-        r = jobs.Runner(spare=True)
+        r = jobs.Runner(spare=True, zygote=False)
         r.prepare()
         time.sleep(8)  # the learner reads the form while the spare imports torch
         s, job = _first_report(r, TINY)
         _wait(job)
         warm.append(s)
+        s, c = _queued(r)
+        queued.append(s)
+        cpu.append(c)
+        if jobs.FORKS:  # the rest with the zygote, the way this platform runs a page's workers
+            r.shutdown()
+            r = jobs.Runner()
+            r.prepare()
+            time.sleep(8)  # the zygote imports while the learner reads the form
+            while not r._zygote.ready():  # on a busy machine, longer: a fork, not a spawn, is what this times
+                time.sleep(0.05)
+            s, job = _first_report(r, TINY)
+            _wait(job)
+            forked.append(s)
+            s, c = _queued(r)
+            queued_forked.append(s)
+            cpu_forked.append(c)
         job = r.submit("bench", "serial", LONG, threads=1)
         while job.active and len(job.rows) < 1:  # the short point is done: now inside the long one
             time.sleep(0.01)
@@ -77,12 +115,19 @@ def main() -> None:
         r.shutdown()
 
     def row(name, xs):
+        if not xs:
+            return f"| {name} | (no fork on this platform) | |"
         return f"| {name} | {statistics.median(xs):.2f} s | {min(xs):.2f}–{max(xs):.2f} s |"
 
     print(f"{dt.date.today()}, {os.cpu_count()} cores, {args.runs} runs each (median, range):")
     print("| measure | median | range |\n|---|---|---|")
     print(row("Run → job in the worker's hands, fresh worker (imports torch)", cold))
     print(row("Run → job in the worker's hands, spare worker (waiting warm)", warm))
+    print(row("Run → job in the worker's hands, forked from the zygote", forked))
+    print(row("queued run: its turn → job in hand, spawned (no spare beside a run)", queued))
+    print(row("queued run: its turn → job in hand, forked from the zygote", queued_forked))
+    print(row("CPU seconds a spawned worker spent before the job", cpu))
+    print(row("CPU seconds a forked worker spent before the job", cpu_forked))
     print(row("Stop 3 s into a point of minutes → worker gone", stops))
 
 

@@ -23,8 +23,9 @@ LONG = "models=lstm_loop&seq_lens=16,65535"  # the step loop at 65,535 tokens: a
 
 
 def _workers(server_pid: int) -> list[int]:
-    """The server's child processes that run `python -m core worker`."""
-    out = []
+    """The processes that run the server's jobs: its children that run `python -m core worker`, or (on Linux) the
+    children of its zygote (`python -m core worker --zygote`), each a fork of it."""
+    procs = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -35,9 +36,12 @@ def _workers(server_pid: int) -> list[int]:
                 cmd = f.read().split(b"\0")
         except OSError:
             continue
-        if int(fields[1]) == server_pid and fields[0] != "Z" and b"worker" in cmd and b"core" in cmd:
-            out.append(int(entry))
-    return out
+        if fields[0] != "Z" and b"worker" in cmd and b"core" in cmd:
+            procs[int(entry)] = (int(fields[1]), b"--zygote" in cmd)
+    zygotes = {pid for pid, (parent, zygote) in procs.items() if parent == server_pid and zygote}
+    return [
+        pid for pid, (parent, zygote) in procs.items() if parent in zygotes or (parent == server_pid and not zygote)
+    ]
 
 
 def _measuring(server_pid: int, before: set[int]) -> int:

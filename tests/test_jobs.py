@@ -1,7 +1,7 @@
 """core.jobs: live runs in worker processes, one at a time for the whole server. The queue, Stop, a worker's death
 and the spare are tested with a stand-in worker that speaks the protocol without torch (it measures nothing: a
 'point' is a row it sends, or a wait on a gate file the test opens), so these run in the fast tier; one test runs
-the real worker (`python -m core worker`) on a tiny serial config."""
+the real worker (`python -m core worker`) on a tiny serial config, spawned and forked from the zygote."""
 
 import os
 import signal
@@ -196,7 +196,7 @@ def test_the_real_worker_runs_a_page_config_through_the_command_lines_path():
     as `python -m core run` would, with the page's thread count; bad input is said, not run."""
     import threading
 
-    r = jobs.Runner(spare=True)
+    r = jobs.Runner(spare=True, zygote=False)  # spawned, as where no fork is safe (macOS)
     try:
         script_thread = threading.Thread(target=r.prepare)
         script_thread.start()
@@ -214,3 +214,69 @@ def test_the_real_worker_runs_a_page_config_through_the_command_lines_path():
         assert bad.state == "bad_input" and "seq_lens" in bad.error and not bad.rows
     finally:
         r.shutdown()
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(") ", 1)[1].split()[1])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not jobs.FORKS, reason="workers are forked from a zygote on Linux only")
+def test_a_worker_forked_from_the_zygote_runs_stops_and_dies_as_a_spawned_one_does():
+    """On Linux every worker is a fork of the server's warm zygote: it runs the page's config (rows and thread count
+    as the spawned worker's), Stop ends it in the middle of a point with the rows it sent, a SIGKILL from outside is
+    a died job, and a zygote that died is replaced at the next prepare."""
+    r = jobs.Runner()
+    try:
+        r.prepare()
+        _until(lambda: r._zygote.ready(), limit=120)
+        zygote = r._zygote._proc.pid
+        config = {"models": ["lstm", "transformer"], "seq_lens": [16, 32], "d_model": 16, "batch_size": 2,
+                  "warmup": 0, "repeats": 1, "max_point_s": 0.1, "device": "cpu"}  # fmt: skip
+        long = {**config, "models": ["lstm_loop"], "seq_lens": [16, 65535]}  # a second point of minutes
+        stopped, killed = r.submit("a", "serial", long, threads=1), r.submit("a", "serial", long, threads=1)
+        _until(lambda: len(stopped.rows) == 1, limit=120)
+        assert _parent(stopped.pid) == zygote
+        r.stop(stopped)
+        _until(lambda: not stopped.active)
+        assert stopped.state == "stopped" and len(stopped.rows) == 1 and _gone(stopped.pid)
+        _until(lambda: len(killed.rows) == 1, limit=120)
+        assert _parent(killed.pid) == zygote and killed.pid != stopped.pid
+        os.kill(killed.pid, signal.SIGKILL)
+        _until(lambda: not killed.active)
+        assert killed.state == "died" and "SIGKILL" in killed.error and len(killed.rows) == 1
+        os.kill(zygote, signal.SIGKILL)
+        _until(lambda: not r._zygote.alive())
+        r.prepare()
+        _until(lambda: r._zygote.ready(), limit=120)
+        job = r.submit("a", "serial", config, threads=1)
+        _until(lambda: not job.active, limit=120)
+        assert r._zygote._proc.pid != zygote and job.state == "done", job.error
+        assert [(row["model"], row["seq_len"]) for row in job.rows] == [("lstm", 16), ("transformer", 16),
+                                                                        ("lstm", 32), ("transformer", 32)]  # fmt: skip
+        assert {row["threads"] for row in job.rows} == {1} and all(row["status"] == "ok" for row in job.rows)
+    finally:
+        r.shutdown()
+
+
+@pytest.mark.slow
+def test_the_zygote_imports_every_experiment_without_asking_cuda_anything():
+    """A fork may initialise CUDA only if its parent never did: importing what the zygote imports calls no CUDA
+    runtime function (each one the test knows raises), so no accelerator state exists to be inherited."""
+    code = (
+        "import torch, torch.cuda\n"
+        "def asked(*a, **k): raise AssertionError('CUDA asked at import')\n"
+        "for name in ('is_available', 'device_count', 'init', '_lazy_init', 'current_device', 'get_device_name',\n"
+        "             'get_device_properties', 'mem_get_info', 'is_bf16_supported'):\n"
+        "    setattr(torch.cuda, name, asked)\n"
+        "torch._C._cuda_getDeviceCount = asked\n"
+        "import core.experiments, core.worker\n"
+        "assert not torch.cuda.is_initialized()\n"
+    )
+    import subprocess
+
+    r = subprocess.run(
+        [sys.executable, "-c", code], check=False, cwd=jobs.ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr[-2000:]

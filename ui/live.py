@@ -66,7 +66,7 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
 
     state = _live_state(experiment.name)
     r = runner()
-    r.prepare()  # a spare worker imports torch while the learner reads the form
+    r.prepare()  # the zygote (or a spare worker) imports torch while the learner reads the form
     if cfg is not None:
         if state.get("job") is not None:
             r.stop(state["job"])  # a new Run replaces this page's earlier one
