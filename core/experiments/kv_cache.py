@@ -151,11 +151,8 @@ def _generate(cfg: KVCacheConfig, scheme: str, device: torch.device):
     """Greedy generation with the cache; yields (tokens so far, measured cache bytes, ms per token) every few steps."""
     torch.manual_seed(cfg.seed)
     dtype = getattr(torch, cfg.dtype)
-    model = (
-        TinyDecoder(cfg.vocab_size, cfg.n_layers, cfg.n_heads, kv_heads(scheme, cfg.n_heads), cfg.head_dim)
-        .to(device, dtype)
-        .eval()
-    )
+    model = TinyDecoder(cfg.vocab_size, cfg.n_layers, cfg.n_heads, kv_heads(scheme, cfg.n_heads), cfg.head_dim)
+    model = model.to(device, dtype).eval()
     token = torch.zeros(cfg.batch_size, 1, dtype=torch.long, device=device)
     cache = None
     t0 = time.perf_counter()
