@@ -16,19 +16,11 @@ from core.experiments import (
     serial,
 )
 
+# each under its own name, in this order (the command line's and the reference's)
 EXPERIMENTS = {
-    "serial": serial.EXPERIMENT,
-    "scaling": scaling.EXPERIMENT,
-    "checkpoint": checkpoint.EXPERIMENT,
-    "gradient_reach": gradient_reach.EXPERIMENT,
-    "long_range": long_range.EXPERIMENT,
-    "depth": depth.EXPERIMENT,
-    "attention_cost": attention_cost.EXPERIMENT,
-    "kv_cache": kv_cache.EXPERIMENT,
-    "answers_speed": answers_speed.EXPERIMENT,
-    "answers_decode": answers_decode.EXPERIMENT,
-    "answers_reach": answers_reach.EXPERIMENT,
-    "recall_frontier": recall_frontier.EXPERIMENT,
+    module.EXPERIMENT.name: module.EXPERIMENT
+    for module in (serial, scaling, checkpoint, gradient_reach, long_range, depth, attention_cost, kv_cache)
+    + (answers_speed, answers_decode, answers_reach, recall_frontier)
 }
 
 

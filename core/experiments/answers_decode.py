@@ -15,14 +15,13 @@ import dataclasses
 import math
 import time
 
-import numpy as np
 import pandas as pd
 import torch
 
 from core import cancel, guard, status
 from core.config import Experiment, spec
 from core.device import DEVICES, environment, resolve_device, synchronize, threads_used, torch_threads
-from core.experiments.common import Rows, tagged
+from core.experiments.common import Rows, copied, quartiles, tagged
 from core.findings.answers import decode_takeaways
 from core.memory_formulas import format_bytes
 from core.models import registry
@@ -120,15 +119,14 @@ def run(cfg: AnswersDecodeConfig, on_progress=None) -> pd.DataFrame:
     out = Rows(len(cfg.mixers) * len(cfg.context_lens), on_progress)
     for m in cfg.mixers:
         mixer = registry.get(m)
-        base = {**dict.fromkeys(COLUMNS, math.nan), "mixer": m, "family": mixer.family, "d_model": cfg.d_model, "window": cfg.window,
-                "kernel": cfg.kernel, "levels": cfg.levels, "d_state": cfg.d_state, "seed": cfg.seed,
-                "note": ""}  # fmt: skip
+        sizes = copied(cfg, "d_model", "window", "kernel", "levels", "d_state", "seed")
+        base = {**dict.fromkeys(COLUMNS, math.nan), "mixer": m, "family": mixer.family, **sizes, "note": ""}
         try:
             for read, held, times in _decode(m, cfg, device):
-                q25, q50, q75 = np.quantile(times, [0.25, 0.5, 0.75])
+                q25, q50, q75 = quartiles(times)
                 row = {**base, "context_len": read, "state_bytes": held, "status": status.OK,
                        "predicted_bytes": 4 * mixer.state_floats(read, cfg.mixer_spec),
-                       "ms_per_token": float(q50), "ms_iqr": float(q75 - q25), **env}  # fmt: skip
+                       "ms_per_token": q50, "ms_iqr": q75 - q25, **env}  # fmt: skip
                 out.add(row, f"{m}: {read:,} tokens read")
         except (RuntimeError, MemoryError) as err:
             if not guard.is_oom(err):

@@ -27,11 +27,10 @@ import torch
 from core import bench, guard, status
 from core.config import Experiment, spec
 from core.device import DEVICES, environment, resolve_device
-from core.experiments.common import Rows, fitting, paired, tagged, time_points, timed
+from core.experiments.common import Rows, copied, fitting, ok_fields, paired, tagged, time_points
 from core.experiments.serial import TINY_STEP, training_step
 from core.findings.answers import speed_takeaways
 from core.models import registry
-from core.models.layers import n_params
 from core.models.registry import ANSWERS, ATTENTION, CHAPTER, FORMS, LOOP, RECURRENT, Spec
 from core.results import tidy
 
@@ -165,15 +164,9 @@ def measure_length(cfg, T: int, pairs: list, device, after_round=None) -> dict:
     fields.update(failed)
     for key, timing in timings.items():
         model, _, loss_fn, inputs = prepared[key]
-        fields[key] = {
-            "status": status.OK,
-            "params": n_params(model),
-            **timed(timing),
-            "tokens_per_s": cfg.batch_size * T / (timing.median_ms / 1e3),
-            "saved_bytes": bench.saved_activation_bytes(loss_fn, exclude=(*model.parameters(), *inputs)),
-            "max_error": max_error(*key, cfg, T),
-            "times_ms": timing.times_ms,
-        }
+        speed = cfg.batch_size * T / (timing.median_ms / 1e3)
+        saved = bench.saved_activation_bytes(loss_fn, exclude=(*model.parameters(), *inputs))
+        fields[key] = ok_fields(model, timing, tokens_per_s=speed, saved_bytes=saved, max_error=max_error(*key, cfg, T))
     _time_recurrences(cfg, T, {key: prepared[key][0] for key in timings}, device, fields, after_round)
     prepared.clear()
     guard.free(device)
@@ -270,6 +263,7 @@ def run(cfg: AnswersSpeedConfig, on_progress=None) -> pd.DataFrame:
     env = environment(device)
     pairs, lengths = points(cfg), sorted(cfg.seq_lens)
     out, history = Rows(len(lengths) * len(pairs), on_progress), {key: [] for key in pairs}
+    same = copied(cfg, "batch_size", "d_model", "window", "chunk", "kernel", "levels", "d_state", "seed")
     for T in lengths:
         fitted, fields = fitting(pairs, lambda key, T=T: predicted_bytes(*key, cfg, T), device)
         runnable = []
@@ -286,11 +280,9 @@ def run(cfg: AnswersSpeedConfig, on_progress=None) -> pd.DataFrame:
             if f["status"] == status.OK:
                 history[(m, form)].append((T, f["train_ms"]))
             mixer = registry.get(m)
-            row = {**dict.fromkeys(COLUMNS, math.nan), "mixer": m, "form": form, "family": mixer.family, "seq_len": T, "batch_size": cfg.batch_size,
-                   "d_model": cfg.d_model, "seq_steps": mixer.steps(T, form, cfg.mixer_spec),
-                   "predicted_bytes": predicted_bytes(m, form, cfg, T), "window": cfg.window, "chunk": cfg.chunk,
-                   "kernel": cfg.kernel, "levels": cfg.levels, "d_state": cfg.d_state, "seed": cfg.seed, "note": "",
-                   **f, **env}  # fmt: skip
+            row = {**dict.fromkeys(COLUMNS, math.nan), "mixer": m, "form": form, "family": mixer.family, "seq_len": T,
+                   "seq_steps": mixer.steps(T, form, cfg.mixer_spec), "predicted_bytes": predicted_bytes(m, form, cfg, T),
+                   **same, "note": "", **f, **env}  # fmt: skip
             out.add(row, f"{m} ({form}) n={T}")
     return tidy(out.rows, COLUMNS)
 

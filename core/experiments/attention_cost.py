@@ -25,7 +25,7 @@ from core.experiments.attention_point import elem_bytes, needs_live_peak, predic
 from core.experiments.attention_point import inputs as _inputs  # noqa: F401 - the tests and the smoke test use it
 from core.experiments.attention_point import measure_attention as _measure_attention
 from core.experiments.attention_point import measure_lstm as _measure_lstm
-from core.experiments.common import Rows
+from core.experiments.common import Rows, copied
 from core.findings.attention_cost import takeaways, wall
 from core.memory_formulas import score_bytes
 from core.models import attention
@@ -82,29 +82,14 @@ PRESETS = {
     # TB/s); the LSTM's state is the long pole: ~131,072 dependent cuDNN steps of ~5 µs forward and backward, ~2 s a
     # call, so one warm-up and max_point_s 2 (2-3 calls) at 131,072 and 65,536 (~10 s). The wall is found by the
     # guard, then checked just below and above it: ~30 s in all with the process start.
-    "gpu": {
-        "seq_lens": (128, 512, 2048, 8192, 16384, 32768, 65536, 131072),
-        "dtype": "auto",
-        "backends": BACKENDS,
-        "warmup": 1,
-        "repeats": 5,
-        "max_point_s": 2.0,
-        "time_limit_s": 6.0,
-        "verify_wall": True,
-    },
+    "gpu": {"seq_lens": (128, 512, 2048, 8192, 16384, 32768, 65536, 131072), "dtype": "auto", "backends": BACKENDS,
+            "warmup": 1, "repeats": 5, "max_point_s": 2.0, "time_limit_s": 6.0, "verify_wall": True},
     # up to 128K: on a GPU the guard finds the wall; on a CPU the long points come back at once as rows saying
     # what they would need (memory) or take (time)
-    "full": {
-        "seq_lens": (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072),
-        "dtype": "auto",
-        "backends": BACKENDS,
-        "warmup": 2,
-        "repeats": 7,
-        "max_point_s": 10.0,
-        "time_limit_s": 45.0,
-        "verify_wall": True,
-    },
-}
+    "full": {"seq_lens": (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072), "dtype": "auto",
+             "backends": BACKENDS, "warmup": 2, "repeats": 7, "max_point_s": 10.0, "time_limit_s": 45.0,
+             "verify_wall": True},
+}  # fmt: skip
 
 
 def predicted_seconds(
@@ -138,7 +123,6 @@ def measure_point(
 ) -> dict:
     """One row, guarded first by memory (bytes predicted from the shape; nothing is allocated for a refused
     point), then by time (a point that would exceed `time_limit_s`); a bad point is a row, never an exception."""
-    B, H, e = cfg.batch_size, cfg.n_heads, elem_bytes(cfg.dtype)
     record = attention.get(impl)
     row = {
         "impl": impl,
@@ -146,13 +130,8 @@ def measure_point(
         "backend": backend,
         "mode": record.mode,
         "seq_len": n,
-        "batch_size": B,
-        "n_heads": H,
-        "head_dim": cfg.head_dim,
-        "dtype": cfg.dtype,
-        "causal": cfg.causal,
-        "analytic_bytes": score_bytes(B, H, n, e),
-        "seed": cfg.seed,
+        **copied(cfg, "batch_size", "n_heads", "head_dim", "dtype", "causal", "seed"),
+        "analytic_bytes": score_bytes(cfg.batch_size, cfg.n_heads, n, elem_bytes(cfg.dtype)),
         "point": point,
         "note": "",
     }

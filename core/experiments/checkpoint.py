@@ -18,15 +18,14 @@ import dataclasses
 import pandas as pd
 import torch
 
-from core import bench, guard, status
+from core import bench, guard
 from core.config import Experiment, spec
 from core.device import DEVICES, environment, resolve_device
 from core.experiments import serial
-from core.experiments.common import Rows, fitting, paired, tagged, time_points, timed
+from core.experiments.common import Rows, copied, fitting, ok_fields, paired, tagged, time_points
 from core.findings.checkpoint import takeaways
 from core.models import registry
 from core.models.checkpointed import SegmentCheckpointed, kept_state_bytes, n_segments, segment_for
-from core.models.layers import n_params
 from core.results import tidy
 
 PLAIN, CHECKPOINTED = "plain", "checkpointed"
@@ -87,13 +86,10 @@ def measure_length(cfg: CheckpointConfig, T: int, names: list[str], device, afte
         model, features, _, loss_fn, (tokens, targets) = prepared[key]
         exclude = (*model.parameters(), tokens, targets)
         whole = bench.saved_activation_bytes(loss_fn, exclude=exclude)
-        layers = bench.saved_activation_bytes(
-            lambda f=features, x=tokens: f(x).sum(), exclude=exclude
-        )  # sum: nothing kept
-        fields[key] = {"status": status.OK, "params": n_params(model), **timed(timing),
-                       "fresh_bytes": timing.fresh_bytes, "saved_bytes": whole,
-                       "layer_saved_bytes": layers, "head_saved_bytes": whole - layers,
-                       "times_ms": timing.times_ms}  # fmt: skip
+        # the recurrent layers' share: their features, summed (a sum keeps nothing)
+        layers = bench.saved_activation_bytes(lambda f=features, x=tokens: f(x).sum(), exclude=exclude)
+        more = {"saved_bytes": whole, "layer_saved_bytes": layers, "head_saved_bytes": whole - layers}
+        fields[key] = ok_fields(model, timing, fresh_bytes=timing.fresh_bytes, **more)
     prepared.clear()
     guard.free(device)
     for name in names:  # checkpointed ÷ plain, round by round
@@ -128,8 +124,8 @@ def run(cfg: CheckpointConfig, on_progress=None) -> pd.DataFrame:
             states = 2 if kind.forget_gate else 1  # (h, c) for an LSTM
             for form in FORMS:
                 ck = form == CHECKPOINTED
-                row = {**env, "model": name, "bptt": form, "seq_len": T, "n_layers": cfg.n_layers,
-                       "d_model": cfg.d_model, "batch_size": cfg.batch_size, "seed": cfg.seed, "note": "",
+                row = {**env, "model": name, "bptt": form, "seq_len": T, "note": "",
+                       **copied(cfg, "n_layers", "d_model", "batch_size", "seed"),
                        "segment": segment_for(T, cfg.segment) if ck else None,
                        "segments": n_segments(T, cfg.segment) if ck else None,
                        "predicted_layer_bytes": kept_state_bytes(T, cfg.segment, cfg.batch_size, cfg.d_model,

@@ -1,6 +1,7 @@
-"""What the experiments share: a config field of models chosen by tag (`tagged`), a run's rows reported as they
-come (`Rows`), the memory guard's refusals before a length is measured (`fitting`), points timed interleaved with
-their failures as rows (`time_points`, `timed`), and the quartiles of paired ratios (`paired`)."""
+"""What the experiments share: a config field of models chosen by tag (`tagged`), a config's settings as row fields
+(`copied`), a run's rows reported as they come (`Rows`), the memory guard's refusals before a length is measured
+(`fitting`), points timed interleaved with their failures as rows (`time_points`, `timed`, `ok_fields`), and the
+quartiles of paired ratios (`paired`)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,21 @@ import math
 
 import numpy as np
 
-from core import bench, guard
+from core import bench, guard, status
 from core.config import Progress, spec
 from core.models import registry
+from core.models.layers import n_params
 
 
 def tagged(tag: str, default: str | None = None, **more):
     """A config field choosing models by tag: any model tagged `tag`, by default those tagged `default` (or every one
     tagged `tag`), both read whenever a config is made (a model registered later is among them)."""
     return spec(registry.tagged(default or tag), choices=registry.tagged(tag), **more)
+
+
+def copied(cfg, *names: str) -> dict:
+    """The config's fields `names` as row fields: a row repeats the settings it was measured with."""
+    return {name: getattr(cfg, name) for name in names}
 
 
 class Rows:
@@ -58,6 +65,12 @@ def time_points(steps: dict, cfg, device, after_round=None, **options) -> tuple[
         steps, device=device, is_fatal=guard.is_oom, after_round=after_round, **options
     )
     return timings, guard.failed_fields(errors, device)
+
+
+def ok_fields(model, timing: bench.Timing, **more) -> dict:
+    """A timed point's row fields: status ok, the model's parameters, its timing, `more`, and the times of its repeats
+    (`times_ms`, for the paired ratios: dropped once they are taken)."""
+    return {"status": status.OK, "params": n_params(model), **timed(timing), **more, "times_ms": timing.times_ms}
 
 
 def timed(timing: bench.Timing, prefix: str = "train") -> dict:

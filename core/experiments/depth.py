@@ -22,11 +22,10 @@ from core import guard, status
 from core import train as train_loop
 from core.config import Experiment, spec
 from core.device import DEVICES, environment, resolve_device, torch_threads
-from core.experiments.common import Rows, tagged
+from core.experiments.common import Rows, copied, tagged
 from core.findings.depth import COLUMNS, LEARNED_FRACTION, UNDERFLOW, chain_entropy, to_frame  # noqa: F401
 from core.findings.depth_text import takeaways
 from core.models import registry
-from core.models.registry import n_heads_for
 
 CHUNK_STEPS = 10  # report progress at least every this many training steps …
 CHUNK_SECONDS = 0.3  # … or this often, whichever comes first, so a page can Stop promptly
@@ -61,8 +60,6 @@ class DepthConfig:
     device: str = spec("auto", choices=DEVICES, help="auto = CUDA, then MPS, then CPU")
 
     def check(self):
-        if self.d_model % n_heads_for(self.d_model):
-            raise ValueError(f"d_model: {self.d_model} must be divisible by the number of heads")
         if any(w >= self.steps for w in self.warmup_steps if w > 0):
             raise ValueError(f"warmup_steps: each warm-up must be shorter than steps ({self.steps})")
 
@@ -72,40 +69,20 @@ class DepthConfig:
 PRESETS = {
     "quick": {},  # the defaults: 20 runs of 60 steps, depths 2 and 8
     # a second or two: for testing the command line and scripts/gpu_reference.sh, not for reading
-    "tiny": {
-        "depths": (1, 2),
-        "init_depths": (1,),
-        "d_model": 16,
-        "seq_len": 8,
-        "batch_size": 4,
-        "steps": 4,
-        "warmup_steps": (0, 2),
-        "log_every": 2,
-    },
+    "tiny": {"depths": (1, 2), "init_depths": (1,), "d_model": 16, "seq_len": 8, "batch_size": 4, "steps": 4,
+             "warmup_steps": (0, 2), "log_every": 2},
     # scripts/gpu_reference.sh's preset, for its limit of 40 s on a GPU such as an H200, where these small models
     # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. A training
     # step is ~30 ops a layer forward and ~60 backward: ~1.4 ms a layer, so 100 steps take ~0.3 s at 2 layers and
     # ~1.1 s at 8; five models × two warm-ups × two seeds at depths 2 and 8 ≈ 28 s, and the initialisation profiles
     # up to 64 layers (one batch each) ~1 s; with the process start ~35 s. The CPU reference's 16 and 32 layers
     # would take 4× and 8× the 8-layer time.
-    "gpu": {
-        "depths": (2, 8),
-        "init_depths": (1, 2, 4, 8, 16, 32, 64),
-        "steps": 100,
-        "warmup_steps": (0, 30),
-        "seeds": 2,
-        "log_every": 5,
-    },
+    "gpu": {"depths": (2, 8), "init_depths": (1, 2, 4, 8, 16, 32, 64), "steps": 100, "warmup_steps": (0, 30),
+            "seeds": 2, "log_every": 5},
     # ~7 min on one CPU thread; per-layer rows for one seed keep the CSV near 2.5 MB (~14k rows)
-    "full": {
-        "depths": (2, 8, 16, 32),
-        "init_depths": (1, 2, 4, 8, 16, 32, 64),
-        "steps": 150,
-        "warmup_steps": (0, 30),
-        "seeds": 3,
-        "log_every": 10,
-    },
-}
+    "full": {"depths": (2, 8, 16, 32), "init_depths": (1, 2, 4, 8, 16, 32, 64), "steps": 150, "warmup_steps": (0, 30),
+             "seeds": 3, "log_every": 10},
+}  # fmt: skip
 
 
 # ---------------------------------------------------------------- the task
@@ -253,7 +230,7 @@ def _run(cfg: DepthConfig, device: torch.device, on_progress) -> pd.DataFrame:
     runs = [(L, w, m, s) for L in sorted(cfg.depths) for w in cfg.warmup_steps for m in cfg.models for s in seeds]
     out = Rows(len(init_points) + len(runs) * cfg.steps, on_progress)
     sizes = ("d_model", "vocab_size", "noise", "seq_len", "batch_size")
-    task = {**{k: getattr(cfg, k) for k in sizes}, **env}  # what every row shares: the task's sizes, the environment
+    task = {**copied(cfg, *sizes), **env}  # what every row shares: the task's sizes, the environment
     unset = dict.fromkeys(("lr", "warmup_steps", "clip"), math.nan)
     for L, name, seed in init_points:
         common = {"model": name, "n_layers": L, "step": 0, "phase": "init", "seed": seed, **unset, **task}

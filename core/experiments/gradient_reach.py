@@ -21,30 +21,16 @@ from torch import nn
 
 from core.config import Experiment, spec
 from core.device import DEVICES, environment, resolve_device
-from core.experiments.common import Rows, tagged
+from core.experiments.common import Rows, copied, tagged
 from core.findings import listing, sci
 from core.models import registry
 from core.models.layers import n_params
-from core.models.registry import ATTENTION, CHAPTER, Spec, n_heads_for
+from core.models.registry import ATTENTION, CHAPTER, Spec
 from core.results import tidy
 from core.rules import FLAT_FACTOR, REACH_FACTOR
 
-COLUMNS = (
-    "model",
-    "seq_len",
-    "d_model",
-    "distance",
-    "grad_norm",
-    "relative",
-    "reach",
-    "params",
-    "rnn_radius",
-    "forget_bias",
-    "compute_ms",
-    "status",
-    "note",
-    "seed",
-)
+COLUMNS = ("model", "seq_len", "d_model", "distance", "grad_norm", "relative", "reach", "params", "rnn_radius",
+           "forget_bias", "compute_ms", "status", "note", "seed")  # fmt: skip
 JACOBIAN_CHUNK = 64  # Jacobian rows per backward pass, so memory stays bounded at large width
 
 
@@ -64,10 +50,6 @@ class GradientReachConfig:
     )
     device: str = spec("auto", choices=DEVICES, help="auto = CUDA, then MPS, then CPU")
     seed: int = spec(0, lo=0, hi=2**31 - 1)
-
-    def check(self):
-        if any(not registry.get(m).recurrent for m in self.models) and self.d_model % n_heads_for(self.d_model):
-            raise ValueError(f"d_model: {self.d_model} must be divisible by the number of heads")
 
 
 PRESETS = {
@@ -152,26 +134,21 @@ def run(cfg: GradientReachConfig, on_progress=None) -> pd.DataFrame:
         radius = spectral_radius(weight(layer)) if weight is not None else math.nan
         underflow = int((norms == 0).sum())
         note = f"{underflow} distances below float32's smallest number (exactly 0)" if underflow else ""
-        new = [
-            {
-                "model": name,
-                "seq_len": cfg.seq_len,
-                "d_model": cfg.d_model,
-                "distance": k,
-                "grad_norm": float(v) if finite else math.nan,
-                "relative": float(v / norms[1]) if finite and cfg.seq_len > 1 and norms[1] > 0 else math.nan,
-                "reach": k_reach,
-                "params": n_params(layer),
-                "rnn_radius": radius,
-                "forget_bias": cfg.forget_bias if kind.forget_gate else math.nan,
-                "compute_ms": ms,
-                "status": "ok" if finite else "diverged",
-                "note": note if finite else "gradient overflowed to inf/NaN",
-                "seed": cfg.seed,
-                **env,
-            }
-            for k, v in enumerate(norms)
-        ]
+        same = {
+            "model": name,
+            **copied(cfg, "seq_len", "d_model", "seed"),
+            "reach": k_reach,
+            "params": n_params(layer),
+            "rnn_radius": radius,
+            "forget_bias": cfg.forget_bias if kind.forget_gate else math.nan,
+            "compute_ms": ms,
+            "status": "ok" if finite else "diverged",
+            "note": note if finite else "gradient overflowed to inf/NaN",
+            **env,
+        }
+        grads = norms.tolist() if finite else [math.nan] * len(norms)
+        g1 = grads[1] if finite and cfg.seq_len > 1 and grads[1] > 0 else math.nan  # relative: to the norm at k = 1
+        new = [{**same, "distance": k, "grad_norm": v, "relative": v / g1} for k, v in enumerate(grads)]
         out.add(new, f"{name} T={cfg.seq_len}", advance=1)
     return tidy(out.rows, COLUMNS)
 

@@ -30,26 +30,9 @@ from core.results import tidy
 
 SCHEMES = ("mha", "gqa", "mqa")
 DTYPES = ("float32", "bfloat16", "float16")
-COLUMNS = (
-    "model",
-    "scheme",
-    "hypothetical",
-    "kind",
-    "n_layers",
-    "n_heads",
-    "n_kv_heads",
-    "head_dim",
-    "seq_len",
-    "batch_size",
-    "bytes_per_elem",
-    "cache_bytes",
-    "measured_bytes",
-    "ms_per_token",
-    "device",
-    "status",
-    "note",
-    "seed",
-)
+COLUMNS = ("model", "scheme", "hypothetical", "kind", "n_layers", "n_heads", "n_kv_heads", "head_dim", "seq_len",
+           "batch_size", "bytes_per_elem", "cache_bytes", "measured_bytes", "ms_per_token", "device", "status", "note",
+           "seed")  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,7 +107,7 @@ def cache_row(
 ) -> dict:
     """A row of a cache's size, by formula unless `cache_bytes` is given; `shape` = (layers, query heads, K/V heads,
     head size); `more` adds fields or replaces them (a measured row, the LSTM's state)."""
-    n_layers, n_heads, n_kv, head_dim = shape
+    n_layers, _, n_kv, head_dim = shape
     if cache_bytes is None:
         cache_bytes = kv_cache_bytes(n_layers, n_kv, head_dim, seq_len, batch_size, bytes_per_elem)
     return {
@@ -132,10 +115,7 @@ def cache_row(
         "scheme": scheme,
         "hypothetical": False,
         "kind": "formula",
-        "n_layers": n_layers,
-        "n_heads": n_heads,
-        "n_kv_heads": n_kv,
-        "head_dim": head_dim,
+        **dict(zip(("n_layers", "n_heads", "n_kv_heads", "head_dim"), shape)),
         "seq_len": seq_len,
         "batch_size": batch_size,
         "bytes_per_elem": bytes_per_elem,
@@ -171,11 +151,8 @@ def _generate(cfg: KVCacheConfig, scheme: str, device: torch.device):
     """Greedy generation with the cache; yields (tokens so far, measured cache bytes, ms per token) every few steps."""
     torch.manual_seed(cfg.seed)
     dtype = getattr(torch, cfg.dtype)
-    model = (
-        TinyDecoder(cfg.vocab_size, cfg.n_layers, cfg.n_heads, kv_heads(scheme, cfg.n_heads), cfg.head_dim)
-        .to(device, dtype)
-        .eval()
-    )
+    model = TinyDecoder(cfg.vocab_size, cfg.n_layers, cfg.n_heads, kv_heads(scheme, cfg.n_heads), cfg.head_dim)
+    model = model.to(device, dtype).eval()
     token = torch.zeros(cfg.batch_size, 1, dtype=torch.long, device=device)
     cache = None
     t0 = time.perf_counter()
@@ -210,15 +187,9 @@ def run(cfg: KVCacheConfig, on_progress=None) -> pd.DataFrame:
     device = resolve_device(cfg.device)
     env = environment(device)
     e_model, e_tiny, B = DTYPE_BYTES[cfg.model_dtype], DTYPE_BYTES[cfg.dtype], cfg.batch_size
-    formula = {"measured_bytes": math.nan, "status": "ok", "seed": cfg.seed, **env}
-    measured = {
-        "kind": "measured",
-        "status": "ok",
-        "note": "",
-        "seed": cfg.seed,
-        **env,
-        "threads": threads_used(device, 1),
-    }
+    ok = {"status": "ok", "seed": cfg.seed, **env}
+    formula = {"measured_bytes": math.nan, **ok}
+    measured = {"kind": "measured", "note": "", **ok, "threads": threads_used(device, 1)}
     out = Rows(len(cfg.schemes) + 2, on_progress)  # formula rows, one generation per scheme, the LSTM
     new = []
     for name in cfg.models:

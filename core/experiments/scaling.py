@@ -27,9 +27,8 @@ from core import bench, guard, heap, status
 from core.config import Experiment, spec
 from core.device import DEVICES, environment, physical_cores, resolve_device, torch_threads
 from core.experiments import serial
-from core.experiments.common import Rows, fitting, paired, quartiles, tagged
+from core.experiments.common import Rows, copied, fitting, paired, quartiles, tagged
 from core.findings.scaling import fit_group, takeaways
-from core.models.registry import n_heads_for
 from core.results import tidy
 
 COLUMNS = ("model", "seq_len", "threads", "threads_requested", "train_ms", "train_iqr_ms", "noisy", "speedup",
@@ -55,10 +54,6 @@ class ScalingConfig:
     repeats: int = spec(5, lo=1, hi=200, help="timed rounds; medians and paired quartiles are reported")
     max_point_s: float = spec(3.0, lo=0.05, hi=600.0, help="per (model, threads): stop adding rounds after this "
                               "much timed work (3 rounds are kept)")  # fmt: skip
-
-    def check(self):
-        if self.d_model % n_heads_for(self.d_model):
-            raise ValueError(f"d_model: {self.d_model} must be divisible by the number of heads")
 
 
 PRESETS = {
@@ -161,6 +156,7 @@ def run(cfg: ScalingConfig, on_progress=None) -> pd.DataFrame:
     lengths = sorted(cfg.seq_lens)
     out = Rows(len(lengths) * len(cfg.models) * len(counts), on_progress)
     scfg = serial.same_step(cfg)
+    sizes = ("d_model", "n_layers", "batch_size")
     for T in lengths:
         if device.type != "cpu":
             note = f"thread scaling is measured on the CPU; on {device.type} torch threads only drive the host"
@@ -173,9 +169,8 @@ def run(cfg: ScalingConfig, on_progress=None) -> pd.DataFrame:
             with heap.freed_memory_reused():  # one for the whole length: each timed call is one step
                 fields.update(measure_length(cfg, T, runnable, counts, device, after_round))
         for name in cfg.models:
-            group = [{**env, "model": name, "seq_len": T, "threads": None, "threads_requested": p,
-                      "d_model": cfg.d_model, "n_layers": cfg.n_layers, "batch_size": cfg.batch_size, "seed": cfg.seed,
-                      "note": "", **fields[(name, p)]} for p in counts]  # fmt: skip
+            same = {**env, "model": name, "seq_len": T, "threads": None, **copied(cfg, *sizes, "seed"), "note": ""}
+            group = [{**same, "threads_requested": p, **fields[(name, p)]} for p in counts]
             measured = pd.DataFrame([g for g in group if g["status"] == status.OK])
             fit = fit_group(measured) if len(measured) else {}
             for row in group:

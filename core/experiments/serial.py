@@ -14,15 +14,14 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from core import bench, guard, status
+from core import bench, guard
 from core import flops as fl
 from core.config import Experiment, spec
 from core.device import DEVICES, environment, resolve_device
-from core.experiments.common import Rows, fitting, paired, tagged, time_points, timed
+from core.experiments.common import Rows, copied, fitting, ok_fields, paired, tagged, time_points
 from core.findings.serial import takeaways
 from core.models import registry
-from core.models.layers import n_params
-from core.models.registry import RECURRENT, n_heads_for
+from core.models.registry import RECURRENT
 from core.results import tidy
 
 COLUMNS = ("model", "n_layers", "d_model", "batch_size", "seq_len", "params", "train_ms", "train_iqr_ms",
@@ -45,10 +44,6 @@ class SerialConfig:
     warmup: int = spec(1, lo=0, hi=50, help="untimed steps first (the first oneDNN step costs ~2x)")
     repeats: int = spec(5, lo=1, hi=200, help="timed steps; the median and IQR are reported")
     max_point_s: float = spec(3.0, lo=0.05, hi=600.0, help="stop repeating a point after this much timed work")
-
-    def check(self):
-        if self.d_model % n_heads_for(self.d_model):
-            raise ValueError(f"d_model: {self.d_model} must be divisible by the number of heads")
 
 
 # each timed sample of a step lasts at least this long (a short step is run back to back and averaged, as timeit
@@ -76,8 +71,7 @@ PRESETS = {
 def same_step(cfg) -> SerialConfig:
     """The serial experiment's config for the training step another section times (thread scaling, checkpointed
     BPTT): its models, widths, batch, vocabulary and seed, so both time the same thing."""
-    shared = ("models", "d_model", "n_layers", "batch_size", "vocab_size", "seed")
-    return SerialConfig(**{name: getattr(cfg, name) for name in shared})
+    return SerialConfig(**copied(cfg, "models", "d_model", "n_layers", "batch_size", "vocab_size", "seed"))
 
 
 def build_model(name: str, cfg: SerialConfig) -> torch.nn.Module:
@@ -135,17 +129,15 @@ def measure_length(
         kind = registry.get(name)
         flops = fl.training_step(kind.forward_flops(cfg.batch_size, seq_len, cfg.d_model, cfg.n_layers, cfg.vocab_size))
         seconds = timing.median_ms / 1e3
-        fields[name] = {
-            "status": status.OK,
-            "params": n_params(model),
-            **timed(timing),
-            "tokens_per_s": cfg.batch_size * seq_len / seconds,
-            "saved_bytes": saved,
-            "peak_bytes": peak if peak is not None else math.nan,
-            "flops": flops,
-            "achieved_flops_per_s": flops / seconds,
-            "times_ms": timing.times_ms,
-        }
+        fields[name] = ok_fields(
+            model,
+            timing,
+            tokens_per_s=cfg.batch_size * seq_len / seconds,
+            saved_bytes=saved,
+            peak_bytes=peak if peak is not None else math.nan,
+            flops=flops,
+            achieved_flops_per_s=flops / seconds,
+        )
     prepared.clear()
     if device.type == "cuda":
         guard.free(device)
@@ -175,7 +167,8 @@ def run(cfg: SerialConfig, on_progress=None) -> pd.DataFrame:
     point's utilization is its achieved FLOP/s over the better of the two (never above 1: see `_utilization`)."""
     device = resolve_device(cfg.device)
     env = environment(device)
-    latency = bench.step_latency_s(str(device))
+    same = copied(cfg, "n_layers", "d_model", "batch_size", "seed")  # what every row repeats
+    same.update(flop_convention=fl.CONVENTION, step_latency_s=bench.step_latency_s(str(device)), note="")
     lengths = sorted(cfg.seq_lens)
     out = Rows(len(lengths) * len(cfg.models), on_progress)
     ceiling_before = bench.peak_flops(str(device))
@@ -189,19 +182,13 @@ def run(cfg: SerialConfig, on_progress=None) -> pd.DataFrame:
             f = fields[name]
             row = {
                 "model": name,
-                "n_layers": cfg.n_layers,
-                "d_model": cfg.d_model,
-                "batch_size": cfg.batch_size,
                 "seq_len": T,
                 "seq_steps": registry.get(name).seq_steps(T, cfg.n_layers),
                 "predicted_bytes": predicted_bytes(name, cfg, T),
                 "peak_before_flops_per_s": ceiling_before,
                 "peak_after_flops_per_s": ceiling_after,
                 "peak_flops_per_s": max(ceiling_before, ceiling_after),
-                "flop_convention": fl.CONVENTION,
-                "step_latency_s": latency,
-                "seed": cfg.seed,
-                "note": "",
+                **same,
                 **f,
                 **env,
             }
