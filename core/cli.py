@@ -87,9 +87,10 @@ def cmd_smoke(args) -> int:
 def cmd_worker(args) -> int:
     import socket
 
-    from core.worker import serve, zygote
+    from core.worker import serve
+    from core.zygote import serve_forks
 
-    return zygote(socket.socket(fileno=0)) if args.zygote else serve()
+    return serve_forks(socket.socket(fileno=0)) if args.zygote else serve()
 
 
 def cmd_env(args) -> int:

@@ -5,9 +5,10 @@ estimate of the wait while it waits, then the rows as the worker measures them. 
 or a tensor for a run, never changes torch's thread count, never touches the allocator: the worker does all of that
 in its own main thread, as `python -m core run` does. Stop ends the worker at once (SIGTERM, then SIGKILL after
 GRACE_S); a worker that dies (killed, crashed, out of memory) is a job whose state says so, with every row it sent
-kept. On Linux each worker is a fork of one warm zygote process (core.worker.zygote) that imported torch and every
+kept. On Linux each worker is a fork of one warm zygote process (core.zygote) that imported torch and every
 experiment once, so a Run, queued or not, does not pay the import; elsewhere (no safe fork: macOS) one spare worker
-waits with torch already imported (both measured in scripts/bench_worker.py). Torch-free and streamlit-free: ui.live draws it, the tests drive it directly.
+waits with torch already imported (both timed by scripts/bench_worker.py). Torch-free and streamlit-free: ui.live
+draws it, the tests drive it directly.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import dataclasses
 import itertools
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from core.worker import decode, encode
+from core.zygote import Forked, Zygote
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = (sys.executable, "-m", "core", "worker")
@@ -245,106 +246,6 @@ class Runner:
         job.state, job.ended = state, self._clock()
         if error is not None:
             job.error = error
-
-
-class Zygote:
-    """The server's side of one core.worker.zygote process: starts it, asks it for workers, hears when each ends."""
-
-    def __init__(self, command=WORKER):
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        with theirs:
-            self._proc = subprocess.Popen((*command, "--zygote"), cwd=ROOT, stdin=theirs, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-        self._sock, self._ready, self._gone = ours, False, False
-        self._changed = threading.Condition()
-        self._asked = itertools.count(1)
-        self._pids: dict[int, int] = {}  # request → the pid of the worker the zygote forked for it
-        self._ended: dict[int, int] = {}  # worker pid → its exit status (read by every thread that waits for it)
-        threading.Thread(target=self._listen, name="zygote", daemon=True).start()
-
-    def alive(self) -> bool:
-        return not self._gone and self._proc.poll() is None
-
-    def ready(self) -> bool:
-        return self._ready and self.alive()
-
-    def fork(self, stderr) -> Forked:
-        """A fresh worker, its stdin and stdout piped to this server and its stderr to the file `stderr`."""
-        job_r, job_w = os.pipe()
-        out_r, out_w = os.pipe()
-        asked = next(self._asked)
-        with self._changed:
-            try:
-                socket.send_fds(self._sock, [f"fork {asked}".encode()], [job_r, out_w, stderr.fileno()])
-            except OSError:
-                pass  # the zygote is gone: a worker that never started, whose job 'died'
-            finally:
-                os.close(job_r)
-                os.close(out_w)
-            self._changed.wait_for(lambda: asked in self._pids or self._gone, timeout=10)
-            pid = self._pids.pop(asked, -1)
-        stdin = os.fdopen(job_w, "w", buffering=1, encoding="utf-8")
-        return Forked(pid, self, stdin, os.fdopen(out_r, "r", encoding="utf-8"), stderr)
-
-    def status(self, pid: int, timeout: float | None = None) -> int | None:
-        """The worker's exit status once the zygote has reaped it; 1 if the zygote is gone first (its workers'
-        parent watch ends each with 1)."""
-        with self._changed:
-            self._changed.wait_for(lambda: pid in self._ended or self._gone, timeout=timeout)
-            return self._ended.get(pid, 1 if self._gone else None)
-
-    def close(self) -> None:
-        with self._changed:
-            self._gone = True
-            self._changed.notify_all()
-        self._sock.close()
-        _terminate(self._proc)
-
-    def _listen(self) -> None:
-        try:
-            while message := self._sock.recv(64).decode():
-                kind, *numbers = message.split()
-                with self._changed:
-                    self._ready = self._ready or kind == "ready"
-                    if kind == "pid":  # a pid used again forgets the ended worker that had it
-                        self._pids[int(numbers[0])] = int(numbers[1])
-                        self._ended.pop(int(numbers[1]), None)
-                    elif kind == "exit":
-                        self._ended[int(numbers[0])] = int(numbers[1])
-                    self._changed.notify_all()
-        except OSError:
-            pass
-        with self._changed:
-            self._gone = True
-            self._changed.notify_all()
-
-
-class Forked:
-    """A worker forked by the zygote, as subprocess.Popen's surface that Runner uses."""
-
-    def __init__(self, pid: int, zygote: Zygote, stdin, stdout, stderr):
-        self.pid, self._zygote, self.stdin, self.stdout, self._stderr = pid, zygote, stdin, stdout, stderr
-        self.returncode: int | None = None if pid > 0 else 1
-
-    def poll(self) -> int | None:
-        return self.wait(0) if self.returncode is None else self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None:
-            self.returncode = self._zygote.status(self.pid, timeout)
-        if self.returncode is None and timeout != 0:
-            raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout)
-        return self.returncode
-
-    def send_signal(self, sig: int) -> None:
-        if self.poll() is None:
-            os.kill(self.pid, sig)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
 
 
 def _compact(row: dict) -> dict:

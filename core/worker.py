@@ -16,21 +16,12 @@ The protocol, one JSON object per line:
   `{"type": "failed", "error": …}` (the rows measured before stay with the server).
 A SIGTERM ends the run at once (the rows already sent are the server's); what the run prints for a person (the
 table, the takeaways, a traceback) goes to stderr. The worker ends when its server does.
-
-On Linux the server keeps one warm `--zygote` process (Android's and Chromium's name for it) that imports torch and
-every experiment once and never computes, and each worker is a fork of it: a fresh process in ~10 ms instead of an
-import of ~3 s of CPU (measured on 2 cores), so a queued run starts at once and a small shared container does not pay
-the import per run. The fork's heap, threads and state are those of a worker that has just imported (the zygote
-runs no op, so no thread pool, no allocator cache, no accelerator context exists to inherit; its first op is the
-worker's own), and it runs `serve` in its main thread exactly as a spawned worker does.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import select
-import socket
 import sys
 
 
@@ -121,49 +112,3 @@ def serve(stdin=None, stdout=None) -> int:
     else:
         send({"type": "done"})
     return 0
-
-
-def zygote(control: socket.socket) -> int:
-    """The warm parent of every worker: import, then fork one fresh worker per request until the server goes away.
-
-    The server sends `fork ID` with three file descriptors (the worker's stdin, stdout and stderr) over a Unix
-    SOCK_SEQPACKET socket; the zygote answers `pid ID PID`, and `exit PID STATUS` once that worker has ended
-    (STATUS as subprocess writes it: negative for a signal). Its own end: the server's socket closing."""
-    import core.experiments  # noqa: F401 - what every worker needs, imported once; no op runs here
-
-    control.send(b"ready")
-    children: set[int] = set()
-    while True:
-        asked, _, _ = select.select([control], [], [], 0.2)
-        for pid in list(children):
-            done, wait_status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                children.discard(pid)
-                control.send(f"exit {pid} {os.waitstatus_to_exitcode(wait_status)}".encode())
-        if not asked:
-            continue
-        message, fds, _, _ = socket.recv_fds(control, 64, 3)
-        if not message:
-            return 0  # the server is gone; each worker's parent watch ends it within a second
-        pid = os.fork()
-        if pid == 0:  # the worker: its own session (Stop signals its group), the server's pipes as 0, 1, 2
-            control.close()
-            os.setsid()
-            for target, fd in enumerate(fds):
-                os.dup2(fd, target)
-                os.close(fd)
-            code = 1
-            try:
-                code = serve()
-            except BaseException:  # noqa: BLE001 - what a spawned worker's interpreter would print on its way out
-                import traceback
-
-                traceback.print_exc()
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(code)
-        for fd in fds:
-            os.close(fd)
-        children.add(pid)
-        control.send(f"pid {message.decode().split()[-1]} {pid}".encode())
