@@ -1,6 +1,6 @@
 """The zygote: one warm process that imports torch and every experiment once, and forks each live-run worker.
 
-A spawned worker (`python -m core worker`) spends ~2.7 s of CPU importing before it can take its job (2 cores,
+A spawned worker (`python -m core worker`) spends ~1.9 s of CPU importing before it can take its job (2 cores,
 scripts/bench_worker.py), and a run queued behind another waits for that, since nothing may import beside a
 measurement. On Linux the server (core.jobs) keeps one `python -m core worker --zygote` instead (Android's and
 Chromium's name for a process that only forks), and each worker is a fork of it: a fresh process in milliseconds.
