@@ -89,13 +89,9 @@ else:
 # ---- 2 · gradient reach at initialisation, measured here and now -------------------------------------------------
 st.subheader(tr("long_range.reach_header"))
 st.markdown(tr("long_range.reach_intro"))
-fields = {
-    "seq_len": (2, 1000),
-    "d_model": (4, 128),
-    "rnn_radius": (0.0, 4.0),
-    "forget_bias": (-10.0, 10.0),
-    "seed": (0, 2**31 - 1),
-}
+# the page's own bounds for each field (tighter than the config's)
+fields = {"seq_len": (2, 1000), "d_model": (4, 128), "rnn_radius": (0.0, 4.0), "forget_bias": (-10.0, 10.0),
+          "seed": (0, 2**31 - 1)}  # fmt: skip
 defaults = gradient_reach.EXPERIMENT.config("quick")
 with st.form(f"form:{PAGE}:reach"):
     cols = st.columns(len(fields))

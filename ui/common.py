@@ -20,11 +20,10 @@ import streamlit as st
 
 from core.i18n import translator
 from ui.data import (
-    caption_source_ui,
     chart_ui,
     file_problem_ui,
-    gpu_reference,
     gpu_reference_rows,
+    labelled,
     latest_rows,
     reference_ui_data,
     shown_data,
@@ -33,40 +32,24 @@ from ui.data import (
     takeaways_ui,
     yes_no,
 )
-from ui.form import config_form_ui, pick_ui
-from ui.frame import (
-    LANG_NAMES,
-    PAGES,
-    WARM_UP_MODULES,
-    current_lang,
-    device_card_ui,
-    has_key,
-    language_ui,
-    literal,
-    method_ui,
-    warm_up_torch,
-)
+from ui.form import pick_ui
+from ui.frame import PAGES, current_lang, device_card_ui, language_ui, literal, method_ui, warm_up_torch
 from ui.live import run_ui
-from ui.predict import open_gate, predict_ui, revealed_now, tally_rows, verdict_ui
+from ui.predict import open_gate, predict_ui, revealed_now, tally_rows
 from ui.section import Section, both, register, section_ui, sections_ui
 from ui.upload import upload_ui
 
 __all__ = [
-    "LANG_NAMES",
     "NAVIGATION_READY",
     "PAGES",
-    "WARM_UP_MODULES",
     "Section",
     "both",
-    "caption_source_ui",
     "chart_ui",
-    "config_form_ui",
     "current_lang",
     "device_card_ui",
     "file_problem_ui",
-    "gpu_reference",
     "gpu_reference_rows",
-    "has_key",
+    "labelled",
     "language_ui",
     "latest_rows",
     "literal",
@@ -85,7 +68,6 @@ __all__ = [
     "table_ui",
     "takeaways_ui",
     "tally_rows",
-    "verdict_ui",
     "warm_up_torch",
     "yes_no",
 ]

@@ -5,13 +5,15 @@ its CSV download, and charts with PNG/SVG export.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from core.i18n import device_words  # the device label in the page's language: 'cpu · 2 线程'
-from ui.frame import device_facts, literal
+from ui.frame import device_facts, has_key, literal
 from ui.predict import revealed_now
 
 if TYPE_CHECKING:
@@ -132,6 +134,13 @@ def yes_no(tr, value) -> str:
     return tr("ui.bool.true") if bool(value) else tr("ui.bool.false")
 
 
+def labelled(tr, prefix: str, columns: dict) -> pd.DataFrame:
+    """A table the learner reads: each column named from the catalogue (`<prefix>.<column>`), in the given order."""
+    import pandas as pd
+
+    return pd.DataFrame({tr(f"{prefix}.{name}"): values for name, values in columns.items()})
+
+
 def takeaways_ui(tr, lines: list[str]) -> None:
     if lines and revealed_now():
         with st.container(border=True):
@@ -181,8 +190,6 @@ def tooltip_titles(spec: dict, tr) -> dict:
     """A chart's Vega-Lite spec with a title on every tooltip field that lacks one, from the catalogue
     (`col.<field>`), so a hover reads 'step time, ms (median)' / '训练步耗时，毫秒（中位数）' rather than the CSV's
     `train_ms`. Fields the catalogue does not name keep their own name. Changes `spec` in place and returns it."""
-    from ui.frame import has_key
-
     lang = st.session_state.get("lang", "en")
     types = {"Q": "quantitative", "N": "nominal", "O": "ordinal", "T": "temporal"}
 
@@ -190,13 +197,9 @@ def tooltip_titles(spec: dict, tr) -> dict:
         if isinstance(entry, str):
             field, _, kind = entry.partition(":")
             entry = {"field": field, "type": types.get(kind, "nominal")}
-        if (
-            isinstance(entry, dict)
-            and "field" in entry
-            and "title" not in entry
-            and has_key(f"col.{entry['field']}", lang)
-        ):
-            entry = {**entry, "title": tr(f"col.{entry['field']}")}
+        key = f"col.{entry.get('field')}" if isinstance(entry, dict) else ""  # 'col.None': no field, no title
+        if key and "title" not in entry and has_key(key, lang):
+            entry = {**entry, "title": tr(key)}
         return entry
 
     def walk(node):
@@ -233,16 +236,11 @@ def chart_ui(chart, name: str | None = None) -> None:
     page's question is unanswered (ui.predict). `chart` may be a function that builds it: then it is built only when
     shown, and a chart that cannot be built or drawn becomes one warning instead of an exception, so the rest of the
     page (the results table and its download) still appears."""
-    import hashlib
-
     if not revealed_now():
         return
     from core.i18n import translator
 
     tr = translator(st.session_state.get("lang", "en"))
-
-    import json
-
     try:
         spec_dict = tooltip_titles((chart() if callable(chart) else chart).to_dict(), tr)
     except Exception as err:  # noqa: BLE001 - one chart's failure is said, and costs nothing else on the page

@@ -12,14 +12,10 @@ from core.charts.common import dash_legend, device_subtitle, log_x, log_y, thin
 from core.findings.depth import UNDERFLOW, init_profile, loss_bounds, summarize, to_frame
 from core.findings.notes import note_text
 
-OUTCOME_COLORS = {
-    "trained": "#2ca02c",
-    "stalled": "#ff7f0e",
-    "diverged": "#d62728",
-    "skipped_memory": "#7f7f7f",
-    "skipped_time": "#7f7f7f",
-    "oom": "#7f7f7f",
-}
+# the runs that never trained (refused by the guard, out of time or memory) share one grey
+OUTCOME_COLORS = {"trained": "#2ca02c", "stalled": "#ff7f0e", "diverged": "#d62728"} | dict.fromkeys(
+    ("skipped_memory", "skipped_time", "oom"), "#7f7f7f"
+)
 
 
 RUN_KEYS = ("run", "variant", "n_layers", "warmup", "seed")  # the rows of one training run: one line

@@ -8,7 +8,7 @@ import altair as alt
 import pandas as pd
 
 from core.charts.answers import mixer_color
-from core.charts.common import chance_rule, device_subtitle, tips, titled
+from core.charts.common import chance_rule, device_subtitle, filled_points, tips, titled
 from core.charts.long_range import percents, seed_bars
 from core.findings import recall_frontier as findings
 from core.models import registry
@@ -86,9 +86,8 @@ def frontier_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = _named(findings.frontier(df), tr)
     d = d.assign(state_kib=d["state_bytes"] / 1024)
     x = alt.X("state_kib:Q", scale=alt.Scale(type="log"), title=tr("recall.axis.state_kib"), axis=alt.Axis(format="~g"))
-    point = alt.OverlayMarkDef(filled=True, size=60)
     tooltip = ["name", "d_model", "state_bytes", "percent", "lo_pct", "hi_pct", "seeds", "step", "params", "run"]
-    return _curves(d, x, tr, "frontier", tooltip, point)
+    return _curves(d, x, tr, "frontier", tooltip, filled_points())
 
 
 def pairs_chart(df: pd.DataFrame, tr) -> alt.Chart:
