@@ -32,11 +32,6 @@ def slopes_table(df):
     return ui.pd.DataFrame(rows).rename(columns=lambda c: tr(f"attention_cost.slopes.{c}"))
 
 
-def memory_header(both, primary, tr):
-    st.subheader(tr("attention_cost.memory_header"))
-    st.markdown(tr("attention_cost.memory_intro"))
-
-
 def slopes(both, primary, tr):
     st.caption(tr("attention_cost.slopes_header"))
     st.dataframe(slopes_table(primary), hide_index=True)
@@ -47,8 +42,7 @@ def wall_tables(both, primary, tr):
     """Where each implementation's fit meets the memory budget, then a real model's wall, extrapolated."""
     st.info(tr("attention_cost.linear_note"))
 
-    st.subheader(tr("attention_cost.wall_header"))
-    st.markdown(tr("attention_cost.wall_intro"))
+    ui.heading_ui(tr, "attention_cost.wall")
     budget = float(primary["budget_bytes"].dropna().iloc[0]) if primary["budget_bytes"].notna().any() else math.nan
     walls = charts.with_labels(findings.wall(primary, budget), tr)
     cells = {
@@ -87,7 +81,7 @@ MAIN = ui.Section(
     verdict=verdicts.attention_cost,
     takeaways=findings.takeaways,
     charts=(
-        (memory_header,),
+        ("attention_cost.memory",),
         (
             (lambda b, p, tr: charts.memory_chart(b, tr, "saved_bytes"), ui.both(charts.time_chart)),
             (lambda b, p, tr: charts.memory_chart(b, tr, "peak_bytes"), slopes),
@@ -100,8 +94,7 @@ MAIN = ui.Section(
 both = ui.section_ui(tr, MAIN).both
 
 # ---- inference: the KV cache ---------------------------------------------------------------------------------
-st.subheader(tr("attention_cost.kv_header"))
-st.markdown(tr("attention_cost.kv_intro"))
+ui.heading_ui(tr, "attention_cost.kv")
 st.markdown("#### " + tr("attention_cost.kv.calc_header"))
 custom = tr("attention_cost.kv.custom")
 c1, c2, c3 = st.columns(3)

@@ -1,17 +1,8 @@
 """The one import point for pages (`from ui import common as ui`): every helper they use, re-exported from the
 modules that answer one question each, plus the page frame (`page_ui`), the NAVIGATION_READY flag dashboard.py sets
-and the lazy `ui.pd`. It sits above the other ui modules and none of them imports it.
-
-- ui.frame: language, device card, warm-up, the page list, method_ui;
-- ui.form: an experiment's config as a form, round-tripping through the URL;
-- ui.live: the live run with progress and Stop;
-- ui.predict: the predict-first question that hides the results until answered, and the computed verdict;
-- ui.data: reference and live data, status banner, takeaways, table and charts with export;
-- ui.section: one record per section of a page, and `section_ui`, which draws any of them.
-
-A page reads: claim → predict first → reference results at once → Run (live) → takeaways → method → table.
-Helpers that draw widgets end in `_ui`; all computation lives in `core`. Importing this module imports neither
-torch nor pandas (the home page's cold start skips both).
+and the lazy `ui.pd`. It sits above the other ui modules (each says its one job; CONTRIBUTING.md lists them) and
+none of them imports it. Helpers that draw widgets end in `_ui`; all computation lives in `core`. Importing this
+module imports neither torch nor pandas (the home page's cold start skips both).
 """
 
 from __future__ import annotations
@@ -33,7 +24,7 @@ from ui.data import (
     yes_no,
 )
 from ui.form import pick_ui
-from ui.frame import PAGES, current_lang, device_card_ui, language_ui, literal, method_ui, warm_up_torch
+from ui.frame import PAGES, current_lang, device_card_ui, heading_ui, language_ui, literal, method_ui, warm_up_torch
 from ui.live import run_ui
 from ui.predict import open_gate, predict_ui, revealed_now, tally_rows
 from ui.section import Section, both, register, section_ui, sections_ui
@@ -49,6 +40,7 @@ __all__ = [
     "device_card_ui",
     "file_problem_ui",
     "gpu_reference_rows",
+    "heading_ui",
     "labelled",
     "language_ui",
     "latest_rows",

@@ -93,15 +93,13 @@ def latest_rows(name: str) -> pd.DataFrame | None:
 
 
 def caption_source_ui(tr, primary: pd.DataFrame) -> None:
-    import pandas as pd
-
     if len(primary) and revealed_now():
         st.caption(
             tr(
                 "ui.showing",
                 source=tr(f"ui.source.{primary['source'].iloc[0]}"),
                 device=literal(device_words(primary["device"].iloc[0], tr)),
-                date=literal(str(primary.get("date", pd.Series([""])).iloc[0])[:10]),
+                date=literal(str(primary["date"].iloc[0])[:10] if "date" in primary else ""),
             )
         )
 
@@ -270,12 +268,13 @@ def chart_ui(chart, name: str | None = None) -> None:
         )
 
 
-def gpu_reference(both: pd.DataFrame, primary: pd.DataFrame) -> pd.DataFrame:
+def gpu_reference(both: pd.DataFrame, primary: pd.DataFrame | None) -> pd.DataFrame:
     """The shipped reference rows of one GPU (the first CUDA device among them) when the run the page speaks of is
     not on a GPU: the measurement the chapter's GPU claims are about, for a second verdict line. Empty otherwise;
     never uploaded rows (a file from elsewhere is drawn, not concluded from)."""
     if not len(both) or "device_type" not in both or "source" not in both:
         return both.iloc[:0]
+    primary = primary if primary is not None and "device_type" in primary else both.iloc[:0]
     if len(primary) and str(primary["device_type"].iloc[0]) == "cuda":
         return both.iloc[:0]
     gpu = both[(both["source"] == "reference") & (both["device_type"].astype(str) == "cuda")]
@@ -283,12 +282,7 @@ def gpu_reference(both: pd.DataFrame, primary: pd.DataFrame) -> pd.DataFrame:
 
 
 def gpu_reference_rows(name: str, shown: pd.DataFrame | None) -> pd.DataFrame | None:
-    """Experiment `name`'s shipped rows of one GPU (its first CUDA device) when `shown` is not from a GPU, else None:
-    what the home page's Table 1 reads beside the rows it shows."""
-    if shown is not None and len(shown) and "device_type" in shown and str(shown["device_type"].iloc[0]) == "cuda":
-        return None
-    ref, _ = reference_ui_data(name)
-    if not len(ref) or "device_type" not in ref:
-        return None
-    gpu = ref[ref["device_type"].astype(str) == "cuda"]
-    return gpu[gpu["device"] == gpu["device"].iloc[0]] if len(gpu) else None
+    """Experiment `name`'s shipped rows of one GPU when `shown` is not from a GPU, else None: what the home page's
+    Table 1 reads beside the rows it shows."""
+    gpu = gpu_reference(reference_ui_data(name)[0], shown)
+    return gpu if len(gpu) else None

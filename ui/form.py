@@ -55,11 +55,8 @@ def _query_overrides(page: str, names: list[str]) -> dict:
 
 
 def config_form_ui(tr, experiment, page: str, fields: list[str], preset: str = "quick"):
-    """A form over `fields` of the experiment's config (others keep the preset's values).
-
-    Returns the validated config when Run was pressed, else None. Values round-trip through the URL's query
-    string so a copied link reopens the same controls. Bad values get one st.error naming the field.
-    """
+    """A form over `fields` of the experiment's config (others keep the preset's values): the validated config when
+    Run was pressed, else None (a bad value: one st.error naming the field)."""
     base = experiment.config(preset)
     infos = {i["name"]: i for i in field_info(experiment.config_cls)}
     try:

@@ -134,6 +134,12 @@ def device_card_ui(tr, where=None) -> dict:
 
 
 # ---- the page's fixed parts -----------------------------------------------------------------------------------
+def heading_ui(tr, part: str) -> None:
+    """A part of a page: its subheader (`<part>_header`) and the paragraph under it (`<part>_intro`)."""
+    st.subheader(tr(f"{part}_header"))
+    st.markdown(tr(f"{part}_intro"))
+
+
 def method_ui(tr, page: str) -> None:
     with st.expander(tr("ui.method")):
         st.markdown(tr(f"{page}.method"))

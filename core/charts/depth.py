@@ -87,10 +87,8 @@ def _init_chart(d: pd.DataFrame, tr, x: alt.X, field: str, title: alt.TitleParam
 
 
 def grad_heatmap_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
-    """Layer × step heat map of per-layer gradient norms, one panel per variant, for one depth, warm-up and seed.
-
-    Pass the rows of one setting; if several remain, the first (depth, warm-up, seed) is drawn.
-    """
+    """Layer × step heat map of per-layer gradient norms, one panel per variant, for one depth, warm-up and seed
+    (of rows of several settings, the first's)."""
     d = to_frame(df)
     d = d[(d["phase"] == "train") & d["layer"].notna() & (d["status"] == "ok")]
     setting = ["n_layers", "warmup_steps", "seed"]

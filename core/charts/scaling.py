@@ -24,12 +24,8 @@ def speedup_chart(df: pd.DataFrame, tr, seq_len: int | None = None) -> alt.Chart
     ideal = pd.DataFrame({"threads": [1.0, top], "speedup": [1.0, top]})
     domain, palette = colors(d["model"]) if len(d) else ([], [])
     # the legend and tooltips name each model as every other chart does ('LSTM (fused)', not 'lstm'); colours by id
-    named = {m: findings.name(m, tr) for m in domain}
-    domain = [named[m] for m in domain]
-    d = d.assign(model=d["model"].map(named)) if len(d) else d
-    fitted = (
-        fitted.assign(model=[named.get(m, findings.name(m, tr)) for m in fitted["model"]]) if len(fitted) else fitted
-    )
+    domain = [findings.name(m, tr) for m in domain]
+    d, fitted = (f.assign(model=[findings.name(m, tr) for m in f["model"]]) if len(f) else f for f in (d, fitted))
     x = alt.X("threads:Q", scale=alt.Scale(type="log", base=2), title=tr("serial.scaling.axis.threads"))
     y = alt.Y("speedup:Q", scale=alt.Scale(type="log", base=2), title=tr("serial.scaling.axis.speedup"))
     color = alt.Color("model:N", title=tr("serial.axis.model"), scale=alt.Scale(domain=domain, range=palette))
