@@ -15,13 +15,7 @@ LANG_NAMES = {"en": "English", "zh": "中文"}
 
 # (key, file) of every bottleneck page in the chapter's order: dashboard.py builds the navigation from it and the
 # home page links to each. A page's title is the catalogue key nav.<key>.
-PAGES = [
-    ("serial", "pages/serial.py"),
-    ("long_range", "pages/long_range.py"),
-    ("depth", "pages/depth.py"),
-    ("attention_cost", "pages/attention_cost.py"),
-    ("answers", "pages/answers.py"),
-]
+PAGES = [(key, f"pages/{key}.py") for key in ("serial", "long_range", "depth", "attention_cost", "answers")]
 
 
 # ---- language -------------------------------------------------------------------------------------------------
