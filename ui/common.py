@@ -4,6 +4,7 @@ and the lazy `ui.pd`. It sits above the other ui modules (each says its one job;
 none of them imports it. Helpers that draw widgets end in `_ui`; all computation lives in `core`. Importing this
 module imports neither torch nor pandas (the home page's cold start skips both).
 """
+# ruff: noqa: F401 (every import is here for the pages: `ui.<name>`, checked by tests/test_ui_split.py)
 
 from __future__ import annotations
 
@@ -29,40 +30,6 @@ from ui.live import run_ui
 from ui.predict import open_gate, predict_ui, revealed_now, tally_rows
 from ui.section import Section, both, register, section_ui, sections_ui
 from ui.upload import upload_ui
-
-__all__ = [
-    "NAVIGATION_READY",
-    "PAGES",
-    "Section",
-    "both",
-    "chart_ui",
-    "current_lang",
-    "device_card_ui",
-    "file_problem_ui",
-    "gpu_reference_rows",
-    "heading_ui",
-    "labelled",
-    "language_ui",
-    "latest_rows",
-    "literal",
-    "method_ui",
-    "page_ui",
-    "pick_ui",
-    "predict_ui",
-    "reference_ui_data",
-    "register",
-    "revealed_now",
-    "run_ui",
-    "section_ui",
-    "sections_ui",
-    "shown_data",
-    "status_ui",
-    "table_ui",
-    "takeaways_ui",
-    "tally_rows",
-    "warm_up_torch",
-    "yes_no",
-]
 
 # Set by dashboard.py once it has built the navigation (`ui.NAVIGATION_READY = True` on this module). Until some
 # session has run dashboard.py, Streamlit serves a deep link (/serial) from the pages/ folder directly (its old
