@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from core.i18n import device_words  # the device label in the page's language: 'cpu · 2 线程'
+from core.i18n import device_words, translator  # device_words: the device label in the page's language: 'cpu · 2 线程'
 from ui.frame import device_facts, has_key, literal
 from ui.predict import revealed_now
 
@@ -229,15 +229,13 @@ def _json_safe(node):
     return node
 
 
-def chart_ui(chart, name: str | None = None) -> None:
+def chart_ui(chart) -> None:
     """Draw an Altair chart with PNG and SVG downloads beneath it (rendered only when clicked); nothing while the
     page's question is unanswered (ui.predict). `chart` may be a function that builds it: then it is built only when
     shown, and a chart that cannot be built or drawn becomes one warning instead of an exception, so the rest of the
     page (the results table and its download) still appears."""
     if not revealed_now():
         return
-    from core.i18n import translator
-
     tr = translator(st.session_state.get("lang", "en"))
     try:
         spec_dict = tooltip_titles((chart() if callable(chart) else chart).to_dict(), tr)
@@ -250,9 +248,8 @@ def chart_ui(chart, name: str | None = None) -> None:
     except ValueError:
         spec = json.dumps(_json_safe(spec_dict), allow_nan=False)
     key = hashlib.sha1(spec.encode()).hexdigest()[:12]
-    if name is None:
-        title = spec_dict.get("title", {})
-        name = title.get("text", "chart") if isinstance(title, dict) else str(title)
+    title = spec_dict.get("title", {})  # the file is named after the chart's title
+    name = title.get("text", "chart") if isinstance(title, dict) else str(title)
     file = "".join(ch if ch.isalnum() else "-" for ch in str(name))[:60].strip("-").lower() or "chart"
     row = st.container(horizontal=True, gap="small")
     for fmt, mime in (("png", "image/png"), ("svg", "image/svg+xml")):

@@ -114,16 +114,9 @@ def device_card_ui(tr, where=None) -> dict:
 
     facts = device_facts()
     box = where or st.sidebar
-    box.markdown(
-        tr(
-            "ui.device_card",
-            type=facts["type"],
-            name=facts["name"],
-            memory=format_bytes(facts["memory"]),
-            torch=facts["torch"],
-            threads=threads_words(facts["threads"], tr, physical_cores()),
-        )
-    )
+    said = {k: facts[k] for k in ("type", "name", "torch")}  # as detected; memory and threads in words
+    memory, threads = format_bytes(facts["memory"]), threads_words(facts["threads"], tr, physical_cores())
+    box.markdown(tr("ui.device_card", **said, memory=memory, threads=threads))
     return facts
 
 

@@ -8,7 +8,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from core.charts.common import dash_legend, device_subtitle, log_x, log_y, thin
+from core.charts.common import dash_legend, device_subtitle, log_x, log_y, thin, title
 from core.findings.depth import UNDERFLOW, init_profile, loss_bounds, summarize, to_frame
 from core.findings.notes import note_text
 
@@ -23,8 +23,7 @@ HEATMAP_STEPS = 200  # columns of the layer × step heat map at most (its panel 
 
 
 def _title(tr, key: str, df: pd.DataFrame, **values) -> alt.TitleParams:
-    subtitle = tr(f"depth.chart.{key}_sub", device=device_subtitle(df, tr))
-    return alt.TitleParams(tr(f"depth.chart.{key}", **values), anchor="start", subtitle=subtitle)
+    return title(tr(f"depth.chart.{key}", **values), tr(f"depth.chart.{key}_sub", device=device_subtitle(df, tr)))
 
 
 def _named(df: pd.DataFrame, tr) -> pd.DataFrame:
