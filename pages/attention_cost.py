@@ -22,27 +22,14 @@ FIELDS = ("impls", "backends", "seq_lens", "dtype", "n_heads", "head_dim", "batc
 
 
 def slopes_table(df):
-    """Fitted exponents per implementation, over the three longest lengths of the run shown."""
+    """Fitted exponents (± their fit's standard error) per implementation, over the three longest lengths shown."""
     ok = charts.with_labels(df[(df["status"] == "ok") & (df["point"] == "sweep")], tr)
-
-    def slope(g, column):
-        return exponent_text(*tail_fit(g["seq_len"], g[column]))  # the exponent ± its fit's standard error
-
+    fitted = {"saved": "saved_bytes", "peak": "peak_bytes", "time": "time_ms"}
     rows = [
-        {
-            tr("attention_cost.slopes.label"): label,
-            tr("attention_cost.slopes.saved"): slope(g, "saved_bytes"),
-            tr("attention_cost.slopes.peak"): slope(g, "peak_bytes"),
-            tr("attention_cost.slopes.time"): slope(g, "time_ms"),
-        }
+        {"label": label, **{k: exponent_text(*tail_fit(g["seq_len"], g[c])) for k, c in fitted.items()}}
         for label, g in ok.groupby("label", sort=False)
     ]
-    return ui.pd.DataFrame(rows)
-
-
-def memory_header(both, primary, tr):
-    st.subheader(tr("attention_cost.memory_header"))
-    st.markdown(tr("attention_cost.memory_intro"))
+    return ui.pd.DataFrame(rows).rename(columns=lambda c: tr(f"attention_cost.slopes.{c}"))
 
 
 def slopes(both, primary, tr):
@@ -55,24 +42,17 @@ def wall_tables(both, primary, tr):
     """Where each implementation's fit meets the memory budget, then a real model's wall, extrapolated."""
     st.info(tr("attention_cost.linear_note"))
 
-    st.subheader(tr("attention_cost.wall_header"))
-    st.markdown(tr("attention_cost.wall_intro"))
+    ui.heading_ui(tr, "attention_cost.wall")
     budget = float(primary["budget_bytes"].dropna().iloc[0]) if primary["budget_bytes"].notna().any() else math.nan
     walls = charts.with_labels(findings.wall(primary, budget), tr)
-    st.dataframe(
-        ui.pd.DataFrame(
-            {
-                tr("attention_cost.wall_table.impl"): walls["label"],
-                tr("attention_cost.wall_table.slope"): walls["slope_text"],
-                tr("attention_cost.wall_table.n_max"): walls["n_max"].map(
-                    lambda n: f"{n:,.0f}" if math.isfinite(n) else "–"
-                ),
-                tr("attention_cost.wall_table.fitted_on"): walls["fitted_on"],
-                tr("attention_cost.wall_table.budget"): walls["budget_bytes"].map(format_bytes),
-            }
-        ),
-        hide_index=True,
-    )
+    cells = {
+        "impl": walls["label"],
+        "slope": walls["slope_text"],
+        "n_max": walls["n_max"].map(lambda n: f"{n:,.0f}" if math.isfinite(n) else "–"),
+        "fitted_on": walls["fitted_on"],
+        "budget": walls["budget_bytes"].map(format_bytes),
+    }
+    st.dataframe(ui.labelled(tr, "attention_cost.wall_table", cells), hide_index=True)
 
     st.markdown("#### " + tr("attention_cost.extrap_header"))
     st.markdown(tr("attention_cost.extrap_intro"))
@@ -83,18 +63,14 @@ def wall_tables(both, primary, tr):
     dtype = c2.selectbox(tr("attention_cost.extrap_dtype"), ["bfloat16", "float32"], key="extrap_dtype")
     ext = findings.extrapolate(primary, shape, dtype, budget_bytes=budget)
     ui.chart_ui(charts.wall_chart(ext, tr, budget))
-    st.dataframe(
-        ui.pd.DataFrame(
-            {
-                tr("attention_cost.extrap.what"): [tr(f"attention_cost.wall.what.{w}") for w in ext["what"]],
-                tr("attention_cost.extrap.seq_len"): ext["seq_len"].map("{:,}".format),
-                tr("attention_cost.extrap.size"): ext["bytes"].map(format_bytes),
-                tr("attention_cost.extrap.fits"): ext["fits_budget"].map(lambda b: ui.yes_no(tr, b)),
-                tr("attention_cost.extrap.time"): ext["time_s"].map(lambda t: findings.format_seconds(t, tr)),
-            }
-        ),
-        hide_index=True,
-    )
+    cells = {
+        "what": [tr(f"attention_cost.wall.what.{w}") for w in ext["what"]],
+        "seq_len": ext["seq_len"].map("{:,}".format),
+        "size": ext["bytes"].map(format_bytes),
+        "fits": ext["fits_budget"].map(lambda b: ui.yes_no(tr, b)),
+        "time": ext["time_s"].map(lambda t: findings.format_seconds(t, tr)),
+    }
+    st.dataframe(ui.labelled(tr, "attention_cost.extrap", cells), hide_index=True)
 
 
 MAIN = ui.Section(
@@ -105,7 +81,7 @@ MAIN = ui.Section(
     verdict=verdicts.attention_cost,
     takeaways=findings.takeaways,
     charts=(
-        (memory_header,),
+        ("attention_cost.memory",),
         (
             (lambda b, p, tr: charts.memory_chart(b, tr, "saved_bytes"), ui.both(charts.time_chart)),
             (lambda b, p, tr: charts.memory_chart(b, tr, "peak_bytes"), slopes),
@@ -118,8 +94,7 @@ MAIN = ui.Section(
 both = ui.section_ui(tr, MAIN).both
 
 # ---- inference: the KV cache ---------------------------------------------------------------------------------
-st.subheader(tr("attention_cost.kv_header"))
-st.markdown(tr("attention_cost.kv_intro"))
+ui.heading_ui(tr, "attention_cost.kv")
 st.markdown("#### " + tr("attention_cost.kv.calc_header"))
 custom = tr("attention_cost.kv.custom")
 c1, c2, c3 = st.columns(3)

@@ -13,8 +13,7 @@ tr = ui.page_ui(PAGE)
 
 def depth_charts(both, primary, tr):
     """At initialisation (a depth picked), then in training (a run picked by depth, warm-up and seed)."""
-    st.subheader(tr("depth.init_header"))
-    st.markdown(tr("depth.init_intro"))
+    ui.heading_ui(tr, "depth.init")
     init = both[(both["phase"] == "init") & (both["status"] == "ok")]
     left, right = st.columns(2)
     with left:
@@ -28,8 +27,7 @@ def depth_charts(both, primary, tr):
     with right:
         ui.chart_ui(charts.first_layer_chart(both, tr))
 
-    st.subheader(tr("depth.train_header"))
-    st.markdown(tr("depth.train_intro"))
+    ui.heading_ui(tr, "depth.train")
     train = primary[(primary["phase"] == "train") & (primary["status"] == "ok")]
     if len(train):
         st.caption(tr("depth.summary_header"))

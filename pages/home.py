@@ -40,17 +40,12 @@ else:
     st.caption(tr("home.tally.intro"))
     agree = {True: tr("home.tally.yes"), False: tr("home.tally.no"), None: tr("home.tally.na")}
     nav = {key: tr(f"nav.{key}") for key, _ in ui.PAGES}
-    st.table(
-        ui.pd.DataFrame(
-            {
-                tr("home.tally.page"): [nav.get(r["page"].split(".")[0], r["page"]) for r in tally],
-                tr("home.tally.question"): [r["question"] for r in tally],
-                tr("home.tally.predicted"): [r["predicted"] for r in tally],
-                tr("home.tally.measured"): [r["measured"] for r in tally],
-                tr("home.tally.agree"): [agree[r["agree"]] for r in tally],
-            }
-        )
-    )
+    cells = {
+        "page": [nav.get(r["page"].split(".")[0], r["page"]) for r in tally],
+        **{c: [r[c] for r in tally] for c in ("question", "predicted", "measured")},
+        "agree": [agree[r["agree"]] for r in tally],
+    }
+    st.table(ui.labelled(tr, "home.tally", cells))
     back = st.container(horizontal=True)
     for key, page in ui.PAGES:
         if any(r["page"].split(".")[0] == key for r in tally):

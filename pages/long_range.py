@@ -33,8 +33,7 @@ def reach_frame(**values):
 
 
 # ---- 1 · the attention map, at once from the shipped checkpoints -----------------------------------------------
-st.subheader(tr("long_range.map_header"))
-st.markdown(tr("long_range.map_intro"))
+ui.heading_ui(tr, "long_range.map")
 try:
     tfm, lstm, meta, lstm_meta, lock = shipped_models()
 except ck.files.DamagedFile as err:  # a damaged or missing checkpoint costs this map, not the page
@@ -87,15 +86,10 @@ else:
     ui.takeaways_ui(tr, map_lines)
 
 # ---- 2 · gradient reach at initialisation, measured here and now -------------------------------------------------
-st.subheader(tr("long_range.reach_header"))
-st.markdown(tr("long_range.reach_intro"))
-fields = {
-    "seq_len": (2, 1000),
-    "d_model": (4, 128),
-    "rnn_radius": (0.0, 4.0),
-    "forget_bias": (-10.0, 10.0),
-    "seed": (0, 2**31 - 1),
-}
+ui.heading_ui(tr, "long_range.reach")
+# the page's own bounds for each field (tighter than the config's)
+fields = {"seq_len": (2, 1000), "d_model": (4, 128), "rnn_radius": (0.0, 4.0), "forget_bias": (-10.0, 10.0),
+          "seed": (0, 2**31 - 1)}  # fmt: skip
 defaults = gradient_reach.EXPERIMENT.config("quick")
 with st.form(f"form:{PAGE}:reach"):
     cols = st.columns(len(fields))

@@ -38,8 +38,7 @@ def slopes_table(both, primary, tr):
 
 def roofline(both, primary, tr):
     """The model's section: the roofline, with this run's points and a GPU's (the chapter's pair)."""
-    st.subheader(tr("serial.model_header"))
-    st.markdown(tr("serial.model_intro"))
+    ui.heading_ui(tr, "serial.model")
     gpu = gpu_rows(both)
     measured = pd.concat([primary, gpu]).drop_duplicates() if len(gpu) else primary
     measured = measured[measured["model"].isin(findings.chapter_models(measured["model"]))]

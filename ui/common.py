@@ -1,18 +1,10 @@
 """The one import point for pages (`from ui import common as ui`): every helper they use, re-exported from the
 modules that answer one question each, plus the page frame (`page_ui`), the NAVIGATION_READY flag dashboard.py sets
-and the lazy `ui.pd`. It sits above the other ui modules and none of them imports it.
-
-- ui.frame: language, device card, warm-up, the page list, method_ui;
-- ui.form: an experiment's config as a form, round-tripping through the URL;
-- ui.live: the live run with progress and Stop;
-- ui.predict: the predict-first question that hides the results until answered, and the computed verdict;
-- ui.data: reference and live data, status banner, takeaways, table and charts with export;
-- ui.section: one record per section of a page, and `section_ui`, which draws any of them.
-
-A page reads: claim → predict first → reference results at once → Run (live) → takeaways → method → table.
-Helpers that draw widgets end in `_ui`; all computation lives in `core`. Importing this module imports neither
-torch nor pandas (the home page's cold start skips both).
+and the lazy `ui.pd`. It sits above the other ui modules (each says its one job; CONTRIBUTING.md lists them) and
+none of them imports it. Helpers that draw widgets end in `_ui`; all computation lives in `core`. Importing this
+module imports neither torch nor pandas (the home page's cold start skips both).
 """
+# ruff: noqa: F401 (every import is here for the pages: `ui.<name>`, checked by tests/test_ui_split.py)
 
 from __future__ import annotations
 
@@ -20,11 +12,10 @@ import streamlit as st
 
 from core.i18n import translator
 from ui.data import (
-    caption_source_ui,
     chart_ui,
     file_problem_ui,
-    gpu_reference,
     gpu_reference_rows,
+    labelled,
     latest_rows,
     reference_ui_data,
     shown_data,
@@ -33,62 +24,12 @@ from ui.data import (
     takeaways_ui,
     yes_no,
 )
-from ui.form import config_form_ui, pick_ui
-from ui.frame import (
-    LANG_NAMES,
-    PAGES,
-    WARM_UP_MODULES,
-    current_lang,
-    device_card_ui,
-    has_key,
-    language_ui,
-    literal,
-    method_ui,
-    warm_up_torch,
-)
+from ui.form import pick_ui
+from ui.frame import PAGES, current_lang, device_card_ui, heading_ui, language_ui, literal, method_ui, warm_up_torch
 from ui.live import run_ui
-from ui.predict import open_gate, predict_ui, revealed_now, tally_rows, verdict_ui
+from ui.predict import open_gate, predict_ui, revealed_now, tally_rows
 from ui.section import Section, both, register, section_ui, sections_ui
 from ui.upload import upload_ui
-
-__all__ = [
-    "LANG_NAMES",
-    "NAVIGATION_READY",
-    "PAGES",
-    "WARM_UP_MODULES",
-    "Section",
-    "both",
-    "caption_source_ui",
-    "chart_ui",
-    "config_form_ui",
-    "current_lang",
-    "device_card_ui",
-    "file_problem_ui",
-    "gpu_reference",
-    "gpu_reference_rows",
-    "has_key",
-    "language_ui",
-    "latest_rows",
-    "literal",
-    "method_ui",
-    "page_ui",
-    "pick_ui",
-    "predict_ui",
-    "reference_ui_data",
-    "register",
-    "revealed_now",
-    "run_ui",
-    "section_ui",
-    "sections_ui",
-    "shown_data",
-    "status_ui",
-    "table_ui",
-    "takeaways_ui",
-    "tally_rows",
-    "verdict_ui",
-    "warm_up_torch",
-    "yes_no",
-]
 
 # Set by dashboard.py once it has built the navigation (`ui.NAVIGATION_READY = True` on this module). Until some
 # session has run dashboard.py, Streamlit serves a deep link (/serial) from the pages/ folder directly (its old

@@ -5,13 +5,15 @@ its CSV download, and charts with PNG/SVG export.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from core.i18n import device_words  # the device label in the page's language: 'cpu · 2 线程'
-from ui.frame import device_facts, literal
+from core.i18n import device_words, translator  # device_words: the device label in the page's language: 'cpu · 2 线程'
+from ui.frame import device_facts, has_key, literal
 from ui.predict import revealed_now
 
 if TYPE_CHECKING:
@@ -91,15 +93,13 @@ def latest_rows(name: str) -> pd.DataFrame | None:
 
 
 def caption_source_ui(tr, primary: pd.DataFrame) -> None:
-    import pandas as pd
-
     if len(primary) and revealed_now():
         st.caption(
             tr(
                 "ui.showing",
                 source=tr(f"ui.source.{primary['source'].iloc[0]}"),
                 device=literal(device_words(primary["device"].iloc[0], tr)),
-                date=literal(str(primary.get("date", pd.Series([""])).iloc[0])[:10]),
+                date=literal(str(primary["date"].iloc[0])[:10] if "date" in primary else ""),
             )
         )
 
@@ -130,6 +130,13 @@ def yes_no(tr, value) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return tr("ui.bool.na")
     return tr("ui.bool.true") if bool(value) else tr("ui.bool.false")
+
+
+def labelled(tr, prefix: str, columns: dict) -> pd.DataFrame:
+    """A table the learner reads: each column named from the catalogue (`<prefix>.<column>`), in the given order."""
+    import pandas as pd
+
+    return pd.DataFrame({tr(f"{prefix}.{name}"): values for name, values in columns.items()})
 
 
 def takeaways_ui(tr, lines: list[str]) -> None:
@@ -181,8 +188,6 @@ def tooltip_titles(spec: dict, tr) -> dict:
     """A chart's Vega-Lite spec with a title on every tooltip field that lacks one, from the catalogue
     (`col.<field>`), so a hover reads 'step time, ms (median)' / '训练步耗时，毫秒（中位数）' rather than the CSV's
     `train_ms`. Fields the catalogue does not name keep their own name. Changes `spec` in place and returns it."""
-    from ui.frame import has_key
-
     lang = st.session_state.get("lang", "en")
     types = {"Q": "quantitative", "N": "nominal", "O": "ordinal", "T": "temporal"}
 
@@ -190,13 +195,9 @@ def tooltip_titles(spec: dict, tr) -> dict:
         if isinstance(entry, str):
             field, _, kind = entry.partition(":")
             entry = {"field": field, "type": types.get(kind, "nominal")}
-        if (
-            isinstance(entry, dict)
-            and "field" in entry
-            and "title" not in entry
-            and has_key(f"col.{entry['field']}", lang)
-        ):
-            entry = {**entry, "title": tr(f"col.{entry['field']}")}
+        key = f"col.{entry.get('field')}" if isinstance(entry, dict) else ""  # 'col.None': no field, no title
+        if key and "title" not in entry and has_key(key, lang):
+            entry = {**entry, "title": tr(key)}
         return entry
 
     def walk(node):
@@ -228,21 +229,14 @@ def _json_safe(node):
     return node
 
 
-def chart_ui(chart, name: str | None = None) -> None:
+def chart_ui(chart) -> None:
     """Draw an Altair chart with PNG and SVG downloads beneath it (rendered only when clicked); nothing while the
     page's question is unanswered (ui.predict). `chart` may be a function that builds it: then it is built only when
     shown, and a chart that cannot be built or drawn becomes one warning instead of an exception, so the rest of the
     page (the results table and its download) still appears."""
-    import hashlib
-
     if not revealed_now():
         return
-    from core.i18n import translator
-
     tr = translator(st.session_state.get("lang", "en"))
-
-    import json
-
     try:
         spec_dict = tooltip_titles((chart() if callable(chart) else chart).to_dict(), tr)
     except Exception as err:  # noqa: BLE001 - one chart's failure is said, and costs nothing else on the page
@@ -254,9 +248,8 @@ def chart_ui(chart, name: str | None = None) -> None:
     except ValueError:
         spec = json.dumps(_json_safe(spec_dict), allow_nan=False)
     key = hashlib.sha1(spec.encode()).hexdigest()[:12]
-    if name is None:
-        title = spec_dict.get("title", {})
-        name = title.get("text", "chart") if isinstance(title, dict) else str(title)
+    title = spec_dict.get("title", {})  # the file is named after the chart's title
+    name = title.get("text", "chart") if isinstance(title, dict) else str(title)
     file = "".join(ch if ch.isalnum() else "-" for ch in str(name))[:60].strip("-").lower() or "chart"
     row = st.container(horizontal=True, gap="small")
     for fmt, mime in (("png", "image/png"), ("svg", "image/svg+xml")):
@@ -272,12 +265,13 @@ def chart_ui(chart, name: str | None = None) -> None:
         )
 
 
-def gpu_reference(both: pd.DataFrame, primary: pd.DataFrame) -> pd.DataFrame:
+def gpu_reference(both: pd.DataFrame, primary: pd.DataFrame | None) -> pd.DataFrame:
     """The shipped reference rows of one GPU (the first CUDA device among them) when the run the page speaks of is
     not on a GPU: the measurement the chapter's GPU claims are about, for a second verdict line. Empty otherwise;
     never uploaded rows (a file from elsewhere is drawn, not concluded from)."""
     if not len(both) or "device_type" not in both or "source" not in both:
         return both.iloc[:0]
+    primary = primary if primary is not None and "device_type" in primary else both.iloc[:0]
     if len(primary) and str(primary["device_type"].iloc[0]) == "cuda":
         return both.iloc[:0]
     gpu = both[(both["source"] == "reference") & (both["device_type"].astype(str) == "cuda")]
@@ -285,12 +279,7 @@ def gpu_reference(both: pd.DataFrame, primary: pd.DataFrame) -> pd.DataFrame:
 
 
 def gpu_reference_rows(name: str, shown: pd.DataFrame | None) -> pd.DataFrame | None:
-    """Experiment `name`'s shipped rows of one GPU (its first CUDA device) when `shown` is not from a GPU, else None:
-    what the home page's Table 1 reads beside the rows it shows."""
-    if shown is not None and len(shown) and "device_type" in shown and str(shown["device_type"].iloc[0]) == "cuda":
-        return None
-    ref, _ = reference_ui_data(name)
-    if not len(ref) or "device_type" not in ref:
-        return None
-    gpu = ref[ref["device_type"].astype(str) == "cuda"]
-    return gpu[gpu["device"] == gpu["device"].iloc[0]] if len(gpu) else None
+    """Experiment `name`'s shipped rows of one GPU when `shown` is not from a GPU, else None: what the home page's
+    Table 1 reads beside the rows it shows."""
+    gpu = gpu_reference(reference_ui_data(name)[0], shown)
+    return gpu if len(gpu) else None

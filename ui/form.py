@@ -55,11 +55,8 @@ def _query_overrides(page: str, names: list[str]) -> dict:
 
 
 def config_form_ui(tr, experiment, page: str, fields: list[str], preset: str = "quick"):
-    """A form over `fields` of the experiment's config (others keep the preset's values).
-
-    Returns the validated config when Run was pressed, else None. Values round-trip through the URL's query
-    string so a copied link reopens the same controls. Bad values get one st.error naming the field.
-    """
+    """A form over `fields` of the experiment's config (others keep the preset's values): the validated config when
+    Run was pressed, else None (a bad value: one st.error naming the field)."""
     base = experiment.config(preset)
     infos = {i["name"]: i for i in field_info(experiment.config_cls)}
     try:
@@ -74,48 +71,24 @@ def config_form_ui(tr, experiment, page: str, fields: list[str], preset: str = "
     with st.form(f"form:{page}"):
         cols = st.columns(2)
         for i, name in enumerate(fields):
-            info, current = infos[name], getattr(start, name)
+            info, current, col = infos[name], getattr(start, name), cols[i % 2]
             label = _label(tr, page, name)
-            help_text = tr("ui.allowed", range=describe_range(info))
-            col = cols[i % 2]
-            key = f"w:{page}:{name}"
+            kw = {"key": f"w:{page}:{name}", "help": tr("ui.allowed", range=describe_range(info))}
+            if info.get("choices"):
+                kw["format_func"] = choice_label(tr, page, name)
             if info["sequence"] and info.get("choices"):
-                fmt = choice_label(tr, page, name)
-                values[name] = col.multiselect(
-                    label, info["choices"], default=list(current), format_func=fmt, key=key, help=help_text
-                )
+                values[name] = col.multiselect(label, info["choices"], default=list(current), **kw)
             elif info["sequence"]:
-                values[name] = col.text_input(label, ", ".join(map(str, current)), key=key, help=help_text)
+                values[name] = col.text_input(label, ", ".join(map(str, current)), **kw)
             elif info.get("choices"):
-                values[name] = col.selectbox(
-                    label,
-                    info["choices"],
-                    index=info["choices"].index(current),
-                    format_func=choice_label(tr, page, name),
-                    key=key,
-                    help=help_text,
-                )
+                values[name] = col.selectbox(label, info["choices"], index=info["choices"].index(current), **kw)
             elif info["type"] is bool:
-                values[name] = col.checkbox(label, value=current, key=key, help=help_text)
-            elif info["type"] is int:
-                values[name] = col.number_input(
-                    label,
-                    min_value=info.get("lo"),
-                    max_value=info.get("hi"),
-                    value=int(current),
-                    step=1,
-                    key=key,
-                    help=help_text,
-                )
+                values[name] = col.checkbox(label, value=current, **kw)
+            elif info["type"] is int:  # number_input(label, min, max, value, step)
+                values[name] = col.number_input(label, info.get("lo"), info.get("hi"), int(current), 1, **kw)
             else:
                 values[name] = col.number_input(
-                    label,
-                    min_value=info.get("lo"),
-                    max_value=info.get("hi"),
-                    value=float(current),
-                    key=key,
-                    help=help_text,
-                    format="%g",
+                    label, info.get("lo"), info.get("hi"), float(current), format="%g", **kw
                 )
         submitted = st.form_submit_button(tr("ui.run"), type="primary")
     if not submitted:

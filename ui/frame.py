@@ -15,13 +15,7 @@ LANG_NAMES = {"en": "English", "zh": "中文"}
 
 # (key, file) of every bottleneck page in the chapter's order: dashboard.py builds the navigation from it and the
 # home page links to each. A page's title is the catalogue key nav.<key>.
-PAGES = [
-    ("serial", "pages/serial.py"),
-    ("long_range", "pages/long_range.py"),
-    ("depth", "pages/depth.py"),
-    ("attention_cost", "pages/attention_cost.py"),
-    ("answers", "pages/answers.py"),
-]
+PAGES = [(key, f"pages/{key}.py") for key in ("serial", "long_range", "depth", "attention_cost", "answers")]
 
 
 # ---- language -------------------------------------------------------------------------------------------------
@@ -120,20 +114,19 @@ def device_card_ui(tr, where=None) -> dict:
 
     facts = device_facts()
     box = where or st.sidebar
-    box.markdown(
-        tr(
-            "ui.device_card",
-            type=facts["type"],
-            name=facts["name"],
-            memory=format_bytes(facts["memory"]),
-            torch=facts["torch"],
-            threads=threads_words(facts["threads"], tr, physical_cores()),
-        )
-    )
+    said = {k: facts[k] for k in ("type", "name", "torch")}  # as detected; memory and threads in words
+    memory, threads = format_bytes(facts["memory"]), threads_words(facts["threads"], tr, physical_cores())
+    box.markdown(tr("ui.device_card", **said, memory=memory, threads=threads))
     return facts
 
 
 # ---- the page's fixed parts -----------------------------------------------------------------------------------
+def heading_ui(tr, part: str) -> None:
+    """A part of a page: its subheader (`<part>_header`) and the paragraph under it (`<part>_intro`)."""
+    st.subheader(tr(f"{part}_header"))
+    st.markdown(tr(f"{part}_intro"))
+
+
 def method_ui(tr, page: str) -> None:
     with st.expander(tr("ui.method")):
         st.markdown(tr(f"{page}.method"))

@@ -53,13 +53,9 @@ def _live_state(experiment_name: str) -> dict:
 
 
 def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
-    """Run `cfg` live (when given) in a worker process, following it here: its place in the queue while it waits,
-    a moving progress bar and a Stop button while it measures; return this session's live rows.
-
-    The job outlives this script run: a Stop, a rerun or a visit to another page leaves it measuring, and the page
-    follows it again when it is drawn next. Its rows arrive as they are measured and stay in the session, so a Stop,
-    a failure or a worker's death loses nothing already measured.
-    """
+    """Run `cfg` live (when given) in a worker process and follow it (ui.live's docstring); return this session's
+    live rows. The job outlives this script run: a visit to another page leaves it measuring, and the page follows it
+    again when it is drawn next."""
     import dataclasses
 
     from core.device import page_threads

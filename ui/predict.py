@@ -109,11 +109,9 @@ def verdict_ui(tr, prediction: Prediction, verdict, why: list[str], gpu=None) ->
         if verdict is None:
             st.caption(tr("ui.verdict.none"))
             return
-        lines = [verdicts.sentence(verdict, tr)]
-        if prediction.choice is None:
-            lines.insert(0, tr("ui.verdict.skipped"))
-        else:
-            lines.insert(0, tr("ui.verdict.you", choice=option(prediction.choice)))
+        skipped = prediction.choice is None
+        said = tr("ui.verdict.skipped") if skipped else tr("ui.verdict.you", choice=option(prediction.choice))
+        lines = [said, verdicts.sentence(verdict, tr)]
         if verdict.option is None:
             lines.append(tr("ui.verdict.unclear"))
         elif prediction.choice is None:

@@ -19,7 +19,7 @@ import streamlit as st
 
 from ui.data import caption_source_ui, chart_ui, gpu_reference, shown_data, status_ui, table_ui, takeaways_ui
 from ui.form import config_form_ui
-from ui.frame import method_ui
+from ui.frame import heading_ui, method_ui
 from ui.live import run_ui
 from ui.predict import Prediction, predict_ui, revealed_now, verdict_ui
 
@@ -38,7 +38,8 @@ class Section:
     why: Callable | None = None  # View → the verdict's reasons; None: the takeaways
     takeaways: Callable | None = None  # (primary rows, tr) → sentences
     # rows of columns of chart builders, each (both, primary, tr) → alt.Chart or None (nothing to draw; a cell may
-    # draw a table or a widget of its own and return None); a row of one column is drawn full width
+    # draw a table or a widget of its own and return None), or a part's name (a heading, ui.frame.heading_ui); a row
+    # of one column is drawn full width
     charts: tuple = ()
     legend: str | None = None  # catalogue key of the caption under the charts
     method: str | None = None  # the method expander's key; None: the page draws it elsewhere
@@ -87,7 +88,7 @@ def _charts_ui(tr, charts, both, primary) -> None:
         for column, cells in zip(columns, row):
             with column:
                 for cell in cells if isinstance(cells, tuple) else (cells,):
-                    chart = cell(both, primary, tr)
+                    chart = heading_ui(tr, cell) if isinstance(cell, str) else cell(both, primary, tr)
                     if chart is not None:
                         chart_ui(chart)
 

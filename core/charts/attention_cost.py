@@ -65,22 +65,18 @@ def _impl_lines(d: pd.DataFrame, tr, y: str, axis: str, tooltip: list) -> alt.Ch
 
 def guides(x_min: float, x_max: float, y0: float, tr, slopes=(1, 2)) -> pd.DataFrame:
     """Reference lines y = y0·(x/x_min)^k through the smallest point, for judging a slope by eye."""
-    rows = []
     if not (x_min > 0 and x_max > x_min and y0 > 0):
         return pd.DataFrame(columns=["x", "y", "guide"])
-    for k in slopes:
-        for x in (x_min, x_max):
-            rows.append({"x": x, "y": y0 * (x / x_min) ** k, "guide": tr("attention_cost.guide", k=k)})
-    return pd.DataFrame(rows)
+    ends = [(k, x) for k in slopes for x in (x_min, x_max)]
+    return pd.DataFrame(
+        [{"x": x, "y": y0 * (x / x_min) ** k, "guide": tr("attention_cost.guide", k=k)} for k, x in ends]
+    )
 
 
 def _guides(d: pd.DataFrame, y: str, tr) -> list[alt.Chart]:
     """The slope guides through the rows' smallest length (at the median of `y` there), each labelled at its end."""
-    if not len(d):
-        g = guides(0, 0, 0, tr)
-    else:
-        first = d[d["seq_len"] == d["seq_len"].min()][y]
-        g = guides(d["seq_len"].min(), d["seq_len"].max(), float(first.median()), tr)
+    n = d["seq_len"] if len(d) else pd.Series([0.0])
+    g = guides(n.min(), n.max(), float(d.loc[n == n.min(), y].median()) if len(d) else 0, tr)
     lines = (
         alt.Chart(g)
         .mark_line(color=GUIDE_COLOR, strokeDash=[2, 3])

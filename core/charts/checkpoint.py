@@ -7,7 +7,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core.charts.common import device_subtitle, log_x, titled
+from core.charts.common import device_subtitle, filled_points, log_x, titled
 from core.findings import checkpoint as findings
 
 MIB = 2**20
@@ -35,9 +35,7 @@ def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
             alt.Tooltip("layer_saved_mib:Q", title=mib, format=",.3~f"),
             alt.Tooltip("segment:Q", title=tr("field.segment"))]  # fmt: skip
     measured = (
-        alt.Chart(d)
-        .mark_line(point=alt.OverlayMarkDef(filled=True, size=60))
-        .encode(x=x, y=y, color=color, detail="model_name:N", tooltip=tips)
+        alt.Chart(d).mark_line(point=filled_points()).encode(x=x, y=y, color=color, detail="model_name:N", tooltip=tips)
     )
     formula = d[d["bptt"] == findings.CHECKPOINTED].dropna(subset=["predicted_layer_mib"]).copy()
     formula["form"] = tr("serial.ckpt.formula")
@@ -62,11 +60,7 @@ def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
             alt.Tooltip("time_ratio:Q", title=tr("serial.ckpt.axis.time_ratio"), format=".2f"),
             alt.Tooltip("time_ratio_q25:Q", title="q25", format=".2f"),
             alt.Tooltip("time_ratio_q75:Q", title="q75", format=".2f")]  # fmt: skip
-    points = (
-        alt.Chart(d)
-        .mark_line(point=alt.OverlayMarkDef(filled=True, size=60))
-        .encode(x=x, y=y, color=color, tooltip=tips)
-    )
+    points = alt.Chart(d).mark_line(point=filled_points()).encode(x=x, y=y, color=color, tooltip=tips)
     bars = alt.Chart(d).mark_rule().encode(x=x, y="time_ratio_q25:Q", y2="time_ratio_q75:Q", color=color)
     marks = pd.DataFrame(
         {"y": [1.0, 1 + findings.EXPECTED_EXTRA], "label": [tr("serial.ckpt.same"), tr("serial.ckpt.expected")]}

@@ -46,6 +46,11 @@ def thin(df: pd.DataFrame, keys, x: str = "step", most: int = MAX_ROWS, per_seri
     return pd.concat(kept).sort_index()
 
 
+def filled_points() -> alt.OverlayMarkDef:
+    """The points a line of measured values is drawn through where they stand out (filled, larger)."""
+    return alt.OverlayMarkDef(filled=True, size=60)
+
+
 def log_x(field: str, title: str) -> alt.X:
     return alt.X(f"{field}:Q", scale=alt.Scale(type="log"), title=title)
 

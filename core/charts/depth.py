@@ -8,18 +8,14 @@ import math
 import altair as alt
 import pandas as pd
 
-from core.charts.common import dash_legend, device_subtitle, log_x, log_y, thin
+from core.charts.common import dash_legend, device_subtitle, log_x, log_y, thin, title
 from core.findings.depth import UNDERFLOW, init_profile, loss_bounds, summarize, to_frame
 from core.findings.notes import note_text
 
-OUTCOME_COLORS = {
-    "trained": "#2ca02c",
-    "stalled": "#ff7f0e",
-    "diverged": "#d62728",
-    "skipped_memory": "#7f7f7f",
-    "skipped_time": "#7f7f7f",
-    "oom": "#7f7f7f",
-}
+# the runs that never trained (refused by the guard, out of time or memory) share one grey
+OUTCOME_COLORS = {"trained": "#2ca02c", "stalled": "#ff7f0e", "diverged": "#d62728"} | dict.fromkeys(
+    ("skipped_memory", "skipped_time", "oom"), "#7f7f7f"
+)
 
 
 RUN_KEYS = ("run", "variant", "n_layers", "warmup", "seed")  # the rows of one training run: one line
@@ -27,8 +23,7 @@ HEATMAP_STEPS = 200  # columns of the layer × step heat map at most (its panel 
 
 
 def _title(tr, key: str, df: pd.DataFrame, **values) -> alt.TitleParams:
-    subtitle = tr(f"depth.chart.{key}_sub", device=device_subtitle(df, tr))
-    return alt.TitleParams(tr(f"depth.chart.{key}", **values), anchor="start", subtitle=subtitle)
+    return title(tr(f"depth.chart.{key}", **values), tr(f"depth.chart.{key}_sub", device=device_subtitle(df, tr)))
 
 
 def _named(df: pd.DataFrame, tr) -> pd.DataFrame:
@@ -91,10 +86,8 @@ def _init_chart(d: pd.DataFrame, tr, x: alt.X, field: str, title: alt.TitleParam
 
 
 def grad_heatmap_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
-    """Layer × step heat map of per-layer gradient norms, one panel per variant, for one depth, warm-up and seed.
-
-    Pass the rows of one setting; if several remain, the first (depth, warm-up, seed) is drawn.
-    """
+    """Layer × step heat map of per-layer gradient norms, one panel per variant, for one depth, warm-up and seed
+    (of rows of several settings, the first's)."""
     d = to_frame(df)
     d = d[(d["phase"] == "train") & d["layer"].notna() & (d["status"] == "ok")]
     setting = ["n_layers", "warmup_steps", "seed"]

@@ -32,8 +32,9 @@ def seed_bars(d: pd.DataFrame, x, color: alt.Color, opacity: float) -> alt.Chart
     return alt.Chart(d).mark_rule(strokeWidth=2, opacity=opacity).encode(x=x, y="lo_pct:Q", y2="hi_pct:Q", color=color)
 
 
-def _percent(tr) -> alt.Y:
-    return alt.Y("percent:Q", title=tr("long_range.axis.accuracy"), scale=alt.Scale(domain=[0, 100]))
+def percent_axis(title: str) -> alt.Y:
+    """Accuracy in percent, on a 0–100 axis."""
+    return alt.Y("percent:Q", title=title, scale=alt.Scale(domain=[0, 100]))
 
 
 def reach_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -57,7 +58,8 @@ def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     last = last.assign(task=last["task"].map(lambda t: tr(f"long_range.task.{t}")))
     x = alt.X("distance:Q", title=tr("long_range.axis.distance"))
     tooltip = tips(last, ["task", "model", "distance", "percent", "lo_pct", "hi_pct", "seeds", "step", "params", "run"])
-    line = lines(last, x, _percent(tr), "model", tr("long_range.axis.model"), tooltip=tooltip)
+    y = percent_axis(tr("long_range.axis.accuracy"))
+    line = lines(last, x, y, "model", tr("long_range.axis.model"), tooltip=tooltip)
     line = line.encode(color=_model_color(last["model"], tr))
     spread = seed_bars(last, "distance:Q", _model_color(last["model"], tr), 0.6)
     chance = chance_rule(last, tr("long_range.axis.chance"))
@@ -85,7 +87,7 @@ def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
     )
     enc = {
         "x": alt.X("step:Q", title=tr("long_range.axis.step")),
-        "y": _percent(tr),
+        "y": percent_axis(tr("long_range.axis.accuracy")),
         "color": _model_color(d["model"], tr),
         "tooltip": tips(d, ["task", "model", "distance", "seed", "step", "percent", "loss", "train_s", "run"]),
     }

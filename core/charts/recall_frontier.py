@@ -8,8 +8,8 @@ import altair as alt
 import pandas as pd
 
 from core.charts.answers import mixer_color
-from core.charts.common import chance_rule, device_subtitle, tips, titled
-from core.charts.long_range import percents, seed_bars
+from core.charts.common import chance_rule, device_subtitle, filled_points, tips, titled
+from core.charts.long_range import percent_axis, percents, seed_bars
 from core.findings import recall_frontier as findings
 from core.models import registry
 from core.models.registry import ANSWERS
@@ -26,10 +26,6 @@ def _named(d: pd.DataFrame, tr) -> pd.DataFrame:
 def _color(d: pd.DataFrame, tr) -> alt.Color:
     shown = set(d["mixer"])
     return mixer_color([m for m in registry.names(ANSWERS) if m in shown], tr)  # the records' order
-
-
-def _y(tr) -> alt.Y:
-    return alt.Y("percent:Q", title=tr("recall.axis.accuracy"), scale=alt.Scale(domain=[0, 100]))
 
 
 def _detail(d: pd.DataFrame) -> dict:
@@ -76,7 +72,8 @@ def _curves(d: pd.DataFrame, x: alt.X, tr, chart: str, tooltip, point) -> alt.Ch
     """A line per model (and run) through its medians, a bar from its lowest to its highest seed, chance; titled
     `recall.chart.<chart>` over what each run measured."""
     tooltip = tips(d, tooltip)
-    line = alt.Chart(d).mark_line(point=point).encode(x=x, y=_y(tr), color=_color(d, tr), **_detail(d), tooltip=tooltip)
+    y = percent_axis(tr("recall.axis.accuracy"))
+    line = alt.Chart(d).mark_line(point=point).encode(x=x, y=y, color=_color(d, tr), **_detail(d), tooltip=tooltip)
     layers = line + seed_bars(d, x, _color(d, tr), 0.5) + chance_rule(d, tr("recall.axis.chance"))
     return titled(layers, tr(f"recall.chart.{chart}"), _subtitle(d, tr, f"recall.chart.{chart}_sub"))
 
@@ -86,9 +83,8 @@ def frontier_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = _named(findings.frontier(df), tr)
     d = d.assign(state_kib=d["state_bytes"] / 1024)
     x = alt.X("state_kib:Q", scale=alt.Scale(type="log"), title=tr("recall.axis.state_kib"), axis=alt.Axis(format="~g"))
-    point = alt.OverlayMarkDef(filled=True, size=60)
     tooltip = ["name", "d_model", "state_bytes", "percent", "lo_pct", "hi_pct", "seeds", "step", "params", "run"]
-    return _curves(d, x, tr, "frontier", tooltip, point)
+    return _curves(d, x, tr, "frontier", tooltip, filled_points())
 
 
 def pairs_chart(df: pd.DataFrame, tr) -> alt.Chart:

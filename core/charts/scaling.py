@@ -6,7 +6,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core.charts.common import device_subtitle, titled
+from core.charts.common import device_subtitle, filled_points, titled
 from core.findings import bracketed
 from core.findings import scaling as findings
 from core.models.registry import colors
@@ -24,12 +24,8 @@ def speedup_chart(df: pd.DataFrame, tr, seq_len: int | None = None) -> alt.Chart
     ideal = pd.DataFrame({"threads": [1.0, top], "speedup": [1.0, top]})
     domain, palette = colors(d["model"]) if len(d) else ([], [])
     # the legend and tooltips name each model as every other chart does ('LSTM (fused)', not 'lstm'); colours by id
-    named = {m: findings.name(m, tr) for m in domain}
-    domain = [named[m] for m in domain]
-    d = d.assign(model=d["model"].map(named)) if len(d) else d
-    fitted = (
-        fitted.assign(model=[named.get(m, findings.name(m, tr)) for m in fitted["model"]]) if len(fitted) else fitted
-    )
+    domain = [findings.name(m, tr) for m in domain]
+    d, fitted = (f.assign(model=[findings.name(m, tr) for m in f["model"]]) if len(f) else f for f in (d, fitted))
     x = alt.X("threads:Q", scale=alt.Scale(type="log", base=2), title=tr("serial.scaling.axis.threads"))
     y = alt.Y("speedup:Q", scale=alt.Scale(type="log", base=2), title=tr("serial.scaling.axis.speedup"))
     color = alt.Color("model:N", title=tr("serial.axis.model"), scale=alt.Scale(domain=domain, range=palette))
@@ -42,13 +38,8 @@ def speedup_chart(df: pd.DataFrame, tr, seq_len: int | None = None) -> alt.Chart
         .mark_line(color="gray", strokeDash=[2, 2])
         .encode(x=x, y=y, tooltip=[alt.Tooltip("threads:Q", title=tr("serial.scaling.ideal"))])
     )
-    points = (
-        alt.Chart(d)
-        .mark_line(point=alt.OverlayMarkDef(filled=True, size=60))
-        .encode(x=x, y=y, color=color, detail=runs or alt.Undefined, tooltip=tips)
-    )
-    if by:
-        points = points.encode(shape=shape)
+    points = alt.Chart(d).mark_line(point=filled_points())
+    points = points.encode(x=x, y=y, color=color, shape=shape, detail=runs or alt.Undefined, tooltip=tips)
     bars = alt.Chart(d).mark_rule().encode(x=x, y=alt.Y("speedup_q25:Q"), y2="speedup_q75:Q", color=color)
     tip = ["model:N", alt.Tooltip("speedup:Q", format=".2f"), alt.Tooltip("threads:Q", format=".3g"), *runs]
     curve = alt.Chart(fitted).mark_line(strokeDash=[6, 4], opacity=0.8)
