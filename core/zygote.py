@@ -4,9 +4,10 @@ A spawned worker (`python -m core worker`) spends ~1.9 s of CPU importing before
 scripts/bench_worker.py), and a run queued behind another waits for that, since nothing may import beside a
 measurement. On Linux the server (core.jobs) keeps one `python -m core worker --zygote` instead (Android's and
 Chromium's name for a process that only forks), and each worker is a fork of it: a fresh process in milliseconds.
-The fork's heap, threads and state are those of a worker that has just imported — the zygote runs no op, so no thread
-pool, no allocator cache and no CUDA context exist to inherit (tests/test_jobs.py checks that the import asks CUDA
-nothing) — and it runs core.worker.serve in its main thread, exactly as a spawned worker does. Not on macOS, whose
+The fork's heap, threads and state are those of a worker that has just imported — the zygote keeps one torch thread
+and touches no accelerator, so no thread pool and no CUDA context exist to inherit (tests/test_jobs.py checks that
+the import asks CUDA nothing, and that a fork's ops run on several threads) — and it runs core.worker.serve in its
+main thread, exactly as a spawned worker does. Not on macOS, whose
 system frameworks are not safe to fork after use: there the server spawns each worker.
 """
 
@@ -77,6 +78,10 @@ class Zygote:
             self._changed.notify_all()
         self._sock.close()  # its end: it leaves the loop, and each worker's parent watch ends that worker
         self._proc.terminate()
+        try:
+            self._proc.wait(5)  # reaped, not left a zombie of this server
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
 
     def _listen(self) -> None:
         try:
@@ -131,7 +136,14 @@ def serve_forks(control: socket.socket) -> int:
     The server sends `fork ID` with three file descriptors (the worker's stdin, stdout and stderr) over a Unix
     SOCK_SEQPACKET socket; the zygote answers `pid ID PID`, and `exit PID STATUS` once that worker has ended
     (STATUS as subprocess writes it: negative for a signal). Its own end: the server's socket closing."""
-    import core.experiments  # noqa: F401 - what every worker needs, imported once; no op runs here
+    import torch
+
+    # One torch thread here, so no thread pool exists to fork: an OpenMP pool that an op at import starts (a module's
+    # tensor, such as core.experiments.scaling's) is not copied into a fork, whose first parallel region then waits
+    # forever for threads it does not have (seen: a scaling run hung at its first op on 2 threads). Each worker
+    # sets its own count before it measures (core.device.configure_threads), and its pool starts there, fresh.
+    torch.set_num_threads(1)
+    import core.experiments  # noqa: F401 - what every worker needs, imported once
     from core.worker import serve
 
     control.send(b"ready")

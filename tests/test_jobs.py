@@ -226,7 +226,7 @@ def _parent(pid: int) -> int:
 def test_a_worker_forked_from_the_zygote_runs_stops_and_dies_as_a_spawned_one_does():
     """On Linux every worker is a fork of the server's warm zygote: it runs the page's config (rows and thread count
     as the spawned worker's), Stop ends it in the middle of a point with the rows it sent, a SIGKILL from outside is
-    a died job, and a zygote that died is replaced at the next prepare."""
+    a died job, a zygote that died is replaced at the next prepare, and a fork measures on two threads."""
     r = jobs.Runner()
     try:
         r.prepare()
@@ -256,6 +256,14 @@ def test_a_worker_forked_from_the_zygote_runs_stops_and_dies_as_a_spawned_one_do
         assert [(row["model"], row["seq_len"]) for row in job.rows] == [("lstm", 16), ("transformer", 16),
                                                                         ("lstm", 32), ("transformer", 32)]  # fmt: skip
         assert {row["threads"] for row in job.rows} == {1} and all(row["status"] == "ok" for row in job.rows)
+        # a fork's ops run on several threads: no pool started in the zygote (where a tensor made at import once
+        # started one) is left for the fork to wait on forever
+        scaling = {"models": ["lstm"], "max_threads": 2, "seq_lens": [16], "d_model": 16, "batch_size": 2,
+                   "warmup": 1, "repeats": 1, "max_point_s": 0.05, "device": "cpu"}  # fmt: skip
+        threaded = r.submit("a", "scaling", scaling)
+        _until(lambda: not threaded.active, limit=120)
+        assert threaded.state == "done", threaded.error
+        assert sorted(row["threads"] for row in threaded.rows) == [1, 2]
     finally:
         r.shutdown()
 

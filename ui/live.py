@@ -23,9 +23,10 @@ POLL_S = 0.25  # how often a page looks at its job
 START_SETTLE_S = 1.5
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, on_release=lambda r: r.shutdown())
 def runner():
-    """The server's one queue of workers (core.jobs): every session's runs, one measuring at a time."""
+    """The server's one queue of workers (core.jobs): every session's runs, one measuring at a time. Its workers and
+    zygote end with it: at exit, or when the cache is cleared (its replacement starts its own)."""
     import atexit
 
     from core.jobs import Runner
