@@ -6,8 +6,8 @@ life (a run that exhausts memory takes the server down with it). A worker measur
 `python -m core run` does, and can be stopped at once or die alone.
 
 The protocol, one JSON object per line:
-- the worker starts, imports the experiments (the slow part: a spare worker waits here, warm; a fork of the zygote has them) and says
-  `{"type": "ready", "pid": …}`;
+- the worker starts, imports the experiments (the slow part: a spare worker waits here, warm; a fork of the
+  zygote has them already) and says `{"type": "ready", "pid": …}`;
 - the server sends one job: `{"experiment": NAME, "config": {field: value, …}, "threads": N, "settle_s": S}`
   (S: seconds to wait before measuring, while the page that pressed Run redraws itself);
 - the worker says `{"type": "started"}`, then `{"type": "progress", "done", "total", "message", "rows": [...]}`

@@ -7,8 +7,8 @@ Chromium's name for a process that only forks), and each worker is a fork of it:
 The fork's heap, threads and state are those of a worker that has just imported — the zygote keeps one torch thread
 and touches no accelerator, so no thread pool and no CUDA context exist to inherit (tests/test_jobs.py checks that
 the import asks CUDA nothing, and that a fork's ops run on several threads) — and it runs core.worker.serve in its
-main thread, exactly as a spawned worker does. Not on macOS, whose
-system frameworks are not safe to fork after use: there the server spawns each worker.
+main thread, exactly as a spawned worker does. Not on macOS, whose system frameworks are not safe to fork after use:
+there the server spawns each worker.
 """
 
 from __future__ import annotations
@@ -32,8 +32,14 @@ class Zygote:
     def __init__(self, command):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         with theirs:
-            self._proc = subprocess.Popen((*command, "--zygote"), cwd=ROOT, stdin=theirs, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+            self._proc = subprocess.Popen(
+                (*command, "--zygote"),
+                cwd=ROOT,
+                stdin=theirs,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         self._sock, self._ready, self._gone = ours, False, False
         self._changed = threading.Condition()
         self._asked = itertools.count(1)

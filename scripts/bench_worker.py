@@ -49,6 +49,20 @@ def _queued(runner: jobs.Runner) -> tuple[float, float]:
     return second.in_hand - second.started, cpu
 
 
+def _measure_warm(runner: jobs.Runner, first: list, queued: list, cpu: list) -> None:
+    """A Run after the learner read the form (the spare or the zygote warm), then a run queued behind another."""
+    runner.prepare()
+    time.sleep(8)  # the learner reads the form while the spare or the zygote imports torch
+    while runner._zygote is not None and not runner._zygote.ready():  # busy machine: a fork, not a spawn, is timed
+        time.sleep(0.05)
+    s, job = _first_report(runner, TINY)
+    _wait(job)
+    first.append(s)
+    s, c = _queued(runner)
+    queued.append(s)
+    cpu.append(c)
+
+
 def _cpu_s(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(") ", 1)[1].split()
@@ -80,27 +94,11 @@ def main() -> None:
         cold.append(s)
         r.shutdown()
         r = jobs.Runner(spare=True, zygote=False)
-        r.prepare()
-        time.sleep(8)  # the learner reads the form while the spare imports torch
-        s, job = _first_report(r, TINY)
-        _wait(job)
-        warm.append(s)
-        s, c = _queued(r)
-        queued.append(s)
-        cpu.append(c)
+        _measure_warm(r, warm, queued, cpu)
         if jobs.FORKS:  # the rest with the zygote, the way this platform runs a page's workers
             r.shutdown()
             r = jobs.Runner()
-            r.prepare()
-            time.sleep(8)  # the zygote imports while the learner reads the form
-            while not r._zygote.ready():  # on a busy machine, longer: a fork, not a spawn, is what this times
-                time.sleep(0.05)
-            s, job = _first_report(r, TINY)
-            _wait(job)
-            forked.append(s)
-            s, c = _queued(r)
-            queued_forked.append(s)
-            cpu_forked.append(c)
+            _measure_warm(r, forked, queued_forked, cpu_forked)
         job = r.submit("bench", "serial", LONG, threads=1)
         while job.active and len(job.rows) < 1:  # the short point is done: now inside the long one
             time.sleep(0.01)
