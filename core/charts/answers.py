@@ -6,7 +6,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core.charts.common import dash_legend, device_subtitle, log_x, log_y, ok_rows, tips, titled
+from core.charts.common import Chart, dash_legend, device_subtitle, log_x, log_y, ok_rows, tips, titled
 from core.findings.answers import FENG, FENG_N, amdahl
 from core.memory_formulas import kv_cache_bytes
 from core.models import registry
@@ -48,9 +48,7 @@ def _color(df: pd.DataFrame, tr, col: str = "mixer") -> alt.Color:
 def _line(d: pd.DataFrame, tr, x, y, tooltip, color=None, **enc) -> alt.Chart:
     """A line with points per mixer (and run); grey while there are no rows to colour, unless `color` says."""
     color = color if color is not None else _color(d, tr) if len(d) else alt.value("#888")
-    return (
-        alt.Chart(d).mark_line(point=True).encode(x=x, y=y, color=color, **_detail(d), tooltip=tips(d, tooltip), **enc)
-    )
+    return Chart(d).mark_line(point=True).encode(x=x, y=y, color=color, **_detail(d), tooltip=tips(d, tooltip), **enc)
 
 
 def _by_length(d: pd.DataFrame, tr, y: str, chart: str, subtitle: str, tooltip, axis: str = "") -> alt.Chart:
@@ -89,17 +87,17 @@ def speedup_chart(df: pd.DataFrame, tr) -> alt.Chart:
     dash = alt.StrokeDash("against:N", title=tr("answers.axis.against"), legend=DASH_LEGEND)
     tooltip = ["name", "form_name", "against", "seq_len", "speedup", "speedup_q25", "speedup_q75", "run"]
     lines = _line(d, tr, x, y, tooltip, strokeDash=dash)
-    bars = alt.Chart(own).mark_rule().encode(x=x, y="speedup_q25:Q", y2="speedup_q75:Q", color=_color(own, tr))
+    bars = Chart(own).mark_rule().encode(x=x, y="speedup_q25:Q", y2="speedup_q75:Q", color=_color(own, tr))
     feng = pd.DataFrame({"seq_len": FENG_N, "speedup": list(FENG.values()),
                          "name": [tr(f"model.{m}") for m in FENG], "source": tr("answers.against.feng")})  # fmt: skip
     points = (
-        alt.Chart(feng)
+        Chart(feng)
         .mark_point(shape="diamond", size=110, filled=True, color="#333")
         .encode(x=x, y=y, tooltip=["source", "name", "seq_len", "speedup"])
     )
     feng["label"] = [f"{n} {v:.0f}×" for n, v in zip(feng["name"], feng["speedup"])]
     labels = [
-        alt.Chart(feng.iloc[[i]]).mark_text(align="left", dx=9, dy=dy, fontSize=11, color="#333")
+        Chart(feng.iloc[[i]]).mark_text(align="left", dx=9, dy=dy, fontSize=11, color="#333")
         .encode(x=x, y=y, text="label:N")
         for i, dy in enumerate((8, -8))
     ]  # fmt: skip
@@ -109,7 +107,7 @@ def speedup_chart(df: pd.DataFrame, tr) -> alt.Chart:
 
 def _one() -> alt.Chart:
     """A speed-up of 1 (no faster) as a dotted rule."""
-    return alt.Chart(pd.DataFrame({"speedup": [1.0]})).mark_rule(strokeDash=[2, 2], color="#555").encode(y="speedup:Q")
+    return Chart(pd.DataFrame({"speedup": [1.0]})).mark_rule(strokeDash=[2, 2], color="#555").encode(y="speedup:Q")
 
 
 def amdahl_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -158,7 +156,7 @@ def decode_memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
     formula = pd.DataFrame({"context_len": ns, "state_bytes": [kv_cache_bytes(1, heads, width // heads, n, 1, 4)
                                                               for n in ns], "what": tr("answers.formula")})  # fmt: skip
     line = (
-        alt.Chart(formula)
+        Chart(formula)
         .mark_line(strokeDash=[6, 4], color="#1f77b4", opacity=0.6)
         .encode(x=x, y=y, tooltip=["what", "context_len", "state_bytes"])
     )
@@ -187,5 +185,5 @@ def reach_chart(df: pd.DataFrame, tr) -> alt.Chart:
     x = alt.X("distance:Q", title=tr("answers.axis.distance"))
     y = alt.Y("grad_norm:Q", title=tr("answers.axis.grad_norm"), scale=scale)
     tooltip = tips(d, ["name", "distance", "grad_norm", "run"])
-    c = alt.Chart(d).mark_line(clip=True).encode(x=x, y=y, color=_color(d, tr, "model"), **_detail(d), tooltip=tooltip)
+    c = Chart(d).mark_line(clip=True).encode(x=x, y=y, color=_color(d, tr, "model"), **_detail(d), tooltip=tooltip)
     return titled(c, tr("answers.chart.reach"), tr("answers.chart.reach_sub"))

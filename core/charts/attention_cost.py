@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 
 from core import status
-from core.charts.common import device_subtitle, lines, log_x, log_y, ok_rows, titled
+from core.charts.common import Chart, device_subtitle, lines, log_x, log_y, ok_rows, titled
 from core.findings import bracketed
 from core.findings.notes import note_text
 from core.models import attention
@@ -78,12 +78,12 @@ def _guides(d: pd.DataFrame, y: str, tr) -> list[alt.Chart]:
     n = d["seq_len"] if len(d) else pd.Series([0.0])
     g = guides(n.min(), n.max(), float(d.loc[n == n.min(), y].median()) if len(d) else 0, tr)
     lines = (
-        alt.Chart(g)
+        Chart(g)
         .mark_line(color=GUIDE_COLOR, strokeDash=[2, 3])
         .encode(x="x:Q", y="y:Q", detail="guide:N", tooltip=["guide:N"])
     )
     ends = g.groupby("guide", as_index=False).last() if len(g) else g
-    labels = alt.Chart(ends).mark_text(align="left", dx=4, color=GUIDE_COLOR).encode(x="x:Q", y="y:Q", text="guide:N")
+    labels = Chart(ends).mark_text(align="left", dx=4, color=GUIDE_COLOR).encode(x="x:Q", y="y:Q", text="guide:N")
     return [lines, labels]
 
 
@@ -95,7 +95,7 @@ def memory_chart(df: pd.DataFrame, tr, metric: str = "saved_bytes") -> alt.Chart
     main = _impl_lines(d, tr, "mib", metric, ["label:N", "seq_len:Q", "mib:Q", "peak_kind:N"])
     score = d.drop_duplicates(["seq_len"]).assign(score_mib=lambda x: x["analytic_bytes"] / 2**20) if len(d) else d
     one_matrix = (
-        alt.Chart(score)
+        Chart(score)
         .mark_line(color="black", strokeDash=[6, 3], opacity=0.5)
         .encode(x="seq_len:Q", y="score_mib:Q", tooltip=["seq_len:Q", "score_mib:Q"])
     )
@@ -104,7 +104,7 @@ def memory_chart(df: pd.DataFrame, tr, metric: str = "saved_bytes") -> alt.Chart
     refused = _refused(df, tr) if metric == "peak_bytes" else df.iloc[0:0]
     if len(refused):  # what the guard would not run, at its predicted size (its note said in the learner's language)
         refused = refused.assign(note=[note_text(n, tr) for n in refused["note"]])
-        chart = chart + alt.Chart(refused).mark_point(shape="triangle-up", filled=False, size=90).encode(
+        chart = chart + Chart(refused).mark_point(shape="triangle-up", filled=False, size=90).encode(
             x="seq_len:Q",
             y="mib:Q",
             color=impl_color(pd.concat([d, refused]), tr("attention_cost.axis.impl")),
@@ -157,12 +157,12 @@ def wall_chart(extrap: pd.DataFrame, tr, budget_bytes: float) -> alt.Chart:
 def _gib_lines(d: pd.DataFrame, tr, color: alt.Color, tooltip, limit: float | None, label: str) -> alt.LayerChart:
     """GiB against the length (log-log), one line per `color`; with a labelled crimson rule at `limit` bytes."""
     x, y = log_x("seq_len", tr("attention_cost.axis.seq_len")), log_y("gib", tr("attention_cost.axis.gib"))
-    layers = [alt.Chart(d).mark_line(point=True).encode(x=x, y=y, color=color, tooltip=tooltip)]
+    layers = [Chart(d).mark_line(point=True).encode(x=x, y=y, color=color, tooltip=tooltip)]
     if limit:
         rule = pd.DataFrame({"gib": [limit / 2**30], "label": [label]})
-        layers.append(alt.Chart(rule).mark_rule(color="crimson").encode(y="gib:Q", tooltip=["label", "gib"]))
+        layers.append(Chart(rule).mark_rule(color="crimson").encode(y="gib:Q", tooltip=["label", "gib"]))
         layers.append(
-            alt.Chart(rule).mark_text(color="crimson", align="left", dy=-6, x=5).encode(y="gib:Q", text="label:N")
+            Chart(rule).mark_text(color="crimson", align="left", dy=-6, x=5).encode(y="gib:Q", text="label:N")
         )
     return alt.layer(*layers)
 
@@ -179,10 +179,10 @@ def kv_measured_chart(df: pd.DataFrame, tr) -> alt.Chart:
     scale = alt.Scale(domain=schemes, range=list(SCHEME_COLORS.values()))
     color = alt.Color("scheme_label:N", title=None, scale=scale, legend=alt.Legend(orient="bottom", labelLimit=400))
     x = alt.X("seq_len:Q", title=tr("attention_cost.axis.tokens"))
-    formula = alt.Chart(d).mark_line(opacity=0.6)
+    formula = Chart(d).mark_line(opacity=0.6)
     formula = formula.encode(x=x, y=alt.Y("formula_kib:Q", title=tr("attention_cost.axis.cache_kib")), color=color)
     tooltip = ["scheme_label", "seq_len", "measured_bytes", "cache_bytes"]
-    measured = alt.Chart(d).mark_point(filled=True, size=45)
+    measured = Chart(d).mark_point(filled=True, size=45)
     measured = measured.encode(x="seq_len:Q", y="kib:Q", color=color, tooltip=tooltip)
     subtitle = tr("attention_cost.chart.kv_measured_sub") + " " + device_subtitle(d, tr)
     return _titled(formula + measured, tr("attention_cost.chart.kv_measured"), subtitle)

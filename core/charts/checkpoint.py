@@ -7,7 +7,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core.charts.common import device_subtitle, filled_points, log_x, titled
+from core.charts.common import Chart, device_subtitle, filled_points, log_x, titled
 from core.findings import checkpoint as findings
 
 MIB = 2**20
@@ -35,13 +35,13 @@ def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
             alt.Tooltip("layer_saved_mib:Q", title=mib, format=",.3~f"),
             alt.Tooltip("segment:Q", title=tr("field.segment"))]  # fmt: skip
     measured = (
-        alt.Chart(d).mark_line(point=filled_points()).encode(x=x, y=y, color=color, detail="model_name:N", tooltip=tips)
+        Chart(d).mark_line(point=filled_points()).encode(x=x, y=y, color=color, detail="model_name:N", tooltip=tips)
     )
     formula = d[d["bptt"] == findings.CHECKPOINTED].dropna(subset=["predicted_layer_mib"]).copy()
     formula["form"] = tr("serial.ckpt.formula")
     tip = alt.Tooltip("predicted_layer_mib:Q", title=tr("serial.ckpt.formula_mib"), format=",.3~f")
     rule = (
-        alt.Chart(formula)
+        Chart(formula)
         .mark_line(strokeDash=[6, 4], color="gray")
         .encode(x=x, y=alt.Y("predicted_layer_mib:Q"), detail="model_name:N", tooltip=[tip])
     )
@@ -60,11 +60,11 @@ def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
             alt.Tooltip("time_ratio:Q", title=tr("serial.ckpt.axis.time_ratio"), format=".2f"),
             alt.Tooltip("time_ratio_q25:Q", title="q25", format=".2f"),
             alt.Tooltip("time_ratio_q75:Q", title="q75", format=".2f")]  # fmt: skip
-    points = alt.Chart(d).mark_line(point=filled_points()).encode(x=x, y=y, color=color, tooltip=tips)
-    bars = alt.Chart(d).mark_rule().encode(x=x, y="time_ratio_q25:Q", y2="time_ratio_q75:Q", color=color)
+    points = Chart(d).mark_line(point=filled_points()).encode(x=x, y=y, color=color, tooltip=tips)
+    bars = Chart(d).mark_rule().encode(x=x, y="time_ratio_q25:Q", y2="time_ratio_q75:Q", color=color)
     marks = pd.DataFrame(
         {"y": [1.0, 1 + findings.EXPECTED_EXTRA], "label": [tr("serial.ckpt.same"), tr("serial.ckpt.expected")]}
     )
     tip = alt.Tooltip("label:N", title=" ")
-    rules = alt.Chart(marks).mark_rule(strokeDash=[2, 2], color="gray").encode(y="y:Q", tooltip=[tip])
+    rules = Chart(marks).mark_rule(strokeDash=[2, 2], color="gray").encode(y="y:Q", tooltip=[tip])
     return titled(rules + bars + points, tr("serial.ckpt.chart.time"), device_subtitle(d, tr))

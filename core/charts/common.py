@@ -11,6 +11,25 @@ from core.i18n import device_words
 # Rows one chart draws at most. Altair refuses a chart of more than 5,000 rows (MaxRowsError), and a panel a few hundred
 # pixels wide cannot show more points than that anyway: a live depth run of 10,000 logged steps is drawn thinned.
 MAX_ROWS = 4_000
+# Chart.encode's keywords and their channels' classes
+CHANNELS = {"x": alt.X, "y": alt.Y, "x2": alt.X2, "y2": alt.Y2, "color": alt.Color, "shape": alt.Shape, "size": alt.Size,
+            "opacity": alt.Opacity, "strokeDash": alt.StrokeDash, "detail": alt.Detail, "tooltip": alt.Tooltip,
+            "text": alt.Text, "order": alt.Order}  # fmt: skip
+
+
+class Chart(alt.Chart):
+    """alt.Chart that wraps each shorthand string of its encodings ('step:Q', a tooltip's field) in the channel's
+    class itself. Altair finds that class through a table of its whole schema, built again for every string: ~2 ms
+    a string on 2 cores against ~0.01 ms for the same channel given as an object (Altair 6.3, measured), a tenth of a
+    page's rerun. The specs are the same."""
+
+    def encode(self, *args, **encodings):
+        def wrap(name, value):
+            if isinstance(value, list | tuple):
+                return [wrap(name, v) for v in value]
+            return CHANNELS[name](value) if isinstance(value, str) and name in CHANNELS else value
+
+        return super().encode(*args, **{name: wrap(name, value) for name, value in encodings.items()})
 
 
 def dash_legend(**kw) -> alt.Legend:
@@ -66,7 +85,7 @@ def lines(df: pd.DataFrame, x, y, color: str, color_title: str, dash: str = "run
     if dash in df.columns and df[dash].nunique() > 1:
         enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None, legend=dash_legend(orient="right", labelLimit=240))
         enc["shape"] = alt.Shape(f"{dash}:N", title=None, legend=None)
-    return alt.Chart(df).mark_line(point=True).encode(**enc)
+    return Chart(df).mark_line(point=True).encode(**enc)
 
 
 def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -91,9 +110,7 @@ def titled(chart: alt.Chart, text: str, subtitle="", height: int = 300) -> alt.C
 def chance_rule(d: pd.DataFrame, tip: str, axis: str = "y") -> alt.Chart:
     """Chance (the rows' `chance_pct`) as a dashed grey rule across the plot."""
     mean = alt.Tooltip("mean(chance_pct):Q", title=tip)
-    return (
-        alt.Chart(d).mark_rule(strokeDash=[4, 4], color="gray").encode(**{axis: "mean(chance_pct):Q"}, tooltip=[mean])
-    )
+    return Chart(d).mark_rule(strokeDash=[4, 4], color="gray").encode(**{axis: "mean(chance_pct):Q"}, tooltip=[mean])
 
 
 def device_subtitle(df: pd.DataFrame, tr=None) -> str:

@@ -8,7 +8,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from core.charts.common import dash_legend, device_subtitle, log_x, log_y, thin, title
+from core.charts.common import Chart, dash_legend, device_subtitle, log_x, log_y, thin, title
 from core.findings.depth import UNDERFLOW, init_profile, loss_bounds, summarize, to_frame
 from core.findings.notes import note_text
 
@@ -82,7 +82,7 @@ def _init_chart(d: pd.DataFrame, tr, x: alt.X, field: str, title: alt.TitleParam
     }
     if "run" in d and d["run"].nunique() > 1:
         enc["strokeDash"] = alt.StrokeDash("run:N", title=tr("depth.axis.run"), legend=dash_legend())
-    return alt.Chart(d).mark_line(point=True).encode(**enc).properties(title=title, height=320)
+    return Chart(d).mark_line(point=True).encode(**enc).properties(title=title, height=320)
 
 
 def grad_heatmap_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
@@ -98,7 +98,7 @@ def grad_heatmap_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     cell = max(8, min(18, 160 // max(1, L)))
     viridis = alt.Scale(type="log", scheme="viridis")
     chart = (
-        alt.Chart(d)
+        Chart(d)
         .mark_rect()
         .encode(
             x=alt.X("step:O", title=tr("depth.axis.step"), axis=alt.Axis(labelOverlap=True, labelAngle=0)),
@@ -130,7 +130,7 @@ def loss_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     d = thin(d, RUN_KEYS)  # after `cross`: a run's last loss is its last measured one
     if "note" in d:  # a divergence's note, said in the learner's language (the CSV keeps the raw one)
         d = d.assign(note=[note_text(n, tr) for n in d["note"]])
-    base = alt.Chart()
+    base = Chart()
     y = alt.Y("loss:Q", title=tr("depth.axis.loss"))
     lines = _run_lines(base.transform_filter("datum.status == 'ok'").mark_line(opacity=0.85), d, tr, y, "loss", ".3f")
     top = base.mark_rule(color="gray", strokeDash=[6, 4]).encode(y="mean(ceiling):Q")
@@ -165,7 +165,7 @@ def grad_norm_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     d = _named(_runs(df), tr)
     d = d[(d["status"] == "ok") & (d["grad_norm"] > 0)].assign(clipped=lambda x: x["clipped"].astype(bool))
     d = thin(d, RUN_KEYS)
-    base = alt.Chart()
+    base = Chart()
     y = log_y("grad_norm", tr("depth.axis.grad_norm"))
     lines = _run_lines(base.mark_line(opacity=0.8), d, tr, y, "grad_norm", ".3g", "clipped")
     events = (
@@ -192,7 +192,7 @@ def outcomes_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     scale = alt.Scale(domain=[tr(f"depth.outcome.{o}") for o in OUTCOME_COLORS], range=list(OUTCOME_COLORS.values()))
     color = alt.Color("outcome_label:N", title=tr("depth.axis.outcome"), scale=scale, legend=alt.Legend(labelLimit=300))
     bars = (
-        alt.Chart(s)
+        Chart(s)
         .mark_bar()
         .encode(
             x=alt.X("count():Q", title=tr("depth.axis.runs"), axis=alt.Axis(tickMinStep=1)),

@@ -7,7 +7,18 @@ import json
 import altair as alt
 import pandas as pd
 
-from core.charts.common import chance_rule, dash_legend, device_subtitle, lines, ok_rows, thin, tips, title, titled
+from core.charts.common import (
+    Chart,
+    chance_rule,
+    dash_legend,
+    device_subtitle,
+    lines,
+    ok_rows,
+    thin,
+    tips,
+    title,
+    titled,
+)
 from core.findings.long_range import by_distance
 from core.models import registry
 
@@ -29,7 +40,7 @@ def percents(d: pd.DataFrame) -> pd.DataFrame:
 
 def seed_bars(d: pd.DataFrame, x, color: alt.Color, opacity: float) -> alt.Chart:
     """A bar from the lowest to the highest seed's accuracy at each point."""
-    return alt.Chart(d).mark_rule(strokeWidth=2, opacity=opacity).encode(x=x, y="lo_pct:Q", y2="hi_pct:Q", color=color)
+    return Chart(d).mark_rule(strokeWidth=2, opacity=opacity).encode(x=x, y="lo_pct:Q", y2="hi_pct:Q", color=color)
 
 
 def percent_axis(title: str) -> alt.Y:
@@ -95,8 +106,8 @@ def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
         enc["detail"] = "seed:N"  # one line per seed
     if "run" in d and d["run"].nunique() > 1:
         enc["strokeDash"] = alt.StrokeDash("run:N", title=None, legend=dash_legend(orient="bottom", labelLimit=500))
-    line = alt.Chart(d).mark_line(point=True).encode(**enc)
-    chance = alt.Chart(d).mark_rule(strokeDash=[4, 4], color="gray").encode(y="mean(chance_pct):Q")
+    line = Chart(d).mark_line(point=True).encode(**enc)
+    chance = Chart(d).mark_rule(strokeDash=[4, 4], color="gray").encode(y="mean(chance_pct):Q")
     order = list(dict.fromkeys(d.sort_values(["task", "distance"])["panel"]))
     per_task = int(d.groupby("task")["distance"].nunique().max()) if len(d) else 1
     chart = (
@@ -111,7 +122,7 @@ def attention_map_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Heat map: one row per attention head (and one for the LSTM's saliency), one column per position."""
     order = list(dict.fromkeys(df.sort_values("position")["label"]))
     angled = alt.Axis(labelAngle=-60, labelOverlap=False)
-    base = alt.Chart(df).encode(
+    base = Chart(df).encode(
         x=alt.X("label:N", sort=order, title=tr("long_range.axis.position"), axis=angled),
         y=alt.Y("row:N", title=None, sort=list(dict.fromkeys(df["row"])), axis=alt.Axis(labelLimit=300)),
     )

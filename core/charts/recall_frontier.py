@@ -8,7 +8,7 @@ import altair as alt
 import pandas as pd
 
 from core.charts.answers import mixer_color
-from core.charts.common import chance_rule, device_subtitle, filled_points, tips, titled
+from core.charts.common import Chart, chance_rule, device_subtitle, filled_points, tips, titled
 from core.charts.long_range import percent_axis, percents, seed_bars
 from core.findings import recall_frontier as findings
 from core.models import registry
@@ -73,7 +73,7 @@ def _curves(d: pd.DataFrame, x: alt.X, tr, chart: str, tooltip, point) -> alt.Ch
     `recall.chart.<chart>` over what each run measured."""
     tooltip = tips(d, tooltip)
     y = percent_axis(tr("recall.axis.accuracy"))
-    line = alt.Chart(d).mark_line(point=point).encode(x=x, y=y, color=_color(d, tr), **_detail(d), tooltip=tooltip)
+    line = Chart(d).mark_line(point=point).encode(x=x, y=y, color=_color(d, tr), **_detail(d), tooltip=tooltip)
     layers = line + seed_bars(d, x, _color(d, tr), 0.5) + chance_rule(d, tr("recall.axis.chance"))
     return titled(layers, tr(f"recall.chart.{chart}"), _subtitle(d, tr, f"recall.chart.{chart}_sub"))
 
@@ -106,7 +106,7 @@ def copy_chart(df: pd.DataFrame, tr) -> alt.Chart:
               axis=alt.Axis(labelLimit=220, labelOverlap=False))  # fmt: skip
     offset = {"yOffset": alt.YOffset("run:N")} if "run" in d and d["run"].nunique() > 1 else {}  # live beside reference
     bars = (
-        alt.Chart(d)
+        Chart(d)
         .mark_bar()
         .encode(
             x=alt.X("percent:Q", title=tr("recall.axis.accuracy"), scale=alt.Scale(domain=[0, 100])),

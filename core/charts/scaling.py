@@ -6,7 +6,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core.charts.common import device_subtitle, filled_points, titled
+from core.charts.common import Chart, device_subtitle, filled_points, titled
 from core.findings import bracketed
 from core.findings import scaling as findings
 from core.models.registry import colors
@@ -34,15 +34,15 @@ def speedup_chart(df: pd.DataFrame, tr, seq_len: int | None = None) -> alt.Chart
     tips = ["model:N", "seq_len:Q", "threads:Q", "threads_requested:Q", "speedup:Q", "speedup_q25:Q", "speedup_q75:Q",
             "efficiency:Q", "train_ms:Q", *runs]  # fmt: skip
     line = (
-        alt.Chart(ideal)
+        Chart(ideal)
         .mark_line(color="gray", strokeDash=[2, 2])
         .encode(x=x, y=y, tooltip=[alt.Tooltip("threads:Q", title=tr("serial.scaling.ideal"))])
     )
-    points = alt.Chart(d).mark_line(point=filled_points())
+    points = Chart(d).mark_line(point=filled_points())
     points = points.encode(x=x, y=y, color=color, shape=shape, detail=runs or alt.Undefined, tooltip=tips)
-    bars = alt.Chart(d).mark_rule().encode(x=x, y=alt.Y("speedup_q25:Q"), y2="speedup_q75:Q", color=color)
+    bars = Chart(d).mark_rule().encode(x=x, y=alt.Y("speedup_q25:Q"), y2="speedup_q75:Q", color=color)
     tip = ["model:N", alt.Tooltip("speedup:Q", format=".2f"), alt.Tooltip("threads:Q", format=".3g"), *runs]
-    curve = alt.Chart(fitted).mark_line(strokeDash=[6, 4], opacity=0.8)
+    curve = Chart(fitted).mark_line(strokeDash=[6, 4], opacity=0.8)
     curve = curve.encode(x=x, y=y, color=color, detail=runs or alt.Undefined, tooltip=tip)
     title = tr("serial.scaling.chart.title", T=seq_len if seq_len is not None else "–")
     return titled(line + curve + bars + points, title, device_subtitle(d, tr))

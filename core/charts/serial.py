@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core.charts.common import dash_legend, device_subtitle, lines, log_x, log_y, ok_rows, titled
+from core.charts.common import Chart, dash_legend, device_subtitle, lines, log_x, log_y, ok_rows, titled
 from core.findings import model_name
 from core.models.registry import family_of
 
@@ -79,12 +79,12 @@ def roofline_chart(model_df: pd.DataFrame, measured: pd.DataFrame, tr) -> alt.Ch
     dash = alt.StrokeDash("hardware:N", title=tr("serial.axis.hardware"), legend=dash_legend(**WIDE_LEGEND))
     tooltip = [hardware, model, n, predicted, alt.Tooltip("bound:N", title=tr("tip.bound"))]
     color = alt.Color("model:N", title=tr("serial.axis.model"))
-    base = alt.Chart(model_df).mark_line().encode(x=x, y=y, color=color, strokeDash=dash, tooltip=tooltip)
+    base = Chart(model_df).mark_line().encode(x=x, y=y, color=color, strokeDash=dash, tooltip=tooltip)
     shape = alt.Shape("run:N", title=tr("serial.axis.measured"), legend=alt.Legend(**WIDE_LEGEND))
     measured_ms = alt.Tooltip("predicted_ms:Q", title=tr("tip.measured_ms"), format=",.3g")
     run = alt.Tooltip("run:N", title=tr("tip.run"))
     pts = (
-        alt.Chart(_ok(measured, tr).rename(columns={"train_ms": "predicted_ms"}))
+        Chart(_ok(measured, tr).rename(columns={"train_ms": "predicted_ms"}))
         .mark_point(filled=True, size=70)
         .encode(x=x, y=y, color="model:N", shape=shape, tooltip=[model, n, measured_ms, run])
     )
