@@ -212,6 +212,7 @@ def test_the_page_runs_live_in_both_languages():
         run = translator(lang)("ui.run")  # the submit button's key carries its label
         at.button(key=f"FormSubmitter:form:answers-{run}").click().run()
         assert not at.exception and not at.error, [e.value for e in at.error]
+        at.multiselect(key="w:answers:decode:mixers").set_value(["min_gru", "lstm", "transformer"])
         at.text_input(key="w:answers:decode:context_lens").set_value("8, 64")
         at.number_input(key="w:answers:decode:d_model").set_value(16)
         at.button(key=f"FormSubmitter:form:answers:decode-{run}").click().run()
