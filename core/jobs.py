@@ -133,6 +133,10 @@ class Runner:
             if self._current is None:
                 self._ensure_spare()
 
+    def zygote_ready(self) -> bool:
+        """Whether a Run now would be a fork of a ready zygote (True where workers are spawned: there is none)."""
+        return self._zygote is None or self._zygote.ready()
+
     def shutdown(self) -> None:
         with self._lock:
             for job in list(self._queue):

@@ -59,7 +59,7 @@ def _page(name: str, sets: dict, threads: int) -> pd.DataFrame:
     try:
         r.prepare()
         time.sleep(6)  # the zygote (or the spare) imports torch, as while a learner reads the form
-        while r._zygote is not None and not r._zygote.ready():  # a fork, as the page's next Run gets, not a spawn
+        while not r.zygote_ready():  # a fork, as the page's next Run gets, not a spawn
             time.sleep(0.05)
         job = r.submit("parity", name, dataclasses.asdict(cfg), threads=threads)
         while job.active:

@@ -53,7 +53,7 @@ def _measure_warm(runner: jobs.Runner, first: list, queued: list, cpu: list) -> 
     """A Run after the learner read the form (the spare or the zygote warm), then a run queued behind another."""
     runner.prepare()
     time.sleep(8)  # the learner reads the form while the spare or the zygote imports torch
-    while runner._zygote is not None and not runner._zygote.ready():  # busy machine: a fork, not a spawn, is timed
+    while not runner.zygote_ready():  # busy machine: a fork, not a spawn, is timed
         time.sleep(0.05)
     s, job = _first_report(runner, TINY)
     _wait(job)

@@ -230,7 +230,7 @@ def test_a_worker_forked_from_the_zygote_runs_stops_and_dies_as_a_spawned_one_do
     r = jobs.Runner()
     try:
         r.prepare()
-        _until(lambda: r._zygote.ready(), limit=120)
+        _until(r.zygote_ready, limit=120)
         zygote = r._zygote._proc.pid
         config = {"models": ["lstm", "transformer"], "seq_lens": [16, 32], "d_model": 16, "batch_size": 2,
                   "warmup": 0, "repeats": 1, "max_point_s": 0.1, "device": "cpu"}  # fmt: skip
@@ -249,7 +249,7 @@ def test_a_worker_forked_from_the_zygote_runs_stops_and_dies_as_a_spawned_one_do
         os.kill(zygote, signal.SIGKILL)
         _until(lambda: not r._zygote.alive())
         r.prepare()
-        _until(lambda: r._zygote.ready(), limit=120)
+        _until(r.zygote_ready, limit=120)
         job = r.submit("a", "serial", config, threads=1)
         _until(lambda: not job.active, limit=120)
         assert r._zygote._proc.pid != zygote and job.state == "done", job.error
