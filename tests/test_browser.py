@@ -53,7 +53,7 @@ def test_no_chart_shows_until_the_learner_answers_then_the_page_is_drawn_whole(a
     quotes a measured number, on a page served by dashboard.py with no exception."""
     import re
 
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page()
     page.goto(f"{app_url}/{key}?lang={lang}")
     _settle(page)
     page.wait_for_selector("[data-testid='stSidebar'] [data-testid='stSelectbox']", timeout=30000)
@@ -70,7 +70,7 @@ def test_no_chart_shows_until_the_learner_answers_then_the_page_is_drawn_whole(a
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_home_page_renders_in_a_real_browser(app_url, browser, lang):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page()
     page.goto(f"{app_url}/?lang={lang}&{SHOWN}")
     _settle(page)
     _drawn_whole(page, "home", lang)
@@ -120,7 +120,7 @@ def _english_on(page) -> list[str]:
 def _run_serial(browser, app_url, seq_lens: str):
     """Open the serial page, type the sequence lengths into its form as a learner does and press Run; return the
     browser page."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page()
     page.goto(f"{app_url}/serial?{SHOWN}")
     _settle(page)
     box = page.get_by_role("textbox", name="Sequence lengths").first  # the main form comes first
@@ -155,7 +155,7 @@ def _tiny_link(key: str) -> str:
 @pytest.mark.parametrize("key", [k for k, _ in PAGES])
 def test_a_live_run_on_every_chinese_page_shows_no_english(app_url, browser, key):
     # what core writes while a run goes on and after it (notes, statuses, device labels, takeaways) in 中文 words
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page()
     page.goto(f"{app_url}/{key}?lang=zh&{SHOWN}&{_tiny_link(key)}")
     _settle(page)
     _drawn_whole(page, key, "zh")  # the reference's charts and words, before the run
@@ -223,7 +223,7 @@ def test_markdown_and_html_in_the_url_stay_text(app_url, browser, key):
 
     names = {f.name for e in EXPERIMENTS.values() for f in dataclasses.fields(e.config_cls)}
     names = sorted(names | {"lang"} | set(REVEALED))  # the predictions' parameters too
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page()
     page.goto(f"{app_url}/{key}?" + urllib.parse.urlencode(dict.fromkeys(names, EVIL)))
     _settle(page)
     page.wait_for_selector("[data-testid='stAlert']", timeout=30000)  # the link's settings are refused, once
@@ -249,7 +249,7 @@ def test_a_csv_from_another_machine_is_added_in_the_sidebar(app_url, browser, la
     df.to_csv(good, index=False)
     junk = tmp_path / "serial-junk.csv"
     junk.write_bytes(b"name,age\nada,-1\n")
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page()
     page.goto(f"{app_url}/serial?lang={lang}&{SHOWN}")
     _settle(page)
     page.locator("[data-testid='stSidebar'] [data-testid='stExpander'] summary").first.click()

@@ -73,7 +73,7 @@ def _gone(pid: int) -> bool:
 
 
 def _open(chromium, url: str, path: str):
-    page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+    page = chromium.new_page()
     page.goto(f"{url}/{path}")
     _settle(page)
     return page

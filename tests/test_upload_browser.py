@@ -22,7 +22,7 @@ def test_an_uploaded_files_markup_stays_text_in_the_browser(app_url, browser, tm
     path = tmp_path / "serial-gpu.csv"
     path.write_bytes(_csv(serial))
 
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page()
     fetched = []
     page.on("request", lambda r: fetched.append(r.url) if "127.0.0.1:9/" in r.url else None)
     page.goto(f"{app_url}/serial?lang=en&{SHOWN}")
