@@ -1,7 +1,8 @@
 """Live runs in worker processes, in a real browser (conftest's shared server and Chromium): the measuring happens
-in a child process of the server; Stop in the middle of a point that would last minutes ends that process and keeps
-what was measured; a worker killed from outside is a message, not an exception, and the next Run works; eight
-sessions that press Run together queue, each told its place, and every run completes."""
+in a child process of the server; Stop in the middle of a point that would last minutes (its lengths typed into the
+form, as a learner does) ends that process and keeps and draws what was measured; a worker killed from outside is a
+message, not an exception, and the next Run works; eight sessions that press Run together queue, each told its
+place, and every run completes."""
 
 import os
 import re
@@ -79,6 +80,17 @@ def _open(chromium, url: str, path: str):
     return page
 
 
+def _type_lengths(page, text: str) -> None:
+    """Type the sequence lengths into the main form, as a learner does."""
+    box = page.get_by_role("textbox", name="Sequence lengths").first  # the main form comes first
+    for _ in range(5):  # a rerun of a fresh server's first page can redraw the form and drop what was typed
+        box.fill(text)
+        page.wait_for_timeout(500)
+        if box.input_value() == text:
+            return
+    raise AssertionError(f"the form kept dropping {text!r}")
+
+
 def _run(page) -> None:
     page.get_by_role("button", name="Run", exact=True).first.click(timeout=60000)
 
@@ -90,7 +102,8 @@ def _no_exception(page) -> None:
 
 def test_the_run_measures_in_a_child_process_and_stop_ends_it_in_the_middle_of_a_point(served, browser):
     url, server_pid = served
-    page = _open(browser, url, f"serial?{SHOWN}&{LONG}")
+    page = _open(browser, url, f"serial?{SHOWN}&models=lstm_loop")
+    _type_lengths(page, "16, 65535")  # LONG, typed: a point of minutes
     spare = set(_workers(server_pid))
     _run(page)
     page.wait_for_selector("text=/1 of 2 done/", timeout=120000)  # n = 16 measured; now inside n = 65,535
@@ -122,9 +135,7 @@ def test_a_worker_killed_from_outside_is_a_message_and_the_next_run_completes(se
     body = page.inner_text("body")
     assert "SIGKILL" in body and "your run" in body  # what happened, and the row measured before it
     _no_exception(page)
-    box = page.get_by_role("textbox", name="Sequence lengths").first
-    box.fill("16, 32")
-    page.wait_for_timeout(500)
+    _type_lengths(page, "16, 32")
     _run(page)
     page.wait_for_timeout(1500)
     _settle(page, 120)
