@@ -199,7 +199,7 @@ def test_markdown_and_html_in_the_url_stay_text(app_url, browser, key):
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_csv_from_another_machine_is_added_in_the_sidebar(app_url, browser, lang, tmp_path):
     """The uploader takes a relabelled reference CSV (one message naming its device) and refuses junk (one
-    message), and the page keeps working."""
+    message, saying why in the page's language), and the page keeps working."""
     import pandas as pd
 
     from core.results import REFERENCE_DIR
@@ -219,6 +219,8 @@ def test_a_csv_from_another_machine_is_added_in_the_sidebar(app_url, browser, la
     _settle(page)
     sidebar = page.inner_text("[data-testid='stSidebar']")
     assert "Browser Test GPU" in sidebar and "serial-junk.csv" in sidebar
+    tr = translator(lang)
+    assert tr("upload.missing_columns") in sidebar, sidebar  # why the junk was refused, in the page's language
     assert len(page.query_selector_all("[data-testid='stSidebar'] [data-testid='stAlert']")) == 2
     assert page.query_selector_all(CHART) and not page.query_selector_all("[data-testid='stException']")
     page.close()
