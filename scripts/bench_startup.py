@@ -177,7 +177,7 @@ def main() -> int:
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
-    from ui.common import PAGES
+    from ui.frame import PAGES  # not ui.common, whose cached helpers log "No runtime found" outside a server
 
     bare_dir = tempfile.mkdtemp()
     with open(os.path.join(bare_dir, "bare.py"), "w") as f:
