@@ -72,7 +72,8 @@ def scaling_story(tr, view):
 def serial_why(view):
     """The roofline's reason, from the takeaways."""
     pair = findings.comparison(view.primary) if len(view.primary) else None
-    return (findings.explanation(pair, tr) if pair is not None else []) or view.lines
+    hw = findings.measured_hardware(view.primary, tr) if pair is not None else None
+    return (findings.explanation(pair, hw, tr) if pair is not None else []) or view.lines
 
 
 ui.register(

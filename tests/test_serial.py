@@ -242,3 +242,22 @@ def test_the_explanation_follows_the_devices_roofline_not_the_ratio():
     assert "bounded by its chain of 1,024 dependent steps" in gpu and "The model predicts" not in gpu
     odd = " ".join(serial.takeaways(_pair_rows(6e13, 1e-5, tf_ms=30, lstm_ms=12), tr))  # measured against the model
     assert "bounded by its chain" in odd and "The model predicts the Transformer (SDPA) would be the faster" in odd
+
+
+def test_the_why_states_the_numbers_of_the_roofline_charts_legend():
+    """One device, one pair of numbers: the sentence that explains the result by the roofline model uses the peak and
+    step latency the roofline chart draws and states in its legend (the medians of the run's ceilings, which differ
+    from length to length), to the same digits."""
+    import re
+
+    from core.findings import serial as findings
+    from core.results import REFERENCE_DIR
+
+    tr = translator("en")
+    df = pd.read_csv(next(REFERENCE_DIR.glob("serial-*.csv")))
+    df["peak_flops_per_s"] *= 1 + 0.02 * df["seq_len"].rank(method="dense")  # a ceiling that drifts over the run
+    legend = findings.hardware_for(df, tr)[0].name
+    gflops, us = re.fullmatch(r"this device: (\S+) GFLOP/s, (\S+) µs/step \(measured\)", legend).groups()
+    why = findings.explanation(findings.comparison(df), findings.measured_hardware(df, tr), tr)[0]
+    assert f"({gflops} GFLOP/s measured beside the run, {us} µs per dependent step)" in why, (legend, why)
+    assert why in findings.takeaways(df, tr)

@@ -177,7 +177,8 @@ def rendered(tr) -> dict[str, str]:
     for i, line in enumerate(scaling_findings.why(frames["scaling"], tr)):
         out[f"scaling why {i}"] = line
     c = serial_findings.comparison(frames["serial"])
-    for i, line in enumerate(serial_findings.explanation(c, tr) if c else []):
+    hw = serial_findings.measured_hardware(frames["serial"], tr)
+    for i, line in enumerate(serial_findings.explanation(c, hw, tr) if c else []):
         out[f"serial why {i}"] = line
     assert set(QUESTION_DATA) == set(verdicts.QUESTIONS)
     for question, name in QUESTION_DATA.items():

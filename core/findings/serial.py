@@ -68,14 +68,14 @@ def spread_text(c: dict) -> tuple[str, str, str]:
     return ratio_text(c["ratio"]), f"{c['lo']:.2g}", f"{c['hi']:.2g}"
 
 
-def explanation(c: dict, tr) -> list[str]:
-    """Why, by the roofline model of the device measured: which limit bounds the LSTM's step, and whether the model
-    predicts the order the measurement found (if not, it says so)."""
+def explanation(c: dict, hw: roofline.Hardware | None, tr) -> list[str]:
+    """Why, by the roofline model of the device measured (`hw`, from `measured_hardware`: the numbers the roofline
+    chart's legend states): which limit bounds the LSTM's step, and whether the model predicts the order the
+    measurement found (if not, it says so)."""
     lstm, tf = c["rec_row"], c["att_row"]
-    peak, latency = float(lstm["peak_flops_per_s"]), float(lstm["step_latency_s"])
-    if not (peak > 0 and latency > 0):
+    if hw is None:
         return []
-    hw = roofline.Hardware("measured", peak, latency, True)
+    peak, latency = hw.peak_flops_per_s, hw.step_latency_s
     steps = int(lstm["seq_steps"])
     compute_ms, latency_ms = lstm["flops"] / peak * 1e3, steps * latency * 1e3
     key = "serial.why.compute" if roofline.bound(lstm["flops"], steps, hw) == "compute" else "serial.why.latency"
@@ -109,15 +109,24 @@ def scaling_exponents(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", by, "time_slope", "time_slope_se", "memory_slope", "points"])
 
 
-def hardware_for(df: pd.DataFrame, tr=None) -> list[roofline.Hardware]:
-    """This device as measured (peak matmul FLOP/s, tiny-recurrence step latency), then the assumed GPU."""
+def measured_hardware(df: pd.DataFrame, tr=None) -> roofline.Hardware | None:
+    """This device as the run measured it: the median of its ceilings (peak matmul FLOP/s, measured beside every
+    length) and of its tiny-recurrence step latency; None without a usable measurement."""
     tr = tr or translator("en")
     ok = df[df["status"] == status.OK]
-    hw = []
-    if len(ok):
-        peak, lat = float(ok["peak_flops_per_s"].median()), float(ok["step_latency_s"].median())
-        label = tr("serial.hw.measured", gflops=f"{peak / 1e9:.0f}", us=f"{lat * 1e6:.0f}")
-        hw.append(roofline.Hardware(label, peak, lat, True))
+    if not len(ok):
+        return None
+    peak, lat = float(ok["peak_flops_per_s"].median()), float(ok["step_latency_s"].median())
+    if not (peak > 0 and lat > 0):
+        return None
+    return roofline.Hardware(tr("serial.hw.measured", gflops=f"{peak / 1e9:,.0f}", us=sig3(lat * 1e6)), peak, lat, True)
+
+
+def hardware_for(df: pd.DataFrame, tr=None) -> list[roofline.Hardware]:
+    """This device as measured (`measured_hardware`), then the assumed GPU."""
+    tr = tr or translator("en")
+    measured = measured_hardware(df, tr)
+    hw = [] if measured is None else [measured]
     gpu = roofline.DATACENTRE_GPU
     label = tr("serial.hw.assumed", tflops=f"{gpu.peak_flops_per_s / 1e12:.0f}", us=f"{gpu.step_latency_s * 1e6:.0f}")
     hw.append(dataclasses.replace(gpu, name=label))
@@ -155,7 +164,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         steps = {"lstm_steps": int(lstm["seq_steps"]), "tf_steps": int(tf["seq_steps"])}
         said = {"T": Tc, "ratio": ratio, "lo": lo, "hi": hi, "flop_ratio": f"{tf['flops'] / lstm['flops']:.2g}"}
         out.append(tr(f"serial.take.tf_{c['verdict']}", **said, **steps))
-        out += explanation(c, tr)
+        out += explanation(c, measured_hardware(ok, tr), tr)
         util = {"tf": f"{100 * tf['utilization']:.0f}", "lstm": f"{100 * lstm['utilization']:.0f}"}
         out.append(tr("serial.take.utilization", **util))
         at_c = ok[ok["seq_len"] == Tc].set_index("model")
