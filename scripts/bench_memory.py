@@ -25,21 +25,27 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_startup import ARGS, ROOT, start, stop_all, tree_rss_mib
 
 
+def _wait(page, key: str, selector: str, what: str, timeout_s: float, **kw) -> None:
+    """Wait for `selector`; if it does not come, say which step of the visit stalled (with a screenshot), then fail:
+    a page that never draws or a run that never ends is a finding, not a Playwright traceback."""
+    try:
+        page.wait_for_selector(selector, timeout=timeout_s * 1000, **kw)
+    except Exception:  # noqa: BLE001 - any Playwright timeout or closed page
+        shot = f"/tmp/bench_memory_{key}.png"
+        page.screenshot(path=shot, full_page=True)
+        bar = page.inner_text("[data-testid='stProgress']") if page.query_selector("[data-testid='stProgress']") else ""
+        raise RuntimeError(f"{key}: {what} within {timeout_s:.0f} s (progress: {bar!r}; see {shot})") from None
+
+
 def one_run(browser, url: str, key: str, timeout_s: float = 300) -> float:
     """One visitor's quick run on page `key`; the seconds it took."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{url}/{key}?lang=en&predict.{key}=show")  # a revealed link: the reference charts show at once
-    page.wait_for_selector("[data-testid='stVegaLiteChart'], .vega-embed", timeout=60000)
+    _wait(page, key, "[data-testid='stVegaLiteChart'], .vega-embed", "no reference chart was drawn", 60)
     t0 = time.perf_counter()
     page.get_by_role("button", name="Run", exact=True).first.click()
-    page.wait_for_selector("text=/done —/", timeout=60000)  # the progress bar has moved: the run is on
-    try:
-        page.wait_for_selector("[data-testid='stProgress']", state="detached", timeout=timeout_s * 1000)
-    except Exception:  # noqa: BLE001 - say where it stood, then fail: a run that never ends is a finding
-        shot = f"/tmp/bench_memory_{key}.png"
-        page.screenshot(path=shot, full_page=True)
-        bar = page.inner_text("[data-testid='stProgress']") if page.query_selector("[data-testid='stProgress']") else ""
-        raise RuntimeError(f"{key}: the run did not end in {timeout_s:.0f} s (progress: {bar!r}; see {shot})") from None
+    _wait(page, key, "text=/done —/", "the progress bar did not move", 60)  # the run is on
+    _wait(page, key, "[data-testid='stProgress']", "the run did not end", timeout_s, state="detached")
     took = time.perf_counter() - t0
     page.close()
     return took
@@ -88,20 +94,25 @@ def main() -> int:
                     print(f"{key}: {args.settle:.0f} s later, server RSS {settled:.0f} MiB", file=sys.stderr)
                 rows.append((key, rss, secs, settled, workers))
             browser.close()
+    except RuntimeError as err:  # a visit that stalled: one line says where, and the screenshot shows it
+        print(f"bench_memory: {err}", file=sys.stderr)
+        return 1
     finally:
         stop_all()
-    print(f"Measured {datetime.date.today().isoformat()} with `python scripts/bench_memory.py --runs {args.runs}`.\n")
+    settle = args.settle > 0  # the "later" column only when the run waited for it
+    flags = f"--runs {args.runs}" + (f" --settle {args.settle:g}" if settle else "")
+    flags += f" --session-ttl {args.session_ttl}" if args.session_ttl is not None else ""
+    print(f"Measured {datetime.date.today().isoformat()} with `python scripts/bench_memory.py {flags}`.\n")
+    later_head = f" {args.settle:.0f} s later |" if settle else ""
     print(
-        f"| page ({args.runs} quick runs, one server) | server RSS after run 2 | after run {args.runs} | growth "
-        f"| {args.settle:.0f} s later | worker processes after run {args.runs} |"
+        f"| page ({args.runs} quick runs, one server) | server RSS after run 2 | after run {args.runs} | growth |"
+        f"{later_head} worker processes after run {args.runs} |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|" + ("---|" if settle else "") + "---|")
     for key, rss, _, settled, workers in rows:
-        later = f"{settled:.0f} MiB" if math.isfinite(settled) else "–"
-        print(
-            f"| `{key}` | {rss[1]:.0f} MiB | {rss[-1]:.0f} MiB | {rss[-1] - rss[1]:+.0f} MiB | {later} "
-            f"| {workers[-1]:.0f} MiB |"
-        )
+        later = (f" {settled:.0f} MiB |" if math.isfinite(settled) else " – |") if settle else ""
+        growth = f"{rss[-1] - rss[1]:+.0f}".replace("-", "\u2212")  # a minus sign, as the README writes it
+        print(f"| `{key}` | {rss[1]:.0f} MiB | {rss[-1]:.0f} MiB | {growth} MiB |{later} {workers[-1]:.0f} MiB |")
     return 0
 
 
