@@ -90,25 +90,6 @@ def _representatives(models) -> dict:
     return {f: m for f, m in found.items() if m is not None}
 
 
-def recall_facts(df: pd.DataFrame | None) -> dict:
-    """Final accuracy per family's model at the longest distance of the first task, with chance (the rows the
-    long-range page's takeaways read: `core.findings.long_range.final`)."""
-    ok = _ok(df)
-    if not len(ok) or "accuracy" not in ok:
-        return {}
-    stats = long_range_findings.by_distance(ok)
-    task = ok["task"].iloc[0]  # the first task the run trained
-    g = stats[(stats["task"] == task) & stats["accuracy"].notna()]
-    if not len(g):
-        return {}
-    d = g["distance"].max()
-    g = g[g["distance"] == d].set_index("model")
-    out = {"task": task, "distance": int(d), "chance": float(g["chance"].iloc[0]) if "chance" in g else math.nan}
-    for family, m in _representatives(g.index).items():
-        out[family] = {"accuracy": float(g.loc[m, "accuracy"]), "step": int(g.loc[m, "step"])}
-    return out
-
-
 def _num(x: float, digits: int = 2) -> str:
     return "–" if x is None or not math.isfinite(x) else f"{x:.{digits}g}"
 
@@ -210,8 +191,8 @@ def serial_finding(frames: dict, tr) -> str | None:
 
 def long_range_finding(frames: dict, tr) -> str | None:
     """Recall at the longest distance trained, else (no training rows) the gradient's reach."""
-    rc = recall_facts(frames.get("long_range"))
-    if RECURRENT in rc and ATTENTION in rc:
+    rc = long_range_findings.chapter_pair(frames.get("long_range"))  # the numbers the page's verdict states
+    if rc is not None:
         return tr("home.find.long_range", d=rc["distance"], task=tr(f"long_range.task.{rc['task']}"),
                   tf=pct(rc[ATTENTION]["accuracy"]), lstm=pct(rc[RECURRENT]["accuracy"]), chance=pct(rc["chance"]))  # fmt: skip
     r = reach_facts(frames.get("gradient_reach"))

@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 from conftest import app_test
 
+from core import scoreboard
 from core.findings import verdicts
 from core.i18n import translator
 from core.results import load_reference
@@ -50,6 +51,23 @@ def test_long_range_depth_and_attention_on_the_shipped_reference():
     assert dp.option == 2 and dp.values["L"] == 8
     ac = verdicts.attention_cost(_ref("attention_cost"))
     assert ac.option == 1 and ac.values["ratio"] == "4.00"  # exact saved bytes: the n × n table
+
+
+def test_the_long_range_verdict_and_the_home_card_state_the_first_task_the_run_trained():
+    """A run that trained recall first and multi-query recall second (the alphabet puts mqar first): the page's verdict
+    and the home card both read recall, name it, and give the same accuracies."""
+    rows = [{"task": task, "model": model, "distance": 36, "seed": seed, "step": 3000, "status": "ok", "chance": 0.125,
+             "accuracy": acc + 0.01 * seed}
+            for task, accs in (("recall", {"lstm": 0.10, "transformer": 0.97}), ("mqar", {"lstm": 0.40, "transformer": 0.50}))
+            for model, acc in accs.items() for seed in range(3)]  # fmt: skip
+    df = pd.DataFrame(rows)
+    v = verdicts.long_range(df)
+    assert v.option == 1 and (v.values["rec"], v.values["att"]) == ("11%", "98%")  # the median seed's, on recall
+    said = verdicts.sentence(v, tr)
+    assert "on the recall task" in said and "multi-query" not in said
+    card = scoreboard.long_range_finding({"long_range": df}, tr)
+    assert "recall task" in card and "LSTM 11%" in card and "Transformer reached 98%" in card
+    assert "在回忆任务中" in verdicts.sentence(v, translator("zh"))
 
 
 def test_scaling_on_the_shipped_reference_is_computed_from_the_paired_speedups():

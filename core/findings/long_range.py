@@ -40,8 +40,41 @@ def over_seeds(last: pd.DataFrame, keys, first) -> pd.DataFrame:
         return pd.DataFrame(columns=[*keys, "accuracy", "lo", "hi", "seeds", "step", *first])
     keys = [k for k in ("source", "device", "run", *keys) if k in last.columns]
     out = last.groupby(keys, sort=False).agg(accuracy=("accuracy", "median"), lo=("accuracy", "min"),
-        hi=("accuracy", "max"), seeds=("accuracy", "size"), step=("step", "max"), **{c: (c, "first") for c in first})  # fmt: skip
+        hi=("accuracy", "max"), seeds=("accuracy", "size"), step=("step", "max"), **{c: (c, "first") for c in first if c in last})  # fmt: skip
     return out.reset_index().sort_values(keys).reset_index(drop=True)
+
+
+def first_task(df: pd.DataFrame | None) -> str | None:
+    """The task a run trained first (in its rows' order, not the alphabet's)."""
+    if df is None or not len(df) or "task" not in df:
+        return None
+    return str(df["task"].iloc[0])
+
+
+def chapter_pair(df: pd.DataFrame | None) -> dict | None:
+    """The chapter's contrast in one place, read by the prediction's verdict and the home card alike: on the first
+    task the run trained, at the longest distance both families' representatives trained (median over seeds of the
+    runs that ended ok), each one's accuracy, with chance and the most steps taken. None without such a distance."""
+    stats = by_distance(df)
+    t = stats[(stats["task"] == first_task(df)) & stats["accuracy"].notna()] if len(stats) else stats
+    if not len(t):
+        return None
+    models = {f: registry.representative(f, t["model"]) for f in (RECURRENT, ATTENTION)}
+    if None in models.values():
+        return None
+    common = set(t[t["model"] == models[RECURRENT]]["distance"]) & set(t[t["model"] == models[ATTENTION]]["distance"])
+    if not common:
+        return None
+    d = max(common)
+    at = t[t["distance"] == d].set_index("model")
+    out = {
+        "task": first_task(df),
+        "distance": int(d),
+        "chance": float(at["chance"].iloc[0]),
+        "steps": int(at["step"].max()),
+    }
+    return out | {f: {"model": m, "accuracy": float(at.loc[m, "accuracy"]), "step": int(at.loc[m, "step"])}
+                  for f, m in models.items()}  # fmt: skip
 
 
 def pct(x: float) -> str:

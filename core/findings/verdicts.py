@@ -27,7 +27,6 @@ from core.findings import serial as serial_findings
 from core.findings.long_range import pct
 from core.fit import exponent_text
 from core.memory_formulas import format_bytes
-from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
 from core.rules import NEAR_CHANCE, SEPARATED, SOLVED
 
@@ -48,12 +47,16 @@ class Verdict:
     key: str  # catalogue key of the sentence that says what was measured
     values: dict  # its placeholders, as text
     other_device: str | None = None  # catalogue key of a sentence on what another device would answer, if any
+    terms: dict = dataclasses.field(
+        default_factory=dict
+    )  # placeholders given as catalogue keys: said in the page's words
 
 
 def sentence(verdict: Verdict, tr, where: str = "here") -> str:
     """The verdict's measured sentence, led by where it was measured: 'here' (the run shown) or 'gpu' (a shipped GPU
     reference read beside it)."""
-    return tr(verdict.key, where=tr(f"ui.verdict.where.{where}"), **verdict.values)
+    terms = {name: tr(key) for name, key in verdict.terms.items()}
+    return tr(verdict.key, where=tr(f"ui.verdict.where.{where}"), **verdict.values, **terms)
 
 
 def serial(df: pd.DataFrame) -> Verdict | None:
@@ -77,27 +80,16 @@ def serial(df: pd.DataFrame) -> Verdict | None:
 
 
 def long_range(df: pd.DataFrame) -> Verdict | None:
-    """'Who learns the name at a long distance?': at the longest distance both models trained on the first task,
+    """'Who learns the name at a long distance?': long_range.chapter_pair's accuracies (the home card reads the same),
     by the median over seeds (0 both solved, 1 only the Transformer, 2 neither; the LSTM alone is no option)."""
-    stats = long_range_findings.by_distance(df)
-    if not len(stats):
+    c = long_range_findings.chapter_pair(df)
+    if c is None:
         return None
-    task = stats["task"].iloc[0]
-    t = stats[stats["task"] == task]
-    rec, att = (registry.representative(f, t["model"]) for f in (RECURRENT, ATTENTION))
-    if rec is None or att is None:
-        return None
-    common = set(t[t["model"] == rec]["distance"]) & set(t[t["model"] == att]["distance"])
-    if not common:
-        return None
-    d = max(common)
-    at = t[t["distance"] == d].set_index("model")
-    a_att, a_rec = float(at.loc[att, "accuracy"]), float(at.loc[rec, "accuracy"])
+    a_att, a_rec = c[ATTENTION]["accuracy"], c[RECURRENT]["accuracy"]
     solved_att, solved_rec = a_att >= SOLVED, a_rec >= SOLVED
     option = 0 if solved_att and solved_rec else 1 if solved_att else 2 if not solved_rec else None
-    chance, steps = pct(float(at.loc[att, "chance"])), int(at["step"].max())
-    values = {"d": int(d), "att": pct(a_att), "rec": pct(a_rec), "chance": chance, "steps": steps}
-    return Verdict(option, "verdict.long_range.measured", values)
+    values = {"d": c["distance"], "att": pct(a_att), "rec": pct(a_rec), "chance": pct(c["chance"]), "steps": c["steps"]}
+    return Verdict(option, "verdict.long_range.measured", values, terms={"task": f"long_range.task.{c['task']}"})
 
 
 def depth(df: pd.DataFrame) -> Verdict | None:
