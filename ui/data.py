@@ -110,7 +110,7 @@ def status_ui(tr, df: pd.DataFrame, shown_notes: int = 2) -> None:
 
     from core import status as statuses
     from core.findings import clauses
-    from core.findings.notes import notes_text
+    from core.findings.notes import notes_text, refusals_text
 
     if "status" not in df or not revealed_now():
         return
@@ -118,7 +118,12 @@ def status_ui(tr, df: pd.DataFrame, shown_notes: int = 2) -> None:
     for status in statuses.BANNERED:
         bad = df[df["status"] == status]
         if len(bad):
-            notes = notes_text(bad.get("note", pd.Series(dtype=str)), tr, literal)  # the raw note stays in the table
+            if status in (statuses.SKIPPED_MEMORY, statuses.SKIPPED_TIME):  # a refusal names the point it refused
+                notes = refusals_text(bad, tr, literal)
+            else:
+                notes = notes_text(
+                    bad.get("note", pd.Series(dtype=str)), tr, literal
+                )  # the raw note stays in the table
             text = clauses(notes[:shown_notes], tr) + (
                 tr("ui.more_notes", n=len(notes) - shown_notes) if len(notes) > shown_notes else ""
             )

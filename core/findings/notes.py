@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 import re
 
+from core.findings import labelled
+from core.i18n import catalogue
 from core.memory_formulas import format_bytes
 from core.rules import FRESH_PER_CALL
 
@@ -83,6 +85,45 @@ def note_text(note, tr, quote=str) -> str:
 def notes_text(notes, tr, quote=str) -> list[str]:
     """The distinct sentences for a column of notes, in their first order, empty ones left out."""
     return list(dict.fromkeys(s for s in (note_text(n, tr, quote) for n in notes) if s))
+
+
+def _whole(x) -> int | None:
+    """A positive whole number from a cell (an uploaded file may hold anything), else None."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return int(v) if math.isfinite(v) and v >= 1 and v == int(v) else None
+
+
+def point_words(row: dict, tr, quote=str) -> str:
+    """Which point a row is, in the page's words ('selective SSM (S6-style) (scan), n = 8,192'; 'LSTM stack,
+    32 layers'), from the columns it has: '' where they say nothing. A name the catalogue does not know (an uploaded
+    file's) is `quote`d as written."""
+    name = ""
+    for column in ("mixer", "model"):
+        value = row.get(column)
+        if isinstance(value, str) and value:
+            name = tr(f"model.{value}") if f"model.{value}" in catalogue("en") else quote(value)
+            break
+    form = row.get("form")
+    if name and isinstance(form, str) and f"answers.form.{form}" in catalogue("en"):
+        name = tr("answers.named_form", mixer=name, form=tr(f"answers.form.{form}"))
+    n, layers = _whole(row.get("seq_len")), _whole(row.get("n_layers"))
+    where = tr("note.point.n", n=n) if n else tr("note.point.layers", L=layers) if layers else ""
+    return tr("note.point", name=name, where=where) if name and where else name or where
+
+
+def refusals_text(rows, tr, quote=str) -> list[str]:
+    """The distinct sentences for points that were not run (the memory guard's or the time limit's refusals), each
+    led by the point it refused: 'minGRU (scan), n = 8,192: would need 12.1 GiB; budget 11.2 GiB'."""
+    said = []
+    for row in rows.to_dict("records"):
+        text = note_text(row.get("note"), tr, quote)
+        point = point_words(row, tr, quote)
+        if text:
+            said.append(labelled(point, text, tr) if point else text)
+    return list(dict.fromkeys(said))
 
 
 def fresh_memory_text(df, tr, experiment: str, label: str = "model", time: str = "train_ms") -> list[str]:
