@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -98,9 +101,50 @@ def tips(d: pd.DataFrame, fields) -> list[str]:
     return [f for f in fields if f in d]
 
 
+SUBTITLE_WIDTH = 72  # Latin characters (a CJK one counts two) on a line of a half-width chart's subtitle; Vega cuts
+# a longer line off with "…"
+TITLE_WIDTH = 54  # the same for the title's larger, bold letters
+
+
+def _width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` (_width), broken between words, or between any two CJK characters."""
+    lines, line = [], ""
+    for token in re.findall(r"[\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef]+|\s+", text):
+        if line and not token.isspace() and _width(line + token) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += "" if token.isspace() and not line else token
+    return [*lines, line.rstrip()] if line.strip() else lines
+
+
+def subtitle_lines(subtitle) -> list[str]:
+    """A subtitle as lines that fit: what it says (often the devices measured) is read, not cut off. The breaks
+    between devices (' | ') are preferred; a part too long for a line is wrapped at spaces."""
+    out = []
+    for given in [subtitle] if isinstance(subtitle, str) else subtitle:
+        line = ""
+        for part in given.split(" | "):
+            joined = f"{line} | {part}" if line else part
+            if _width(joined) <= SUBTITLE_WIDTH:
+                line = joined
+                continue
+            if line:
+                out.append(line + " |")
+            *full, line = _wrap(part, SUBTITLE_WIDTH) or [""]
+            out += full
+        out.append(line)
+    return out
+
+
 def title(text: str, subtitle="") -> alt.TitleParams:
-    """The house title: anchored left, with its subtitle (a line, or a list of lines) if it has one."""
-    return alt.TitleParams(text, anchor="start", **({"subtitle": subtitle} if subtitle else {}))
+    """The house title: anchored left, with its subtitle (a line, or a list of lines) if it has one; both wrapped to
+    fit a half-width chart."""
+    wrapped = {"text": _wrap(text, TITLE_WIDTH), "lineHeight": 20} if _width(text) > TITLE_WIDTH else {"text": text}
+    return alt.TitleParams(anchor="start", **wrapped, **({"subtitle": subtitle_lines(subtitle)} if subtitle else {}))
 
 
 def titled(chart: alt.Chart, text: str, subtitle="", height: int = 300) -> alt.Chart:
