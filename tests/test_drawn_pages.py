@@ -12,6 +12,9 @@ DataFrame behind.
 Every dash legend shows its dashes: Vega draws a legend entry of a line drawn with points as the point's symbol,
 which for a dash-only encoding has no colour, so the Amdahl chart's and the speed-up chart's legends (and others)
 showed labels beside nothing. core.charts.common.dash_legend gives each a filled, opaque stroke symbol.
+
+Every chart title and subtitle fits its chart: Vega cuts a line too long for a half-width chart off with "…" (the
+device a chart measured on, the end of a title), so core.charts.common.title wraps them.
 """
 
 from __future__ import annotations
@@ -38,6 +41,21 @@ def _dash_legends(spec) -> list[dict]:
     elif isinstance(spec, list):
         for v in spec:
             found += _dash_legends(v)
+    return found
+
+
+def _title_lines_too_long(spec: dict) -> list[str]:
+    """The lines of a chart's title and subtitle wider than charts.common allows (a single word excepted)."""
+    from core.charts.common import SUBTITLE_WIDTH, TITLE_WIDTH, _width
+
+    t = spec.get("title") or {}
+    t = {"text": t} if isinstance(t, str) else t
+    found = []
+    for key, width in (("text", TITLE_WIDTH), ("subtitle", SUBTITLE_WIDTH)):
+        lines = t.get(key) or []
+        for line in [lines] if isinstance(lines, str) else lines:
+            if _width(line) > width and " " in line.strip():
+                found.append(line)
     return found
 
 
@@ -78,6 +96,8 @@ def test_a_drawn_page_leaves_no_table_in_its_session_and_its_dash_legends_show_d
     legends = [leg for c in at.get("vega_lite_chart") for leg in _dash_legends(json.loads(c.proto.spec))]
     blank = [leg for leg in legends if leg.get("symbolType") != "stroke" or leg.get("symbolOpacity") != 1]
     assert not blank, f"{len(blank)} of the {page} page's {len(legends)} dash legends draw no dash: {blank[:3]}"
+    long = [line for c in at.get("vega_lite_chart") for line in _title_lines_too_long(json.loads(c.proto.spec))]
+    assert not long, f"the {page} page's chart titles hold lines Vega would cut off with '…': {long[:3]}"
     kept = [f"{len(f)} rows × {', '.join(map(str, f.columns[:4]))}…" for f in _frames() if id(f) not in before]
     assert not kept, f"the session of a drawn {page} page still holds {len(kept)} table(s): {kept[:5]}"
     del at

@@ -203,3 +203,24 @@ def test_large_whole_numbers_read_with_separators_unless_the_sentence_formats_th
     kept = t("attention_cost.take.ratio", "en", n=16384, naive_mem="a", sdpa_mem="b", mem_ratio=12345, naive_ms=3.0,
              sdpa_ms=2.0, time_ratio=1.5, backend="math")  # fmt: skip
     assert "n = 16,384" in kept and "12345×" in kept  # {mem_ratio:.0f} says its own format
+
+
+def test_a_chart_subtitle_wraps_between_devices_and_between_chinese_characters():
+    from core.charts.common import SUBTITLE_WIDTH, _width, subtitle_lines, title
+
+    two = "cpu · Intel(R) Xeon(R) Processor · 2 threads | cpu · Intel(R) Xeon(R) Processor · 1 thread"
+    assert subtitle_lines(two) == [
+        "cpu · Intel(R) Xeon(R) Processor · 2 threads |",
+        "cpu · Intel(R) Xeon(R) Processor · 1 thread",
+    ]
+    assert subtitle_lines("cpu · 2 threads | cuda · H200") == ["cpu · 2 threads | cuda · H200"]  # fits: one line
+    zh = "按批次测量。灰色虚线：log V，均匀猜测的损失（公式）；灰色点线：最好的可能损失，即链的熵（公式）。cpu · 1 线程"
+    lines = subtitle_lines(zh)
+    assert len(lines) == 2 and "".join(lines).replace(" ", "") == zh.replace(" ", "")  # nothing lost, no word split
+    assert all(_width(line) <= SUBTITLE_WIDTH for line in lines) and _width(lines[0]) > SUBTITLE_WIDTH - 2
+    long = title("Utilisation: achieved FLOP/s as a share of the best matmul rate measured beside the run").to_dict()
+    assert long["text"] == [
+        "Utilisation: achieved FLOP/s as a share of the best",
+        "matmul rate measured beside the run",
+    ]
+    assert title("Training throughput").to_dict()["text"] == "Training throughput"  # a short one stays a string
