@@ -2,7 +2,8 @@
 
 A language's catalogue is the folder core/locales/<lang>/: one JSON file per page or topic, merged, so that pages
 can be written side by side. `t(key, lang, **values)` formats with str.format; a missing key shows as «key» so a
-test can find it on a page. A whole number from 1,000 up is shown with thousands separators (one rule for every
+test can find it on a page. A sentence whose count `n` can be 1 may have a singular twin, `<key>.one`, in a language
+that needs one (English); 中文 has none and says both with the one sentence. A whole number from 1,000 up is shown with thousands separators (one rule for every
 sentence: "n = 16,384", not "n = 16384"), unless its placeholder gives its own format.
 """
 
@@ -17,6 +18,7 @@ from pathlib import Path
 LOCALES = Path(__file__).resolve().parent / "locales"
 LANGS = ("en", "zh")
 DEFAULT_LANG = "en"
+ONE = ".one"  # '<key>.one': the sentence for n = 1, in a language whose nouns inflect ('1 point was', '2 points were')
 
 
 @functools.cache
@@ -39,7 +41,10 @@ def normalize_lang(lang: str | None) -> str:
 
 def t(key: str, lang: str = DEFAULT_LANG, **values) -> str:
     """The text for `key` in `lang` (falling back to English), formatted with `values`."""
-    text = catalogue(normalize_lang(lang)).get(key, catalogue(DEFAULT_LANG).get(key))
+    own = catalogue(normalize_lang(lang))
+    if f"{key}{ONE}" in own and values.get("n") == 1:  # a language that inflects has the singular sentence too
+        key += ONE
+    text = own.get(key, catalogue(DEFAULT_LANG).get(key))
     if text is None:
         return f"«{key}»"
     if not values and "{" not in text:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.i18n import LANGS, catalogue, normalize_lang, t
+from core.i18n import LANGS, ONE, catalogue, normalize_lang, t
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -17,8 +17,22 @@ def placeholders(text: str) -> set[str]:
 
 def test_catalogues_have_the_same_keys():
     en, zh = set(catalogue("en")), set(catalogue("zh"))
-    assert not en - zh, f"missing in zh: {sorted(en - zh)[:20]}"
+    singular = {k for k in en if k.endswith(ONE)}  # English's singular twins: 中文 says both with one sentence
+    assert not en - zh - singular, f"missing in zh: {sorted(en - zh - singular)[:20]}"
     assert not zh - en, f"missing in en: {sorted(zh - en)[:20]}"
+
+
+def test_a_singular_twin_is_said_for_one_and_only_in_its_language():
+    en = catalogue("en")
+    for key in (k for k in en if k.endswith(ONE)):
+        base = key.removesuffix(ONE)
+        assert base in en and placeholders(en[key]) == placeholders(en[base]) and "{n}" in en[base], key
+        assert "(s)" not in en[base] + en[key], key  # the twin is there so that neither needs it
+    one, two = t("status.oom.banner", "en", n=1, notes="x"), t("status.oom.banner", "en", n=2, notes="x")
+    assert one.startswith("1 point ran out") and two.startswith("2 points ran out")
+    assert t("status.oom.banner", "zh", n=1, notes="x") == t("status.oom.banner", "zh", n=2, notes="x").replace(
+        "2", "1", 1
+    )
 
 
 @pytest.mark.parametrize("lang", LANGS)
