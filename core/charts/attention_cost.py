@@ -25,9 +25,13 @@ def _ok(df: pd.DataFrame) -> pd.DataFrame:
     return d[d["point"] == "sweep"] if "point" in d else d
 
 
-def _titled(chart: alt.Chart, title: str, subtitle: str = "") -> alt.Chart:
-    """The house title, and room for a legend under the plot (the height includes title, axes and legend)."""
-    return titled(chart, title, subtitle, height=420)
+LEGEND_ROW_PX = 30  # a legend entry's row under the plot
+
+
+def _titled(chart: alt.Chart, title: str, subtitle: str = "", legend_rows: int = 3) -> alt.Chart:
+    """The house title, and room for a legend of `legend_rows` rows under the plot (the height a page fits the chart
+    to includes title, axes and legend)."""
+    return titled(chart, title, subtitle, height=420 + LEGEND_ROW_PX * max(legend_rows - 3, 0))
 
 
 def impl_label(row, tr) -> str:
@@ -51,7 +55,8 @@ def impl_color(d: pd.DataFrame, title: str) -> alt.Color:
     sdpa = iter(SDPA_COLORS * 2)
     impl_of = dict(zip(d["label"], d["impl"])) if len(d) else {}
     colors = [IMPL_COLORS.get(impl_of[lb]) or next(sdpa) for lb in labels]
-    legend = alt.Legend(orient="bottom", columns=2, labelLimit=400)
+    legend = alt.Legend(orient="bottom", columns=1, labelLimit=400)  # two columns ran past a half-width chart
+    # (one row per implementation: _titled makes room for them)
     return alt.Color("label:N", title=title, scale=alt.Scale(domain=labels, range=colors), legend=legend)
 
 
@@ -116,7 +121,8 @@ def memory_chart(df: pd.DataFrame, tr, metric: str = "saved_bytes") -> alt.Chart
             ],
         )
         subtitle += " " + tr("attention_cost.chart.refused_sub")
-    return _titled(chart, tr(f"attention_cost.chart.{metric}"), subtitle + " " + device_subtitle(d, tr))
+    rows = len(set(d["label"] if len(d) else ()) | set(refused["label"] if len(refused) else ()))
+    return _titled(chart, tr(f"attention_cost.chart.{metric}"), subtitle + " " + device_subtitle(d, tr), rows)
 
 
 def _refused(df: pd.DataFrame, tr) -> pd.DataFrame:
@@ -132,8 +138,9 @@ def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = with_labels(_ok(df), tr)
     main = _impl_lines(d, tr, "time_ms", "time_ms", ["label:N", "seq_len:Q", "time_ms:Q", "time_iqr_ms:Q"])
     att = d[[attention.IMPLS[i].mode == "train" if i in attention.IMPLS else True for i in d["impl"]]] if len(d) else d
+    layers = alt.layer(main, *_guides(att, "time_ms", tr))
     return _titled(
-        alt.layer(main, *_guides(att, "time_ms", tr)), tr("attention_cost.chart.time"), device_subtitle(d, tr)
+        layers, tr("attention_cost.chart.time"), device_subtitle(d, tr), d["label"].nunique() if len(d) else 0
     )
 
 

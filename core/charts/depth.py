@@ -8,7 +8,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from core.charts.common import Chart, dash_legend, device_subtitle, log_x, log_y, thin, title
+from core.charts.common import PADDING, Chart, dash_legend, device_subtitle, log_x, log_y, thin, title
 from core.findings.depth import UNDERFLOW, init_profile, loss_bounds, summarize, to_frame
 from core.findings.notes import note_text
 
@@ -82,7 +82,7 @@ def _init_chart(d: pd.DataFrame, tr, x: alt.X, field: str, title: alt.TitleParam
     }
     if "run" in d and d["run"].nunique() > 1:
         enc["strokeDash"] = alt.StrokeDash("run:N", title=tr("depth.axis.run"), legend=dash_legend())
-    return Chart(d).mark_line(point=True).encode(**enc).properties(title=title, height=320)
+    return Chart(d).mark_line(point=True).encode(**enc).properties(title=title, height=320, padding=PADDING)
 
 
 def grad_heatmap_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
@@ -182,7 +182,9 @@ def grad_norm_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
 def _per_depth(chart: alt.LayerChart, tr, title: alt.TitleParams) -> alt.FacetChart:
     """A panel per depth, two to a row."""
     depth = alt.Facet("n_layers:O", title=tr("depth.axis.n_layers"))
-    return chart.properties(height=240, width=330).facet(facet=depth, columns=2, title=title)
+    return (
+        chart.properties(height=240, width=330).facet(facet=depth, columns=2, title=title).properties(padding=PADDING)
+    )
 
 
 def outcomes_chart(df: pd.DataFrame, tr) -> alt.FacetChart:

@@ -8,6 +8,7 @@ import altair as alt
 import pandas as pd
 
 from core.charts.common import (
+    PADDING,
     Chart,
     chance_rule,
     dash_legend,
@@ -80,7 +81,7 @@ def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
         .facet(column=alt.Column("task:N", title=None))
     )
     sub = device_subtitle(last, tr) if "device" in last else ""
-    return chart.properties(title=title(tr("long_range.chart.accuracy"), sub))
+    return chart.properties(title=title(tr("long_range.chart.accuracy"), sub), padding=PADDING)
 
 
 def curve_columns(panels: int, per_task: int, most: int = 4) -> int:
@@ -115,7 +116,9 @@ def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
         .properties(width=180, height=150)
         .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=curve_columns(len(order), per_task))
     )
-    return chart.properties(title=title(tr("long_range.chart.curves"), tr("long_range.chart.curves_sub")))
+    return chart.properties(
+        title=title(tr("long_range.chart.curves"), tr("long_range.chart.curves_sub")), padding=PADDING
+    )
 
 
 def attention_map_chart(df: pd.DataFrame, tr) -> alt.Chart:

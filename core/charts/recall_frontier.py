@@ -8,7 +8,7 @@ import altair as alt
 import pandas as pd
 
 from core.charts.answers import mixer_color
-from core.charts.common import Chart, chance_rule, device_subtitle, filled_points, tips, title, titled
+from core.charts.common import PADDING, Chart, chance_rule, device_subtitle, filled_points, tips, title, titled
 from core.charts.long_range import percent_axis, percents, seed_bars
 from core.findings import recall_frontier as findings
 from core.models import registry
@@ -124,4 +124,4 @@ def copy_chart(df: pd.DataFrame, tr) -> alt.Chart:
         .resolve_scale(y="independent")
     )
     sub = _subtitle(d, tr, "recall.chart.copy_sub")
-    return chart.properties(title=title(tr("recall.chart.copy"), sub))
+    return chart.properties(title=title(tr("recall.chart.copy"), sub), padding=PADDING)
