@@ -14,7 +14,8 @@ which for a dash-only encoding has no colour, so the Amdahl chart's and the spee
 showed labels beside nothing. core.charts.common.dash_legend gives each a filled, opaque stroke symbol.
 
 Every chart title and subtitle fits its chart: Vega cuts a line too long for a half-width chart off with "…" (the
-device a chart measured on, the end of a title), so core.charts.common.title wraps them.
+device a chart measured on, the end of a title), so core.charts.common.title wraps them; and each has room above its
+title (core.charts.common.PADDING), which a guide's label drawn over the plot would otherwise push off the top.
 """
 
 from __future__ import annotations
@@ -98,6 +99,9 @@ def test_a_drawn_page_leaves_no_table_in_its_session_and_its_dash_legends_show_d
     assert not blank, f"{len(blank)} of the {page} page's {len(legends)} dash legends draw no dash: {blank[:3]}"
     long = [line for c in at.get("vega_lite_chart") for line in _title_lines_too_long(json.loads(c.proto.spec))]
     assert not long, f"the {page} page's chart titles hold lines Vega would cut off with '…': {long[:3]}"
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    bare = [str(sp["title"])[:60] for sp in specs if sp.get("title") and sp.get("padding", {}).get("top", 0) < 10]
+    assert not bare, f"titles without room above them (a label over the plot pushes them off the top): {bare[:3]}"
     kept = [f"{len(f)} rows × {', '.join(map(str, f.columns[:4]))}…" for f in _frames() if id(f) not in before]
     assert not kept, f"the session of a drawn {page} page still holds {len(kept)} table(s): {kept[:5]}"
     del at

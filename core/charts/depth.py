@@ -114,7 +114,7 @@ def grad_heatmap_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     title = _title(tr, "heatmap", df, L=L, warmup=warmup, seed=seed)
     header = alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold")
     row = alt.Row("variant:N", title=None, sort=_order(d) if len(d) else None, header=header)
-    return chart.facet(row=row, title=title).resolve_scale(color="shared")
+    return chart.facet(row=row, title=title).resolve_scale(color="shared").properties(padding=PADDING)
 
 
 def loss_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
@@ -208,4 +208,4 @@ def outcomes_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
         column=alt.Column("n_layers:O", title=tr("depth.axis.n_layers")),
         row=alt.Row("warmup:N", title=None),
         title=_title(tr, "outcomes", df),
-    )
+    ).properties(padding=PADDING)

@@ -139,5 +139,5 @@ def attention_map_chart(df: pd.DataFrame, tr) -> alt.Chart:
     )
     # a fixed height collapses the rows in Streamlit's autosize
     return (cells + text).properties(
-        title=title(tr("long_range.chart.map"), tr("long_range.chart.map_sub")), height=alt.Step(36)
+        title=title(tr("long_range.chart.map"), tr("long_range.chart.map_sub")), height=alt.Step(36), padding=PADDING
     )
