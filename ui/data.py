@@ -118,12 +118,11 @@ def status_ui(tr, df: pd.DataFrame, shown_notes: int = 2) -> None:
     for status in statuses.BANNERED:
         bad = df[df["status"] == status]
         if len(bad):
-            if status in (statuses.SKIPPED_MEMORY, statuses.SKIPPED_TIME):  # a refusal names the point it refused
+            # the raw notes stay in the table; a refusal's sentence names the point it refused
+            if status in (statuses.SKIPPED_MEMORY, statuses.SKIPPED_TIME):
                 notes = refusals_text(bad, tr, literal)
             else:
-                notes = notes_text(
-                    bad.get("note", pd.Series(dtype=str)), tr, literal
-                )  # the raw note stays in the table
+                notes = notes_text(bad.get("note", pd.Series(dtype=str)), tr, literal)
             text = clauses(notes[:shown_notes], tr) + (
                 tr("ui.more_notes", n=len(notes) - shown_notes) if len(notes) > shown_notes else ""
             )

@@ -104,6 +104,10 @@ def tips(d: pd.DataFrame, fields) -> list[str]:
 SUBTITLE_WIDTH = 72  # Latin characters (a CJK one counts two) on a line of a half-width chart's subtitle; Vega cuts
 # a longer line off with "…"
 TITLE_WIDTH = 54  # the same for the title's larger, bold letters
+TITLE_LINE_PX, SUBTITLE_LINE_PX = 20, 14  # the house title's and subtitle's line heights
+# Room above the title (Streamlit's theme leaves none): a guide's label drawn above the plot (the "∝ n^2" of a
+# log-log chart) moved the title up by its height, and a page cut the title's top off.
+PADDING = {"left": 0, "right": 0, "top": 14, "bottom": 0}
 
 
 def _width(text: str) -> int:
@@ -151,20 +155,15 @@ def title(text: str, subtitle="") -> alt.TitleParams:
     return alt.TitleParams(anchor="start", **wrapped, **({"subtitle": subtitle_lines(subtitle)} if subtitle else {}))
 
 
-TITLE_LINE_PX, SUBTITLE_LINE_PX = 20, 14  # the house title's and subtitle's line heights
-# Room above the title (Streamlit's theme leaves none): a guide's label drawn above the plot (the "∝ n^2" of a
-# log-log chart) moved the title up by its height, and a page cut the title's top off.
-PADDING = {"left": 0, "right": 0, "top": 14, "bottom": 0}
-
-
 def titled(chart: alt.Chart, text: str, subtitle="", height: int = 300) -> alt.Chart:
     """`chart` with the house title, `height` pixels of it below a one-line title and subtitle. A page draws a chart
     fitted to its container, title and legend included, so each line a long title or subtitle wraps onto is added to
     the height, not taken from the plot (as is the padding above the title)."""
-    t = title(text, subtitle).to_dict()
-    extra = TITLE_LINE_PX * (len(t["text"]) - 1 if isinstance(t["text"], list) else 0)
-    extra += SUBTITLE_LINE_PX * max(len(t.get("subtitle", [])) - 1, 0)
-    return chart.properties(title=title(text, subtitle), height=height + extra + PADDING["top"], padding=PADDING)
+    head = title(text, subtitle)
+    lines = head.to_dict()
+    extra = TITLE_LINE_PX * (len(lines["text"]) - 1 if isinstance(lines["text"], list) else 0)
+    extra += SUBTITLE_LINE_PX * max(len(lines.get("subtitle", [])) - 1, 0)
+    return chart.properties(title=head, height=height + extra + PADDING["top"], padding=PADDING)
 
 
 def chance_rule(d: pd.DataFrame, tip: str, axis: str = "y") -> alt.Chart:

@@ -55,8 +55,8 @@ def chapter_pair(df: pd.DataFrame | None) -> dict | None:
     """The chapter's contrast in one place, read by the prediction's verdict and the home card alike: on the first
     task the run trained, at the longest distance both families' representatives trained (median over seeds of the
     runs that ended ok), each one's accuracy, with chance and the most steps taken. None without such a distance."""
-    stats = by_distance(df)
-    t = stats[(stats["task"] == first_task(df)) & stats["accuracy"].notna()] if len(stats) else stats
+    stats, task = by_distance(df), first_task(df)
+    t = stats[(stats["task"] == task) & stats["accuracy"].notna()] if len(stats) else stats
     if not len(t):
         return None
     models = {f: registry.representative(f, t["model"]) for f in (RECURRENT, ATTENTION)}
@@ -68,7 +68,7 @@ def chapter_pair(df: pd.DataFrame | None) -> dict | None:
     d = max(common)
     at = t[t["distance"] == d].set_index("model")
     out = {
-        "task": first_task(df),
+        "task": task,
         "distance": int(d),
         "chance": float(at["chance"].iloc[0]),
         "steps": int(at["step"].max()),

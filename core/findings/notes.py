@@ -116,12 +116,11 @@ def point_words(row: dict, tr, quote=str) -> str:
 
 def refusals_text(rows, tr, quote=str) -> list[str]:
     """The distinct sentences for points that were not run (the memory guard's or the time limit's refusals), each
-    led by the point it refused: 'minGRU (scan), n = 8,192: would need 12.1 GiB; budget 11.2 GiB'."""
+    led by the point it refused: 'minGRU (scan), n = 8,192: would need 12.1 GiB against a budget of 11.2 GiB'."""
     said = []
     for row in rows.to_dict("records"):
-        text = note_text(row.get("note"), tr, quote)
-        point = point_words(row, tr, quote)
-        if text:
+        if text := note_text(row.get("note"), tr, quote):
+            point = point_words(row, tr, quote)
             said.append(labelled(point, text, tr) if point else text)
     return list(dict.fromkeys(said))
 

@@ -47,9 +47,8 @@ class Verdict:
     key: str  # catalogue key of the sentence that says what was measured
     values: dict  # its placeholders, as text
     other_device: str | None = None  # catalogue key of a sentence on what another device would answer, if any
-    terms: dict = dataclasses.field(
-        default_factory=dict
-    )  # placeholders given as catalogue keys: said in the page's words
+    # placeholders given as catalogue keys (a task's name): said in the page's language
+    terms: dict = dataclasses.field(default_factory=dict)
 
 
 def sentence(verdict: Verdict, tr, where: str = "here") -> str:
