@@ -19,7 +19,9 @@ import pandas as pd
 
 from core.device import ENV_COLUMNS
 
-INJECT_ENV = "LAB_INJECT"  # a test hook: 'NAME=error|hang|kill,…' makes experiment NAME fail after its first rows
+# a test hook: 'NAME=error|hang|kill|late,…' makes experiment NAME fail after its first rows ('late': its time limit
+# is reached there, whatever the clock says, so a test of the limit needs no host fast enough to measure first)
+INJECT_ENV = "LAB_INJECT"
 
 
 class Terminated(BaseException):
@@ -135,16 +137,19 @@ def run_one(
     writer = RowWriter(out, on_message=lambda m: print(f"warning: {m}", file=sys.stderr)) if out else None
     inject, t0 = _injected(name), time.perf_counter()
     deadline = None if time_limit is None else time.monotonic() + time_limit
+    out_of_time = []  # the 'late' hook's mark: the limit counts as reached
 
     def late() -> bool:
-        return deadline is not None and time.monotonic() > deadline
+        return deadline is not None and (bool(out_of_time) or time.monotonic() > deadline)
 
     def progress(p):
         if writer is not None and p.rows:
             writer.add(p.rows)
         if on_progress is not None:
             on_progress(p)
-        if inject and p.rows:
+        if inject == "late" and p.rows:
+            out_of_time.append(True)
+        elif inject and p.rows:
             _inject(inject, len(writer.rows) if writer else p.done)
         if not quiet:
             print(f"\r[{p.done}/{p.total}] {p.message:<50}", end="", file=sys.stderr, flush=True)

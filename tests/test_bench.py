@@ -67,21 +67,49 @@ def test_time_fn_does_not_time_warmup_calls(clock):
     assert len(calls) == 3 + 5 and res.times_ms == pytest.approx((1.0,) * 5)
 
 
-@pytest.mark.skipif(heap.minor_faults() is None, reason="this OS does not count page faults")
-def test_warm_up_goes_on_while_a_call_still_faults_in_fresh_memory():
-    kept = []
+class FaultCounter:
+    """heap.minor_faults as the harness reads it, advanced only by the callables under test: a call that 'touches
+    fresh memory' adds FRESH_PAGES faults, so the warm-up rule is checked whatever the allocator already holds (a
+    real 2 MiB tensor may come from memory the heap kept, and then faults in nothing)."""
 
-    def grows_then_settles():  # touches 2 MiB of new memory on each of its first 3 calls, then none
-        if len(kept) < 3:
-            kept.append(torch.ones(1 << 19))
+    def __init__(self):
+        self.count = 0
+
+    def __call__(self) -> int:
+        return self.count
+
+    def touch_fresh(self) -> None:
+        self.count += heap.FRESH_PAGES
+
+
+@pytest.fixture
+def faults(monkeypatch):
+    counter = FaultCounter()
+    monkeypatch.setattr(heap, "minor_faults", counter)
+    return counter
+
+
+def test_warm_up_goes_on_while_a_call_still_faults_in_fresh_memory(faults):
+    def grows_then_settles():  # faults in fresh memory on each of its first 3 calls, then none
+        if len(calls) < 3:
+            faults.touch_fresh()
         calls.append(1)
 
     calls = []
     bench.time_fn(grows_then_settles, warmup=1, repeats=2)
     assert len(calls) == 5 + 2  # 3 faulting warm-ups, two quiet ones in a row that show it settled, 2 timed
 
-    def always_grows():  # kept, never freed: each call needs memory the heap never had
-        kept.append(torch.ones(1 << 19))
+    def quiet_between():  # faults, is quiet once, faults again: one quiet call is not enough to call it warm
+        if len(calls) in (0, 2):
+            faults.touch_fresh()
+        calls.append(1)
+
+    calls = []
+    bench.time_fn(quiet_between, warmup=1, repeats=1)
+    assert len(calls) == 5 + 1  # faults at 1 and 3, quiet at 2, 4 and 5: two quiet in a row end it, then 1 timed
+
+    def always_grows():  # each call needs memory the heap never had
+        faults.touch_fresh()
         calls.append(1)
 
     calls = []
@@ -90,7 +118,36 @@ def test_warm_up_goes_on_while_a_call_still_faults_in_fresh_memory():
     calls = []
     bench.time_fn(always_grows, warmup=0, repeats=1)
     assert len(calls) == 1  # no warm-up asked for, none added
-    kept.clear()
+
+
+def test_fresh_memory_per_call_is_the_faults_counted_around_it(faults):
+    """Timing.fresh_bytes: the median over the timed calls of the faults counted around each, in bytes."""
+
+    def fn():
+        faults.count += 3  # three pages a call, counted around every timed call
+        calls.append(1)
+
+    calls = []
+    res = bench.time_fn(fn, warmup=1, repeats=4)
+    assert res.fresh_bytes == 3 * heap.PAGE_BYTES
+
+
+@pytest.mark.skipif(heap.minor_faults() is None, reason="this OS does not count page faults")
+def test_the_fault_counter_counts_pages_touched_for_the_first_time():
+    """What the rule above reads, on the real kernel: each page of a fresh anonymous mapping faults when first
+    written (huge pages asked off, so one fault maps one page). Only a lower bound: faults elsewhere in the process
+    can only add to the count."""
+    import mmap
+
+    pages = 512
+    m = mmap.mmap(-1, pages * heap.PAGE_BYTES)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):
+        m.madvise(mmap.MADV_NOHUGEPAGE)
+    before = heap.minor_faults()
+    for i in range(pages):
+        m[i * heap.PAGE_BYTES] = 1
+    assert heap.minor_faults() - before >= pages
+    m.close()
 
 
 def test_time_fn_times_each_repeat_in_call_order(clock):

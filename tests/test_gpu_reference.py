@@ -174,16 +174,19 @@ def test_a_deadline_that_is_not_a_time_is_bad_input(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_a_killed_experiment_and_one_hanging_past_its_limit_cost_only_their_own_points(tmp_path):
+def test_a_killed_experiment_and_one_out_of_time_cost_only_their_own_points(tmp_path):
     """kv_cache is killed after its first row (as by the OOM killer: it cannot write a word) and gradient_reach
-    hangs past its time limit: the runner writes the killed one's status row, the hanging one writes its own at its
-    limit, each keeps what it measured and is a line in the log, and attention_cost, after both, is complete. (An
-    experiment that raises is the session run's failure, above.)"""
+    reaches its time limit after its first rows: the runner writes the killed one's status row, the late one writes
+    its own at its limit, each keeps what it measured and is a line in the log, and attention_cost, after both, is
+    complete. (An experiment that raises is the session run's failure, above.) The limit is reached by the test hook
+    ('late'), not by the clock: with a limit of 8 s a loaded host once took longer than that to import torch and
+    measure the first point, and the run had nothing to keep. The 120 s given is a give-up bound for a broken
+    child, never waited for."""
     out = tmp_path / "out"
     names = ("kv_cache", "gradient_reach", "attention_cost")
     r = _run(sys.executable, "-m", "core", "reference", "--only", *names, "--device", "cpu", "--preset", "tiny",
-             "--out-dir", str(out), "--time-limit", "gradient_reach=8",
-             env={"LAB_INJECT": "kv_cache=kill,gradient_reach=hang"})  # fmt: skip
+             "--out-dir", str(out), "--time-limit", "gradient_reach=120",
+             env={"LAB_INJECT": "kv_cache=kill,gradient_reach=late"})  # fmt: skip
     assert r.returncode == 1, r.stderr[-3000:]
     killed = _csv(out, "kv_cache")
     assert list(killed.status) == [status.OK, status.STOPPED] and "SIGKILL" in killed.note.iloc[-1]
