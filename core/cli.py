@@ -1,4 +1,4 @@
-"""The command line: `python -m core list | run | reference | smoke | env | checkpoints`. Needs torch, numpy, pandas.
+"""The command line: `python -m core list | run | reference | smoke | env | checkpoints | text-checkpoints`. Needs torch, numpy, pandas.
 
 Bad input (unknown experiment or field, a value out of range, an absent device, an output path that cannot be
 written) exits with status 2 and one line on stderr naming the option or field and what is allowed, before
@@ -109,6 +109,16 @@ def cmd_checkpoints(args) -> int:
     return cli(args)
 
 
+def cmd_text_checkpoints(args) -> int:
+    from core.outputs import check_out_dir
+
+    if args.out_dir:
+        check_out_dir("--out-dir", args.out_dir)
+    from core.text_checkpoints import cli  # after the check: a bad folder costs no torch import
+
+    return cli(args)
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m core", description="Transformer Bottleneck Lab: run experiments without the dashboard."
@@ -160,6 +170,11 @@ def parser() -> argparse.ArgumentParser:
     ck = sub.add_parser("checkpoints", help="train the small recall models shipped in data/checkpoints/")
     ck.add_argument("--out-dir", default=None)
     ck.add_argument("--steps", default=None, help="training steps per model (default: the shipped spec's)")
+    tx = sub.add_parser("text-checkpoints", help="train the real-text models shipped in data/checkpoints/ (minutes)")
+    tx.add_argument("--models", nargs="*", help="default: every model tagged real_text")
+    tx.add_argument("--seeds", nargs="*", help="default: 0 1 (one process per seed trains two at once on 2 cores)")
+    tx.add_argument("--steps", default=None, help="training steps per model (default: the shipped spec's)")
+    tx.add_argument("--out-dir", default=None)
     return ap
 
 
@@ -170,6 +185,7 @@ COMMANDS = {
     "smoke": cmd_smoke,
     "env": cmd_env,
     "checkpoints": cmd_checkpoints,
+    "text-checkpoints": cmd_text_checkpoints,
     "worker": cmd_worker,
 }
 EXIT_CODES = ((RunFailed, 1), (TimeLimit, 124), (KeyboardInterrupt, 130), (Terminated, 143))

@@ -25,6 +25,7 @@ class TrainSpec:
     lr: float
     optimizer: str = "adam"  # 'adam' or 'adamw' (PyTorch's defaults otherwise)
     warmup_steps: int = 0  # linear warm-up from lr/warmup to lr over these steps; 0 = none
+    decay_to: float = 1.0  # after the warm-up, a cosine from lr down to lr × decay_to at the last step; 1 = constant
     clip: float = 0.0  # clip the global gradient norm to this; 0 = no clipping
     max_loss: float = math.inf  # a loss above this counts as divergence (see `loss_bound`)
     chunk_steps: int = 10  # report at least every this many steps …
@@ -57,9 +58,15 @@ def loss_bound(vocab_size: int) -> float:
     return DIVERGED_LOSS_FACTOR * math.log(vocab_size)
 
 
-def lr_at(step: int, lr: float, warmup_steps: int) -> float:
-    """Linear warm-up from lr/warmup to lr over the first `warmup_steps` steps (1-based), then constant."""
-    return lr * min(1.0, step / warmup_steps) if warmup_steps > 0 else lr
+def lr_at(step: int, lr: float, warmup_steps: int, steps: int = 0, decay_to: float = 1.0) -> float:
+    """Linear warm-up from lr/warmup to lr over the first `warmup_steps` steps (1-based), then constant, or with
+    `decay_to` < 1 a half cosine from lr at the warm-up's end to lr × decay_to at step `steps`."""
+    if warmup_steps > 0 and step <= warmup_steps:
+        return lr * step / warmup_steps
+    if decay_to >= 1.0 or steps <= warmup_steps:
+        return lr
+    done = min(1.0, (step - warmup_steps) / (steps - warmup_steps))
+    return lr * (decay_to + (1 - decay_to) * 0.5 * (1 + math.cos(math.pi * done)))
 
 
 def train(
@@ -75,12 +82,12 @@ def train(
     for its last steps, the Outcome says where it stopped."""
     params = list(model.parameters())
     optimizer = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[spec.optimizer]
-    opt = optimizer(params, lr=lr_at(1, spec.lr, spec.warmup_steps))
+    opt = optimizer(params, lr=lr_at(1, spec.lr, spec.warmup_steps, spec.steps, spec.decay_to))
     train_s, last_chunk, chunk_start = 0.0, 0, time.perf_counter()
     for step in range(1, spec.steps + 1):
         cancel.check()  # a page's Stop ends the run between steps, not only between chunks
         t0 = time.perf_counter()
-        lr_now = lr_at(step, spec.lr, spec.warmup_steps)
+        lr_now = lr_at(step, spec.lr, spec.warmup_steps, spec.steps, spec.decay_to)
         for group in opt.param_groups:
             group["lr"] = lr_now
         x, y = batch()

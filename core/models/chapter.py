@@ -90,7 +90,7 @@ register(Model("rnn", RECURRENT, partial(_fused, "RNN"), _tags("serial", "scalin
 register(Model("lstm", make=partial(_fused, "LSTM"), color="#d62728", representative=True,
                tags=_tags("serial", "scaling", "checkpoint", "checkpoint:quick", *_REACH, "long_range", "depth",
                           "depth:quick", ANSWERS, SELECTIVE, "answers_reach", "recall_frontier",
-                          "recall_frontier:quick"),
+                          "recall_frontier:quick", "real_text"),
                state_floats=lambda n, s: 2 * s.d_model, source="Hochreiter & Schmidhuber 1997 (nn.LSTM)",
                **_PAGE5, **_LSTM_FACTS))  # fmt: skip
 register(Model("gru", RECURRENT, partial(_fused, "GRU"),
@@ -100,7 +100,7 @@ register(Model("gru", RECURRENT, partial(_fused, "GRU"),
 register(Model("lstm_loop", make=_loop_lstm, tags=_tags("serial", "scaling"), fused=False, twin="lstm",
                **_LSTM_FACTS))  # fmt: skip
 register(Model("transformer", tags=_tags("serial", "scaling", "long_range", ANSWERS, "recall_frontier",
-                                         "recall_frontier:quick", "recall_frontier:tiny"),
+                                         "recall_frontier:quick", "recall_frontier:tiny", "real_text"),
                steps=lambda n, form, s: 1, state_floats=lambda n, s: 2 * tokens_held(n) * s.d_model,
                decoder=partial(_decoder, "CachedBlock"), source="Vaswani et al. 2017 (Pre-LN block, SDPA)",
                **_PRE_LN))  # fmt: skip

@@ -85,7 +85,7 @@ _register("rwkv", RECURRENT, _tags(TIME_INVARIANT), "#8c564b", state_floats=lamb
 _register("selective_ssm", RECURRENT, _tags(SELECTIVE), "#9467bd", state_floats=lambda n, s: s.d_model * s.d_state,
           saved=lambda form, s: (8 if form == LOOP else 24) * s.d_model * s.d_state,
           source="Gu & Dao 2023, Mamba (S6, minimal reimplementation)", **_SCAN)  # fmt: skip
-_register("linear_attention", ATTENTION, _tags(TIME_INVARIANT, "recall_frontier:quick"), "#17becf",
+_register("linear_attention", ATTENTION, _tags(TIME_INVARIANT, "recall_frontier:quick", "real_text"), "#17becf",
           forms=(LOOP, CHUNKED), steps=lambda n, form, s: n if form == LOOP else math.ceil(n / s.chunk),
           state_floats=lambda n, s: s.d_model * (s.d_model // s.heads) + s.d_model,
           saved=lambda form, s: (3 * s.d_model // s.heads + 12 if form == LOOP else 2 * s.chunk + 16) * s.d_model,

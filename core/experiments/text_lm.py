@@ -1,0 +1,180 @@
+"""The real-text language models: which are trained, how they are built and matched in size, their checkpoints,
+and the arithmetic that reads them per position (Kaplan et al. 2020, Fig. 7 and App. D.5).
+
+Every model tagged `real_text` in core.models.registry is trained (the fused LSTM, the Pre-LN Transformer on
+SDPA, and page 5's linear attention: a fixed state); the chapter's models are built as every page builds them, a
+page-5 mixer as page 5 stacks it (residual blocks with a short convolution and an MLP). All share one width of
+embedding and output head; each gets the number of layers that brings it closest to PARAM_BUDGET parameters.
+
+A checkpoint is a plain dict {'state_dict': half-precision tensors, 'meta': numbers, strings and lists}, read
+with `torch.load(..., weights_only=True)`; the training curve (loss against bytes and seconds) is in its meta.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from core import files, text
+from core.models import registry
+from core.models.layers import n_params
+from core.models.registry import CHAPTER, Spec
+from core.results import DATA_DIR
+
+CHECKPOINT_DIR = DATA_DIR / "checkpoints"
+TAG = "real_text"
+PARAM_BUDGET = 1_000_000  # each model's layer count brings it closest to this many parameters
+SEEDS = (0, 1)
+LN2 = math.log(2.0)
+# The shipped models' training: the same bytes for every model (steps × batch × window), not the same seconds. On
+# this lab's CPU the models differ in speed by up to 1.7×; the question is what each makes of the same text, and
+# seconds on one laptop would answer a question about that laptop. The seconds are recorded beside the bytes.
+TRAIN = {"d_model": 192, "window": 1024, "batch_size": 8, "steps": 1000, "lr": 2e-3, "warmup_steps": 100,
+         "decay_to": 0.1, "clip": 1.0, "threads": 1}  # fmt: skip
+
+
+def models() -> tuple[str, ...]:
+    return registry.names(TAG)
+
+
+def build(name: str, d_model: int, n_layers: int) -> torch.nn.Module:
+    """The language model over bytes: a chapter model as the chapter's pages build it, a mixer as page 5 stacks it."""
+    record = registry.get(name)
+    if CHAPTER in record.tags:
+        return record.build(text.VOCAB, d_model, n_layers)
+    return record.stack(text.VOCAB, Spec(d_model), n_layers)
+
+
+@functools.cache
+def n_layers_for(name: str, d_model: int, budget: int = PARAM_BUDGET) -> int:
+    """The layer count whose parameter count is closest to `budget` (one layer's share measured on built models)."""
+    one, two = (n_params(build(name, d_model, n)) for n in (1, 2))
+    per_layer, outer = two - one, 2 * one - two
+    return max(1, round((budget - outer) / per_layer))
+
+
+def path_for(name: str, seed: int, folder: Path | None = None) -> Path:
+    return Path(folder or CHECKPOINT_DIR) / f"text_{name}_seed{seed}.pt"
+
+
+def save(model: torch.nn.Module, meta: dict, path: Path) -> Path:
+    """Write {'state_dict' (float16), 'meta'} atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".pt.tmp")
+    state = {k: v.detach().cpu().to(torch.float16).clone() for k, v in model.state_dict().items()}
+    torch.save({"state_dict": state, "meta": meta}, tmp)
+    tmp.replace(path)
+    return path
+
+
+# What `load` needs of a checkpoint's meta, and the type each must have (bool is not taken for a number)
+META_TYPES = {"model": str, "seed": int, "d_model": int, "n_layers": int, "window": int, "params": int,
+              "steps": int, "batch_size": int, "bytes_trained": int, "train_s": float, "curve": list}  # fmt: skip
+CURVE_FIELDS = ("step", "bytes", "seconds", "train_bits", "heldout_bits")  # one list per point of meta['curve']
+
+
+def _checked(blob, file: str, name: str) -> tuple[dict, dict]:
+    """(meta, state_dict), or DamagedFile('wrong_kind') naming what does not fit."""
+
+    def wrong(detail: str):
+        return files.DamagedFile(files.FileProblem(file, "wrong_kind", detail))
+
+    if (
+        not isinstance(blob, dict)
+        or not isinstance(blob.get("meta"), dict)
+        or not isinstance(blob.get("state_dict"), dict)
+    ):
+        raise wrong(f"a {type(blob).__name__}, not a dict of 'meta' and 'state_dict'")
+    meta, state = blob["meta"], blob["state_dict"]
+    for key, kind in META_TYPES.items():
+        v = meta.get(key)
+        ok = isinstance(v, (int, float) if kind is float else kind) and not isinstance(v, bool)
+        if not ok or (kind is int and v < 1 and key != "seed"):
+            raise wrong(f"meta {key!r} is {type(v).__name__}")
+    if meta["model"] != name:
+        raise wrong(f"meta 'model' is {meta['model']!r}, not {name!r}")
+    curve = meta["curve"]
+    if not all(isinstance(p, list) and len(p) == len(CURVE_FIELDS) for p in curve):
+        raise wrong(f"meta 'curve' is not a list of {len(CURVE_FIELDS)}-number points")
+    if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+        raise wrong("'state_dict' holds something other than named tensors")
+    return meta, state
+
+
+def load(name: str, seed: int, folder: Path | None = None) -> tuple[torch.nn.Module, dict]:
+    """A shipped model in float32, eval mode, on the CPU; DamagedFile (a ValueError) for a file that is missing,
+    empty, cut off, unreadable or not this model's checkpoint (wrong type, keys or shapes)."""
+    path = path_for(name, seed, folder)
+    files.check_torch_archive(path)
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # noqa: BLE001 - a damaged member, or objects a weights-only load refuses
+        raise files.DamagedFile(files.FileProblem(path.name, "unreadable", type(err).__name__)) from None
+    meta, state = _checked(blob, path.name, name)
+    model = build(name, meta["d_model"], meta["n_layers"])
+    try:
+        model.load_state_dict({k: v.float() for k, v in state.items()})
+    except RuntimeError as err:  # missing or unexpected keys, or shapes that differ
+        detail = str(err).splitlines()[-1].strip()[:120]
+        raise files.DamagedFile(files.FileProblem(path.name, "wrong_kind", detail)) from None
+    return model.eval(), meta
+
+
+# ---- reading a model per position -----------------------------------------------------------------------------
+
+
+def as_tokens(windows: np.ndarray, device: torch.device | str = "cpu") -> torch.Tensor:
+    return torch.as_tensor(np.ascontiguousarray(windows), dtype=torch.long, device=device)
+
+
+@torch.no_grad()
+def byte_bits(model: torch.nn.Module, windows: torch.Tensor, batch_size: int = 8) -> torch.Tensor:
+    """(N, L − 1) bits each target byte costs: −log₂ p(b[t+1] | b[0..t]) for every window of (N, L) bytes."""
+    out = []
+    for chunk in windows.split(batch_size):
+        logits = model(chunk[:, :-1]).float()  # (B, L−1, 256)
+        nll = F.cross_entropy(logits.transpose(1, 2), chunk[:, 1:], reduction="none")  # (B, L−1) nats
+        out.append(nll / LN2)
+    return torch.cat(out).cpu()
+
+
+def context_lengths(window: int, tail: int) -> list[int]:
+    """0, 8, 16, 32, … doubling, and the longest there is (window − tail): how much before the scored tail a
+    model is given."""
+    xs, x = [0], 8
+    while x < window - tail:
+        xs.append(x)
+        x *= 2
+    return xs + [window - tail]
+
+
+@torch.no_grad()
+def tail_bits(model: torch.nn.Module, windows: torch.Tensor, x: int, tail: int, batch_size: int = 8) -> torch.Tensor:
+    """(N,) mean bits per byte on each window's last `tail` target bytes when the model reads only the x bytes before
+    them (and the tail's own earlier bytes, causally): the input is the window's last x + tail bytes before its
+    final one, positions counted from 0 there."""
+    L = windows.shape[1]  # window + 1 bytes
+    if not 0 <= x <= L - 1 - tail:
+        raise ValueError(f"context: {x} bytes before a tail of {tail} do not fit a window of {L - 1}")
+    cut = windows[:, L - 1 - tail - x :]  # (N, x + tail + 1): the inputs and the last target
+    return byte_bits(model, cut, batch_size)[:, -tail:].mean(dim=1)
+
+
+def effective_context(losses: dict[int, float], within: float) -> int:
+    """The smallest x whose loss is within `within` (a fraction) of the loss at the longest x."""
+    full = losses[max(losses)]
+    return min(x for x, v in losses.items() if v <= full * (1 + within))
+
+
+def position_bins(window: int) -> list[tuple[int, int]]:
+    """[lo, hi) bins of context length, doubling: [1,2), [2,4), … , the last ending at window + 1."""
+    bins, lo = [], 1
+    while lo <= window:
+        bins.append((lo, min(2 * lo, window + 1)))
+        lo *= 2
+    return bins
