@@ -25,11 +25,11 @@ class TrainSpec:
     lr: float
     optimizer: str = "adam"  # 'adam' or 'adamw' (PyTorch's defaults otherwise)
     warmup_steps: int = 0  # linear warm-up from lr/warmup to lr over these steps; 0 = none
-    decay_to: float = 1.0  # after the warm-up, a cosine from lr down to lr × decay_to at the last step; 1 = constant
     clip: float = 0.0  # clip the global gradient norm to this; 0 = no clipping
     max_loss: float = math.inf  # a loss above this counts as divergence (see `loss_bound`)
     chunk_steps: int = 10  # report at least every this many steps …
     chunk_seconds: float | None = None  # … or this often, whichever comes first
+    decay_to: float = 1.0  # after the warm-up, a cosine from lr down to lr × decay_to at the last step; 1 = constant
 
 
 @dataclasses.dataclass(frozen=True)
