@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from core.i18n import translator
+from core.terms.i18n import translator
 from ui import common as ui
 
 st.set_page_config(page_title="Transformer Bottleneck Lab", page_icon="🔬", layout="wide")

@@ -3,4 +3,4 @@
 Never imports streamlit; the CLI path (`python -m core`) needs only torch, numpy and pandas.
 """
 
-from core.memory_formulas import kv_cache_bytes  # noqa: F401 - pure Python, keeps `import core` light
+from core.harness.memory_formulas import kv_cache_bytes  # noqa: F401 - pure Python, keeps `import core` light

@@ -5,7 +5,7 @@ written) exits with status 2 and one line on stderr naming the option or field a
 anything is measured; never a traceback. `run --out` writes the rows as they are measured; a run that fails or
 reaches its time limit keeps them and ends its CSV with a status row ('stopped', the reason in the note), exit 1
 (a failure) or 124 (the time limit). `reference` runs each experiment that way in a process of its own
-(core/reference.py). The run itself, shared with a page's worker, is core/runner.py.
+(core/offline/reference.py). The run itself, shared with a page's worker, is core/runner.py.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from core.outputs import check_out_dir, check_out_file
+    from core.store.outputs import check_out_dir, check_out_file
 
     if args.out and args.out_dir:
         raise ValueError("--out, --out-dir: give one of them")
@@ -68,17 +68,17 @@ def cmd_run(args) -> int:
 
 
 def cmd_reference(args) -> int:
-    from core.reference import cli
+    from core.offline.reference import cli
 
     with sigterm_raises():  # stopped from outside: the running experiment's rows are kept and logged first
         return cli(args)
 
 
 def cmd_smoke(args) -> int:
-    from core.outputs import check_out_dir
+    from core.store.outputs import check_out_dir
 
     out_dir = check_out_dir("--out-dir", args.out_dir) if args.out_dir else None
-    from core.smoke import run_smoke  # after the check: a bad folder costs no torch import
+    from core.offline.smoke import run_smoke  # after the check: a bad folder costs no torch import
 
     with sigterm_raises():
         return run_smoke(args.device, out_dir)
@@ -87,22 +87,22 @@ def cmd_smoke(args) -> int:
 def cmd_worker(args) -> int:
     import socket
 
-    from core.worker import serve
-    from core.zygote import serve_forks
+    from core.server.worker import serve
+    from core.server.zygote import serve_forks
 
     return serve_forks(socket.socket(fileno=0)) if args.zygote else serve()
 
 
 def cmd_env(args) -> int:
-    from core.smoke import describe_environment
+    from core.offline.smoke import describe_environment
 
     print(describe_environment(args.device))
     return 0
 
 
 def cmd_checkpoints(args) -> int:
-    from core.checkpoints import cli
-    from core.outputs import check_out_dir
+    from core.offline.checkpoints import cli
+    from core.store.outputs import check_out_dir
 
     if args.out_dir:
         check_out_dir("--out-dir", args.out_dir)
@@ -110,11 +110,11 @@ def cmd_checkpoints(args) -> int:
 
 
 def cmd_text_checkpoints(args) -> int:
-    from core.outputs import check_out_dir
+    from core.store.outputs import check_out_dir
 
     if args.out_dir:
         check_out_dir("--out-dir", args.out_dir)
-    from core.text_checkpoints import cli  # after the check: a bad folder costs no torch import
+    from core.offline.text_checkpoints import cli  # after the check: a bad folder costs no torch import
 
     return cli(args)
 

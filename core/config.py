@@ -163,7 +163,7 @@ class Experiment:
     run: Callable[..., pd.DataFrame]
     presets: dict
     summary: str
-    # takeaways(df, tr) -> list of sentences computed from df; tr is core.i18n.translator(lang)
+    # takeaways(df, tr) -> list of sentences computed from df; tr is core.terms.i18n.translator(lang)
     takeaways: Callable[[pd.DataFrame, Callable[..., str]], list[str]] | None = None
 
     def config(self, preset: str = "quick", overrides: dict | None = None):

@@ -1,5 +1,5 @@
 """One experiment run with its rows kept: the path the command line (`python -m core run`) and a page's worker
-(core.worker) share. `run_one` validates, runs with the rows written as they are measured, prints the table and the
+(core.server.worker) share. `run_one` validates, runs with the rows written as they are measured, prints the table and the
 takeaways; a failure, the time limit, Ctrl-C or SIGTERM still writes the rows and a status row, then propagates as
 RunFailed, TimeLimit, KeyboardInterrupt or Terminated (core.cli turns each into its exit status).
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from core.device import ENV_COLUMNS
+from core.harness.device import ENV_COLUMNS
 
 # a test hook: 'NAME=error|hang|kill|late,…' makes experiment NAME fail after its first rows ('late': its time limit
 # is reached there, whatever the clock says, so a test of the limit needs no host fast enough to measure first)
@@ -75,7 +75,7 @@ def _injected(name: str) -> str | None:
 
 
 def _inject(what: str, rows: int) -> None:
-    from core import cancel
+    from core.harness import cancel
 
     if what == "kill":  # as the kernel's OOM killer or a segfault would: no chance to write anything
         os.kill(os.getpid(), signal.SIGKILL)
@@ -114,13 +114,13 @@ def run_one(
     <experiment>-<device type>-<device name>.csv), then print the table and the takeaways. An error, the time limit,
     Ctrl-C or SIGTERM still writes the rows measured and a status row, then propagates. `threads`: torch's thread
     count (default: one per core); `on_progress(p)`: called with every progress report (a page's worker sends it
-    on, core.worker)."""
-    from core import cancel
-    from core.device import configure_threads, device_label, environment, measuring, resolve_device
+    on, core.server.worker)."""
     from core.experiments import get
-    from core.i18n import translator
-    from core.outputs import RowWriter
-    from core.results import reference_path
+    from core.harness import cancel
+    from core.harness.device import configure_threads, device_label, environment, measuring, resolve_device
+    from core.store.outputs import RowWriter
+    from core.store.results import reference_path
+    from core.terms.i18n import translator
 
     exp = get(name)
     overrides = dict(sets)

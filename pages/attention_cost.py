@@ -5,14 +5,14 @@ import math
 import streamlit as st
 
 from core.charts import attention_cost as charts
-from core.device import resolve_device, total_memory_bytes
 from core.experiments import attention_cost as ac
 from core.experiments import kv_cache as kv
 from core.findings import attention_cost as findings
 from core.findings import verdicts
-from core.fit import exponent_text, tail_fit
-from core.guard import format_bytes
-from core.memory_formulas import DTYPE_BYTES, MODEL_PRESETS, ModelShape, kv_cache_bytes
+from core.harness.device import resolve_device, total_memory_bytes
+from core.harness.fit import exponent_text, tail_fit
+from core.harness.guard import format_bytes
+from core.harness.memory_formulas import DTYPE_BYTES, MODEL_PRESETS, ModelShape, kv_cache_bytes
 from ui import common as ui
 
 PAGE = "attention_cost"

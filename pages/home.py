@@ -2,22 +2,23 @@
 
 import streamlit as st
 
-from core import home, home_summary
-from core.device import light_facts
+from core.harness.device import light_facts
+from core.home import records as home
+from core.home import summary as home_summary
 from ui import common as ui
 
 tr = ui.page_ui("home")
 st.markdown(tr("home.story"))
 
-# Without a live run in this session the page shows the shipped reference, whose numbers core.home_summary keeps
+# Without a live run in this session the page shows the shipped reference, whose numbers core.home.summary keeps
 # precomputed: a cold start draws the cards without importing pandas or the scoreboard (~1 s on 2 cores). A live run,
-# or a summary that no longer matches the records (core.home), the reference CSVs or the sentences, is computed from
+# or a summary that no longer matches the records (core.home.records), the reference CSVs or the sentences, is computed from
 # the rows as before: each record's finding on its page's card, its cells in Table 1.
 live = any((st.session_state.get(f"live:{name}") or {}).get("rows") for name in home.experiments())
 lang = st.session_state.get("lang") or ui.current_lang()
 summary = None if live else home_summary.read(light_facts()["type"], lang)  # the kind ui.latest_rows picks
 if summary is None:
-    from core import scoreboard
+    from core.home import scoreboard
 
     frames = {name: ui.latest_rows(name) for name in home.experiments()}
     findings = home.findings(frames, tr)

@@ -5,13 +5,13 @@ import threading
 import pandas as pd
 import streamlit as st
 
-from core import checkpoints as ck
-from core import tasks
 from core.charts import long_range as charts
 from core.config import make_config
 from core.experiments import gradient_reach, long_range
 from core.findings import listing, verdicts
 from core.models import registry
+from core.offline import checkpoints as ck
+from core.training import tasks
 from ui import common as ui
 
 PAGE = "long_range"

@@ -11,7 +11,7 @@ from core.findings import checkpoint as checkpoint_findings
 from core.findings import scaling as scaling_findings
 from core.findings import serial as findings
 from core.findings import verdicts
-from core.fit import exponent_text
+from core.harness.fit import exponent_text
 from ui import common as ui
 
 PAGE = "serial"

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 THREAD_VS_MAIN = """
 import threading
-from core.device import torch_threads
+from core.harness.device import torch_threads
 from core.experiments import checkpoint as experiment
 cfg = experiment.EXPERIMENT.config('quick', {'device': 'cpu', 'seq_lens': '4096', 'repeats': 3})
 got = {}
@@ -43,7 +43,7 @@ for where, fresh in got.items():
 
 REUSE = """
 import resource, torch
-from core.heap import freed_memory_reused
+from core.harness.heap import freed_memory_reused
 from core.experiments import checkpoint
 cfg = checkpoint.CheckpointConfig()
 step = checkpoint._prepare("lstm", "plain", cfg, 4096, torch.device("cpu"))[2]
@@ -65,7 +65,7 @@ print(f'  handed back on leaving: {returned:,.0f} MiB; then {[faults()]} faults 
 
 LEVEL_OFF = """
 from core.experiments import attention_cost
-from core.heap import return_freed_memory
+from core.harness.heap import return_freed_memory
 def rss():
     return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmRSS")) / 1024
 cfg = attention_cost.EXPERIMENT.config(

@@ -7,7 +7,7 @@ Starts `streamlit run dashboard.py`; for each page, `--runs` times: a new browse
 page, presses the main form's Run (the quick preset), waits for the run to end, and closes. The server's resident
 set size is read after every run. Prints one Markdown row per page for the README: RSS after the 2nd and the last
 run, and their difference (the issue's bar: within 150 MiB), and the RSS of the worker processes the server
-started (a live run measures in one of those, core.jobs, not in the server). Each tab opens its page as a revealed link
+started (a live run measures in one of those, core.server.jobs, not in the server). Each tab opens its page as a revealed link
 (`?predict.<page>=show`, the prediction question answered "just show me"), so the reference charts show at once.
 The server (its whole process group) is stopped whatever happens.
 """

@@ -1,6 +1,6 @@
 """Does a page's live run measure what the command line measures? (a benchmark that prints figures, not a test)
 
-A page's Run goes to a worker process (core.jobs, exactly what the page's server does, with the page's thread
+A page's Run goes to a worker process (core.server.jobs, exactly what the page's server does, with the page's thread
 count); the command line is `python -m core run` with the same settings and the same thread count (LAB_THREADS).
 Alternating the two, `--runs` times each, it reads the checkpointed ÷ plain step time at n = 4,096 (the checkpoint
 section) and naive attention's forward + backward at n = 2,048 (the attention page), and how many bytes the OS
@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd
 
-from core import jobs
-from core.device import page_threads
+from core.harness.device import page_threads
+from core.server import jobs
 
 CASES = {
     "checkpoint": {"seq_lens": "4096"},

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core import jobs
+from core.server import jobs
 
 TINY = {"models": ["lstm"], "seq_lens": [16], "d_model": 16, "batch_size": 2, "warmup": 0, "repeats": 1,
         "max_point_s": 0.1, "device": "cpu"}  # fmt: skip

@@ -12,9 +12,9 @@ import torch
 
 from core.experiments import answers_speed
 from core.findings import answers as findings
-from core.i18n import translator
 from core.models import registry
 from core.models.registry import LOOP, Spec
+from core.terms.i18n import translator
 
 SPEC = Spec(16, window=4, kernel=2, levels=3, chunk=4, d_state=4)
 # a mixer with a step loop has a parallel form of the same recurrence (scan or chunked), and the recurrence to time
@@ -176,7 +176,7 @@ def test_the_amdahl_chart_draws_the_three_measures_with_the_device():
 def test_the_shipped_reference_tells_amdahls_story_in_both_languages():
     """The shipped CPU reference carries the recurrence alone, and page 5's headline mixer's recurrence sped up more
     than its whole step at every length (the shared work is a real part of the step)."""
-    from core.results import load_reference
+    from core.store.results import load_reference
 
     df, problems = load_reference("answers_speed")
     assert not problems and df["device"].nunique() == 1  # one machine's run, not two concatenated

@@ -10,15 +10,17 @@ import pytest
 import torch
 from conftest import app_test
 
-from core import guard, home, status
 from core.charts import answers as charts
 from core.cli import main
 from core.experiments import answers_decode, answers_reach, answers_speed
 from core.findings import answers as findings
 from core.findings import verdicts
-from core.fit import tail_fit
-from core.i18n import translator
+from core.harness import guard
+from core.harness.fit import tail_fit
+from core.home import records as home
 from core.models import registry
+from core.terms import status
+from core.terms.i18n import translator
 
 tr = translator("en")
 SPEED_COLUMNS = ("mixer", "form", "seq_len", "batch_size", "d_model", "params", "train_ms", "train_iqr_ms",

@@ -11,15 +11,15 @@ import pytest
 import torch
 from conftest import app_test, unescaped
 
-from core import bench
 from core.experiments import attention_cost as ac
 from core.findings import attention_cost as findings
-from core.fit import tail_slope
-from core.i18n import translator
-from core.memory_formulas import MODEL_PRESETS
+from core.harness import bench
+from core.harness.fit import tail_slope
+from core.harness.memory_formulas import MODEL_PRESETS
 from core.models import attention, layers
 from core.models.attention import Shape
 from core.models.layers import naive_attention
+from core.terms.i18n import translator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REQUIRED = (
@@ -96,7 +96,7 @@ def test_linear_attention_matches_its_quadratic_definition_and_is_not_softmax(ca
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("impl, backend", [("naive", "-"), ("sdpa", "flash"), ("sdpa", "math")])
 def test_saved_bytes_equal_the_formula_exactly(impl, backend, causal):
-    from core.bench import saved_activation_bytes
+    from core.harness.bench import saved_activation_bytes
 
     B, H, n, d = 2, 3, 40, 16
     q, k, v = qkv(B, H, n, d)
@@ -110,7 +110,7 @@ def test_saved_bytes_equal_the_formula_exactly(impl, backend, causal):
 
 
 def test_naive_keeps_exactly_one_extra_score_tensor():
-    from core.bench import saved_activation_bytes
+    from core.harness.bench import saved_activation_bytes
 
     B, H, n, d = 2, 3, 50, 8
     q, k, v = qkv(B, H, n, d)

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core import home
 from core.experiments import EXPERIMENTS
-from core.i18n import LANGS, translator
-from core.results import load_reference
+from core.home import records as home
+from core.store.results import load_reference
+from core.terms.i18n import LANGS, translator
 
 TIMES = ("train_ms", "time_ms", "ms_per_token", "train_s")
 PERCENT = re.compile(r"(-?\d[\d,]*(?:\.\d+)?)\s*%")

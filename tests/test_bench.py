@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from core import bench, heap
-from core.device import configure_threads, torch_threads
+from core.harness import bench, heap
+from core.harness.device import configure_threads, torch_threads
 
 
 class FakeClock:

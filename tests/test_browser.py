@@ -14,7 +14,7 @@ import urllib.parse
 import pytest
 from conftest import REVEALED
 
-from core.i18n import translator
+from core.terms.i18n import translator
 from ui.common import PAGES
 
 CHART = "[data-testid='stVegaLiteChart'], .vega-embed"
@@ -159,7 +159,7 @@ def test_a_live_run_on_every_chinese_page_shows_no_english(app_url, browser, key
 def _home_says_this_run(page) -> None:
     """The home page, opened from the sidebar in the same session after page 5's tiny run (n = 8, 16): its page-5
     finding and Table 1's scan row state this run's longest length, not the reference's (n = 8,192)."""
-    from core.i18n import translator
+    from core.terms.i18n import translator
 
     tr = translator("zh")
     page.locator("[data-testid='stSidebarNav'] a").filter(has_text=tr("nav.home")).first.click()
@@ -202,7 +202,7 @@ def test_a_csv_from_another_machine_is_added_in_the_sidebar(app_url, browser, la
     message, saying why in the page's language), and the page keeps working."""
     import pandas as pd
 
-    from core.results import REFERENCE_DIR
+    from core.store.results import REFERENCE_DIR
 
     good = tmp_path / "serial-gpu.csv"
     df = pd.read_csv(next(REFERENCE_DIR.glob("serial-*.csv")))

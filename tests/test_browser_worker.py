@@ -14,7 +14,7 @@ import pytest
 from conftest import REVEALED
 from test_browser import _settle
 
-from core.i18n import translator
+from core.terms.i18n import translator
 
 pytestmark = pytest.mark.slow  # a real browser and server: the full suite only
 
@@ -112,7 +112,7 @@ def test_the_run_measures_in_a_child_process_and_stop_ends_it_in_the_middle_of_a
     assert spare <= {worker} | set(_workers(server_pid))
     page.wait_for_timeout(3000)
     page.get_by_test_id("stButton").get_by_role("button", name="Stop").click()
-    for _ in range(200):  # gone (SIGKILL after core.jobs.GRACE_S; scripts/bench_worker.py times it)
+    for _ in range(200):  # gone (SIGKILL after core.server.jobs.GRACE_S; scripts/bench_worker.py times it)
         if _gone(worker):
             break
         time.sleep(0.05)

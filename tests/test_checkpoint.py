@@ -7,13 +7,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from core import bench
 from core.experiments import checkpoint as experiment
 from core.findings import checkpoint as findings
 from core.findings import verdicts
-from core.i18n import translator
+from core.harness import bench
 from core.models import registry
 from core.models.checkpointed import SegmentCheckpointed, kept_state_bytes, n_segments, segment_for
+from core.terms.i18n import translator
 
 
 @pytest.mark.parametrize("name", registry.names("checkpoint"))

@@ -11,12 +11,13 @@ import time
 import pandas as pd
 import pytest
 
-from core import device, results
 from core.cli import main
-from core.device import ENV_COLUMNS
+from core.harness import device
+from core.harness.device import ENV_COLUMNS
 from core.models import registry
-from core.outputs import RowWriter, check_out_file, stop_row
 from core.runner import table
+from core.store import results
+from core.store.outputs import RowWriter, check_out_file, stop_row
 
 TINY = ["run", "gradient_reach", "--preset", "tiny", "--device", "cpu"]
 
@@ -24,7 +25,7 @@ TINY = ["run", "gradient_reach", "--preset", "tiny", "--device", "cpu"]
 @pytest.fixture
 def no_measuring(monkeypatch):
     """Fail the test if anything starts measuring: bad output paths must be refused before that."""
-    import core.smoke  # noqa: F401 - imported now, it keeps the real `measuring` after the test
+    import core.offline.smoke  # noqa: F401 - imported now, it keeps the real `measuring` after the test
 
     def refuse(*a, **k):
         raise AssertionError("a measurement started")
@@ -190,7 +191,7 @@ def test_shipped_files_without_the_new_environment_columns_still_read_and_mix(tm
 def test_a_commit_hash_that_looks_like_a_number_stays_text_when_a_file_is_read_and_written_again(tmp_path):
     """59e6225 is 59 × 10^6225 to a number parser: the recall-frontier reference, read and written again with a stop
     row, had said 'inf' for its commit in all 3,139 rows. Read as text it stays the commit, and a stop row keeps it."""
-    from core.outputs import add_stop_row
+    from core.store.outputs import add_stop_row
 
     path = tmp_path / "serial-cpu.csv"
     pd.DataFrame({"model": ["lstm", "gru"], "status": ["ok", "ok"], "git_commit": ["5586973", "59e6225"]}).to_csv(

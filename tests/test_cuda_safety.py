@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from core import bench, guard, status
-from core.device import ENV_COLUMNS, environment, tf32_mode, threads_used
 from core.experiments import attention_cost as ac
 from core.experiments import gradient_reach as gr
+from core.harness import bench, guard
+from core.harness.device import ENV_COLUMNS, environment, tf32_mode, threads_used
 from core.models import attention, layers
+from core.terms import status
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,7 +46,7 @@ def test_tf32_is_turned_off_for_matmuls_and_cudnn_and_the_flags_stay_consistent(
     """torch 2.13's defaults: full fp32 matmuls but TF32 cuDNN convolutions and RNNs. After configure_precision both
     are off, and the legacy getters (which raise when legacy and new settings disagree) still answer."""
     code = (
-        "import torch; from core.device import configure_precision, tf32_mode; d = torch.device('cuda'); "
+        "import torch; from core.harness.device import configure_precision, tf32_mode; d = torch.device('cuda'); "
         "print(tf32_mode(d)); configure_precision(); print(tf32_mode(d)); "
         "print(torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32, "
         "torch.get_float32_matmul_precision())"
@@ -56,7 +57,7 @@ def test_tf32_is_turned_off_for_matmuls_and_cudnn_and_the_flags_stay_consistent(
 
 
 def test_measuring_sets_the_precision(monkeypatch):
-    from core import device
+    from core.harness import device
 
     seen = []
     monkeypatch.setattr(device, "configure_precision", lambda: seen.append(1))
@@ -149,7 +150,7 @@ def test_the_cpu_is_never_tight_for_the_guard():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_free_memory_counts_the_allocators_cache():
-    from core.device import free_memory_bytes
+    from core.harness.device import free_memory_bytes
 
     x = torch.empty(2**28, dtype=torch.uint8, device="cuda")
     del x  # back to the caching allocator, not to the driver

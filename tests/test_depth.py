@@ -13,13 +13,13 @@ import torch
 from conftest import app_test, unescaped
 from torch import nn
 
-from core import guard
-from core import train as train_loop
 from core.experiments import depth
 from core.findings import depth as findings
-from core.i18n import translator
+from core.harness import guard
 from core.models import registry
 from core.models.layers import n_params
+from core.terms.i18n import translator
+from core.training import loop as train_loop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REQUIRED = (
@@ -342,7 +342,7 @@ def test_page_runs_live_with_heat_map_takeaways_and_bad_input():
 
 
 def test_page_shows_the_rows_of_a_stopped_run(small):
-    from core.jobs import Job
+    from core.server.jobs import Job
 
     _, _, progress = small
     half = progress[: len(progress) // 2]  # as if Stop was pressed mid-way through training
@@ -367,12 +367,12 @@ def test_per_layer_rows_only_for_the_first_layer_seeds():
 
 def test_page_draws_shipped_reference_results_at_once(small, tmp_path, monkeypatch):
 
-    import core.results
+    import core.store.results
     from ui import common
 
     _, df, _ = small
     df.to_csv(tmp_path / "depth-cpu-test.csv", index=False)  # read back as a reference file would be
-    monkeypatch.setattr(core.results, "REFERENCE_DIR", tmp_path)
+    monkeypatch.setattr(core.store.results, "REFERENCE_DIR", tmp_path)
     common.reference_ui_data.clear()
     try:
         at = app_test(default_timeout=60).run()

@@ -12,7 +12,7 @@ from conftest import app_test
 
 from core.config import field_info, make_config
 from core.experiments import EXPERIMENTS
-from core.i18n import translator
+from core.terms.i18n import translator
 from ui.common import PAGES
 
 APP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dashboard.py")

@@ -5,10 +5,10 @@ import re
 
 import pytest
 
-from core import home
 from core.experiments import EXPERIMENTS
-from core.i18n import LANGS, translator
-from core.results import load_reference
+from core.home import records as home
+from core.store.results import load_reference
+from core.terms.i18n import LANGS, translator
 
 PAGES = {"serial": "serial", "long_range": "long_range", "depth": "depth", "attention_cost": "attention_cost"}
 NUMBER = re.compile(r"\d(?:[\d,]*\d)?(?:\.\d+)?(?:e[-+]?\d+)?%?")

@@ -6,11 +6,11 @@ import pandas as pd
 import pytest
 import torch
 
-from core import guard
 from core.config import make_config
-from core.device import configure_threads, environment, measuring, resolve_device
 from core.experiments.serial import SerialConfig
-from core.results import load_csv, load_reference, save_csv
+from core.harness import guard
+from core.harness.device import configure_threads, environment, measuring, resolve_device
+from core.store.results import load_csv, load_reference, save_csv
 
 
 def test_config_validation_names_the_field():

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from conftest import app_test
 
-import core.home_summary
-import core.results
+import core.home.summary
+import core.store.results
 from ui import common
 from ui.frame import PAGES
 
@@ -43,14 +43,14 @@ def _as_gpu(name: str, df: pd.DataFrame) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def with_gpu_reference(tmp_path_factory):
     folder = tmp_path_factory.mktemp("reference")
-    for src in core.results.REFERENCE_DIR.glob("*"):
+    for src in core.store.results.REFERENCE_DIR.glob("*"):
         shutil.copy(src, folder)
     for name in PLAN:
-        (src,) = core.results.REFERENCE_DIR.glob(f"{name}-cpu-*.csv")
+        (src,) = core.store.results.REFERENCE_DIR.glob(f"{name}-cpu-*.csv")
         _as_gpu(name, pd.read_csv(src, low_memory=False)).to_csv(folder / f"{name}-cuda-nvidia-h200.csv", index=False)
     mp = pytest.MonkeyPatch()
-    mp.setattr(core.results, "REFERENCE_DIR", folder)
-    mp.setattr(core.home_summary, "REFERENCE_DIR", folder)
+    mp.setattr(core.store.results, "REFERENCE_DIR", folder)
+    mp.setattr(core.home.summary, "REFERENCE_DIR", folder)
     common.reference_ui_data.clear()
     at = app_test(default_timeout=120).run()
     yield at

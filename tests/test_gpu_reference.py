@@ -14,10 +14,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core import reference, status
 from core.experiments import EXPERIMENTS
-from core.i18n import translator
 from core.models import registry
+from core.offline import reference
+from core.terms import status
+from core.terms.i18n import translator
 
 ROOT = Path(__file__).resolve().parent.parent
 # the order the issue asks for: what matters most first, depth and recall_frontier (whatever time is left) last
@@ -222,7 +223,7 @@ def test_the_gpu_path_imports_no_ui_packages():
     """The GPU box has torch, numpy and pandas only: the runner, the smoke test and every experiment load without
     streamlit or altair."""
     code = (
-        "import sys, core.cli, core.reference, core.smoke, core.outputs, core.experiments; "
+        "import sys, core.cli, core.offline.reference, core.offline.smoke, core.store.outputs, core.experiments; "
         "assert not [m for m in sys.modules if m.split('.')[0] in ('streamlit', 'altair')]"
     )
     r = _run(sys.executable, "-c", code, timeout=60)
@@ -230,8 +231,8 @@ def test_the_gpu_path_imports_no_ui_packages():
 
 
 def test_trouble_in_the_runner_itself_is_a_logged_status_and_the_next_experiment_runs(tmp_path, monkeypatch, capsys):
-    from core import reference
     from core.cli import main
+    from core.offline import reference
 
     real = reference.run_isolated
 
@@ -254,7 +255,7 @@ def test_trouble_in_the_runner_itself_is_a_logged_status_and_the_next_experiment
 
 
 def _quick_checks(monkeypatch):
-    from core import smoke
+    from core.offline import smoke
 
     def fake(name):
         return lambda *a: iter([{"check": name, "detail": "-", "status": status.OK, "passed": True}])
@@ -282,8 +283,8 @@ def test_a_smoke_check_that_breaks_is_a_failed_row_and_the_next_checks_run(tmp_p
 
 
 def test_a_device_that_stops_computing_ends_the_smoke_test(tmp_path, monkeypatch, capsys):
-    from core import guard
     from core.cli import main
+    from core.harness import guard
 
     _quick_checks(monkeypatch)
     monkeypatch.setattr(guard, "device_ok", lambda device: False)

@@ -9,8 +9,8 @@ from torch import nn
 from core.cli import main
 from core.config import make_config
 from core.experiments import gradient_reach as gr
-from core.i18n import translator
 from core.models import registry
+from core.terms.i18n import translator
 
 
 def _cfg(**kw):

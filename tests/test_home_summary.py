@@ -7,9 +7,10 @@ import shutil
 import pytest
 from conftest import app_test
 
-from core import home_summary, results
+from core.home import summary as home_summary
+from core.store import results
 
-REGENERATE = "stale: regenerate it with `python -m core.home_summary` (written by code, never by hand)"
+REGENERATE = "stale: regenerate it with `python -m core.home.summary` (written by code, never by hand)"
 
 
 def test_the_shipped_summary_is_what_the_scoreboard_computes_from_the_reference_now():
@@ -73,6 +74,6 @@ def test_the_home_page_draws_the_same_with_and_without_the_summary(lang, monkeyp
 
 
 def _kind_lang(lang):
-    from core.device import light_facts
+    from core.harness.device import light_facts
 
     return light_facts()["type"], lang

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.i18n import LANGS, ONE, catalogue, normalize_lang, t
+from core.terms.i18n import LANGS, ONE, catalogue, normalize_lang, t
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -194,7 +194,7 @@ def test_the_glossary_names_every_banned_term():
 
 
 def test_thread_counts_read_as_words_and_a_left_core_is_explained():
-    from core.i18n import device_words, threads_words, translator
+    from core.terms.i18n import device_words, threads_words, translator
 
     en, zh = translator("en"), translator("zh")
     assert threads_words(1, en) == "1 thread" and threads_words(2, en) == "2 threads"

@@ -15,3 +15,23 @@ def test_no_import_cycle_among_the_projects_modules():
                 cycles.setdefault(frozenset(back), " → ".join((module, *back)))
     shown = sorted(cycles.values(), key=len)[:10]  # the shortest first: one wrong import can close hundreds
     assert not cycles, f"{len(cycles)} import cycles, e.g.:\n" + "\n".join(shown)
+
+
+def test_cores_folders_are_its_layers():
+    """`ls core` reads as the layer contract: at most six modules at core's root, every package of core named in
+    the contract's layers (a layer, or one part of a layer), and every module of core inside one of them."""
+    import configparser
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "core"
+    modules = sorted(p.stem for p in root.glob("*.py"))
+    assert len(modules) <= 6, modules
+    packages = sorted(p.parent.name for p in root.glob("*/__init__.py"))
+    ini = configparser.ConfigParser()
+    ini.read(root.parent / ".importlinter")
+    layers = ini["importlinter:contract:core"]["layers"]
+    named = set(re.findall(r"[A-Za-z_]\w*", "\n".join(line.split("#")[0] for line in layers.splitlines())))
+    assert set(packages) <= named, sorted(set(packages) - named)
+    assert {m for m in modules if m != "__init__"} <= named, sorted(set(modules) - named - {"__init__"})
+    assert named <= set(packages) | set(modules), sorted(named - set(packages) - set(modules))

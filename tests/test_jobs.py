@@ -1,4 +1,4 @@
-"""core.jobs: live runs in worker processes, one at a time for the whole server. The queue, Stop, a worker's death
+"""core.server.jobs: live runs in worker processes, one at a time for the whole server. The queue, Stop, a worker's death
 and the spare are tested with a stand-in worker that speaks the protocol without torch (it measures nothing: a
 'point' is a row it sends, or a wait on a gate file the test opens), so these run in the fast tier; one test runs
 the real worker (`python -m core worker`) on a tiny serial config, spawned and forked from the zygote."""
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from core import jobs
+from core.server import jobs
 
 FAKE = textwrap.dedent(
     """
@@ -279,7 +279,7 @@ def test_the_zygote_imports_every_experiment_without_asking_cuda_anything():
         "             'get_device_properties', 'mem_get_info', 'is_bf16_supported'):\n"
         "    setattr(torch.cuda, name, asked)\n"
         "torch._C._cuda_getDeviceCount = asked\n"
-        "import core.experiments, core.worker\n"
+        "import core.experiments, core.server.worker\n"
         "assert not torch.cuda.is_initialized()\n"
     )
     import subprocess

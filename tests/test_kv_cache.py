@@ -10,8 +10,8 @@ import torch
 
 from core import kv_cache_bytes
 from core.experiments import kv_cache as kv
-from core.i18n import translator
-from core.memory_formulas import MODEL_PRESETS, model_kv_bytes_per_token
+from core.harness.memory_formulas import MODEL_PRESETS, model_kv_bytes_per_token
+from core.terms.i18n import translator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REQUIRED = (

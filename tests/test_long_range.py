@@ -7,13 +7,13 @@ import pytest
 import torch
 from conftest import app_test, unescaped
 
-from core import checkpoints as ck
-from core import tasks
 from core.cli import main
 from core.config import make_config
 from core.experiments import long_range as lr
-from core.i18n import translator
 from core.models import registry
+from core.offline import checkpoints as ck
+from core.terms.i18n import translator
+from core.training import tasks
 
 ROOT = __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__)))
 
@@ -276,7 +276,7 @@ def test_the_training_curves_leave_no_row_of_empty_axes():
     assert charts.curve_columns(6, 3) == 3  # two tasks × three distances: a task per row, not 4 + 2
     assert charts.curve_columns(3, 3) == 3 and charts.curve_columns(2, 1) == 2  # all in one row when they fit
     assert charts.curve_columns(5, 5) == 4  # one task, many distances: at most 4 wide
-    from core.results import load_reference
+    from core.store.results import load_reference
 
     ref = load_reference("long_range")[0]
     spec = charts.curves_chart(ref, translator("en")).to_dict()

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from core.memory_formulas import KV_PAGE, kv_cache_bytes, tokens_held
+from core.harness.memory_formulas import KV_PAGE, kv_cache_bytes, tokens_held
 from core.models import registry
 from core.models.mixers.base import log_scan, scan, state_bytes
 from core.models.registry import Spec

@@ -4,10 +4,10 @@ import pandas as pd
 import pytest
 from conftest import app_test
 
-from core import scoreboard
 from core.findings import verdicts
-from core.i18n import translator
-from core.results import load_reference
+from core.home import scoreboard
+from core.store.results import load_reference
+from core.terms.i18n import translator
 from ui.common import PAGES
 
 tr = translator("en")

@@ -8,16 +8,16 @@ import pandas as pd
 import pytest
 import torch
 
-from core import status
-from core import tasks as task_lib
 from core.experiments import recall_frontier as experiment
 from core.findings import recall_frontier as findings
 from core.findings import verdicts
-from core.i18n import translator
 from core.models import registry
 from core.models.mixers.base import state_bytes
 from core.models.registry import Spec
 from core.models.stack import CONV_KERNEL
+from core.terms import status
+from core.terms.i18n import translator
+from core.training import tasks as task_lib
 
 EN = translator("en")
 
@@ -205,7 +205,7 @@ def test_the_charts_draw_reference_and_live_rows():
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_every_model_says_what_its_state_holds_in_both_languages(lang):
-    from core.i18n import catalogue
+    from core.terms.i18n import catalogue
 
     words = catalogue(lang)
     assert all(f"recall.state.{m}" in words for m in registry.names("recall_frontier"))

@@ -7,9 +7,9 @@ import pathlib
 import pytest
 
 from core.experiments import serial
-from core.i18n import catalogue
 from core.models import attention, registry
 from core.models.layers import Recurrent
+from core.terms.i18n import catalogue
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 REGISTRIES = ROOT / "core" / "models"  # the model and attention registries and the layers they build
@@ -105,8 +105,8 @@ def toy_kind():
 
 @pytest.mark.slow
 def test_a_new_kind_is_one_record_away_from_the_serial_experiment(toy_kind):
-    from core.i18n import translator
     from core.models.layers import n_params
+    from core.terms.i18n import translator
 
     assert "toy_wide_rnn" in registry.names("serial")
     # width 16, one timed round and no warm-up: what is checked here is counted (statuses, steps, parameters, kept

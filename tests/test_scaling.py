@@ -11,11 +11,11 @@ import pytest
 import torch
 from conftest import app_test
 
-from core import status
 from core.charts import scaling as charts
 from core.experiments import EXPERIMENTS, scaling
 from core.findings import scaling as findings
-from core.i18n import LANGS, translator
+from core.terms import status
+from core.terms.i18n import LANGS, translator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COUNTS = (1, 2, 4, 8, 16, 32, 64)

@@ -6,9 +6,9 @@ import sys
 import numpy as np
 import pandas as pd
 
-from core import home
 from core.findings import depth_text
-from core.i18n import translator
+from core.home import records as home
+from core.terms.i18n import translator
 
 tr = translator("en")
 
@@ -112,11 +112,11 @@ def test_reach_and_depth_facts():
 
 
 def test_scoreboard_and_ui_import_no_torch():
-    code = "import sys, core.scoreboard, ui.common; assert 'torch' not in sys.modules and 'pandas' in sys.modules"
+    code = "import sys, core.home.scoreboard, ui.common; assert 'torch' not in sys.modules and 'pandas' in sys.modules"
     code2 = "import sys, ui.common; assert 'torch' not in sys.modules and 'pandas' not in sys.modules"
     # the home page's cold start: the shipped summary is read without pandas (nor torch)
     code3 = (
-        "import sys, core.home_summary as h; assert h.read('cpu', 'en')['findings']['serial']; "
+        "import sys, core.home.summary as h; assert h.read('cpu', 'en')['findings']['serial']; "
         "assert 'torch' not in sys.modules and 'pandas' not in sys.modules"
     )
     for c in (code, code2, code3):
@@ -125,7 +125,7 @@ def test_scoreboard_and_ui_import_no_torch():
 
 def test_the_home_page_draws_without_importing_torch():
     """The whole home page (device card, cards, Table 1) in a fresh process imports no torch: only the warm-up
-    thread it starts once drawn does (switched off here). The device card once imported torch through core.guard."""
+    thread it starts once drawn does (switched off here). The device card once imported torch through core.harness.guard."""
     import os
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,14 +1,14 @@
 """One record per section (ui.section): a toy section, registered with its catalogue keys at test time, is drawn by
 the page it names — header, intro, its question, its live form, and (once its question is answered) its charts with
-the reference rows of its experiment — and its home record (core.home, under the same key) puts its finding on its
+the reference rows of its experiment — and its home record (core.home.records, under the same key) puts its finding on its
 page's card of the home page."""
 
 import pytest
 from conftest import app_test
 
-from core import home
 from core.experiments import answers_reach
-from core.i18n import catalogue
+from core.home import records as home
+from core.terms.i18n import catalogue
 from ui import section
 
 TEXTS = {

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from core.experiments import serial
-from core.i18n import translator
 from core.models import registry
+from core.terms.i18n import translator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REQUIRED = (
@@ -251,7 +251,7 @@ def test_the_why_states_the_numbers_of_the_roofline_charts_legend():
     import re
 
     from core.findings import serial as findings
-    from core.results import REFERENCE_DIR
+    from core.store.results import REFERENCE_DIR
 
     tr = translator("en")
     df = pd.read_csv(next(REFERENCE_DIR.glob("serial-*.csv")))

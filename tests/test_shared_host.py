@@ -10,12 +10,14 @@ import torch
 from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
-from core import cancel, checkpoints, files, results
-from core.bench import LivePeak, saved_activation_bytes, time_interleaved
 from core.config import make_config
-from core.device import MEASURE_LOCK, measuring
 from core.experiments import attention_cost, long_range, serial
-from core.heap import return_freed_memory
+from core.harness import cancel
+from core.harness.bench import LivePeak, saved_activation_bytes, time_interleaved
+from core.harness.device import MEASURE_LOCK, measuring
+from core.harness.heap import return_freed_memory
+from core.offline import checkpoints
+from core.store import files, results
 from ui.frame import literal
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -84,7 +86,7 @@ def test_timed_steps_reuse_freed_memory_and_hand_it_back_after(monkeypatch):
     heap for the next step); a nested one changes nothing; leaving the outermost sets them back to where glibc's
     dynamic ones end and hands the free pages back. Checked on the calls themselves; what the real heap then does,
     page faults and MiB handed back, scripts/bench_fresh_memory.py prints."""
-    from core import heap
+    from core.harness import heap
 
     fake = _FakeLibc()
     monkeypatch.setattr(heap, "_libc", lambda: fake)

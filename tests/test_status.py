@@ -5,9 +5,9 @@ import glob
 import pandas as pd
 import pytest
 
-from core import status
-from core.i18n import LANGS, catalogue
-from core.results import load_csv
+from core.store.results import load_csv
+from core.terms import status
+from core.terms.i18n import LANGS, catalogue
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -38,7 +38,7 @@ def test_an_older_files_skipped_rows_are_read_as_one_of_the_two_kinds():
 
 def test_a_refusal_names_the_point_it_refused_in_both_languages():
     from core.findings.notes import refusals_text
-    from core.i18n import translator
+    from core.terms.i18n import translator
     from ui.frame import literal
 
     rows = pd.DataFrame([

@@ -2,10 +2,11 @@
 
 import pytest
 
-from core import home, scoreboard
 from core.experiments import EXPERIMENTS
-from core.i18n import LANGS, translator
-from core.results import load_reference
+from core.home import records as home
+from core.home import scoreboard
+from core.store.results import load_reference
+from core.terms.i18n import LANGS, translator
 
 CUTS = 15  # prefixes of the shipped run, as if Stop had been pressed there
 

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from core.experiments import answers_speed, serial
-from core.i18n import catalogue
 from core.models import registry
+from core.terms.i18n import catalogue
 
 TOY = '''
 """A toy mixer: a causal running mean of a linear map of the input (a fixed decay of 1/t), one record."""

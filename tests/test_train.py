@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
-from core import status
-from core import train as train_loop
-from core.rules import DIVERGED_LOSS_FACTOR
+from core.terms import status
+from core.terms.rules import DIVERGED_LOSS_FACTOR
+from core.training import loop as train_loop
 
 
 def _setup(scale=1.0):

@@ -12,8 +12,8 @@ import pytest
 from conftest import app_test, unescaped
 from test_upload_safety import EVIL_NOTE, FORMULAS, GPU, MARKUP, _csv, _long_depth_rows, _reference
 
-from core import uploads
-from core.results import REFERENCE_DIR
+from core.server import uploads
+from core.store.results import REFERENCE_DIR
 
 
 def _texts(at) -> list[str]:

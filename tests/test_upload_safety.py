@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from conftest import unescaped
 
-from core import uploads
-from core.results import REFERENCE_DIR
+from core.server import uploads
+from core.store.results import REFERENCE_DIR
 
 GPU = "cuda · ![img](http://127.0.0.1:9/x.png) [link](http://127.0.0.1:9/)"
 
@@ -59,7 +59,7 @@ def long_rows():
 def test_a_depth_run_of_10000_logged_steps_draws_thinned(long_rows):
     from core.charts import depth as charts
     from core.charts.common import MAX_ROWS
-    from core.i18n import translator
+    from core.terms.i18n import translator
 
     df = pd.DataFrame(long_rows).assign(source="live")
     tr = translator("en")
@@ -107,7 +107,7 @@ def test_a_chart_that_cannot_be_drawn_is_a_warning_and_the_rest_still_shows():
 
 def test_a_notes_captured_parts_are_escaped_for_markdown():
     from core.findings.notes import note_text, notes_text
-    from core.i18n import translator
+    from core.terms.i18n import translator
     from ui.frame import literal
 
     tr = translator("en")
@@ -161,7 +161,7 @@ FORMULAS = ["=HYPERLINK(\"http://127.0.0.1:9\",\"x\")", "@SUM(1+1)*cmd|' /C calc
 
 
 def test_safe_cells_quotes_formulas_and_leaves_numbers():
-    from core.spreadsheet import safe_cells
+    from core.store.spreadsheet import safe_cells
 
     df = pd.DataFrame({"note": [*FORMULAS, "-1.5", "ok - fine"], "train_ms": [-1.0] * 8})
     out = safe_cells(df)
@@ -170,7 +170,7 @@ def test_safe_cells_quotes_formulas_and_leaves_numbers():
 
 
 def test_a_line_break_inside_a_cell_cannot_start_a_row_of_formulas():
-    from core.spreadsheet import csv_text
+    from core.store.spreadsheet import csv_text
 
     df = pd.DataFrame({"note": ["a\r=1+1", "b\n@SUM(1)", "c"], "seq_len": [1, 2, 3]})
     rows = list(csv.reader(io.StringIO(csv_text(df), newline="")))

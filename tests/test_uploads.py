@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from conftest import ROOT, app_test
 
-from core import uploads
-from core.results import REFERENCE_DIR, load_reference
+from core.server import uploads
+from core.store.results import REFERENCE_DIR, load_reference
 
 PAGE_EXPERIMENT = {"serial": "serial", "long_range": "long_range", "depth": "depth", "attention_cost": "attention_cost"}
 TINY = {  # a few seconds each on 2 cores
@@ -92,7 +92,7 @@ def test_each_malformed_kind_is_refused_with_its_own_reason(case):
 
 
 def test_every_reason_has_a_sentence_in_both_languages():
-    from core.i18n import catalogue
+    from core.terms.i18n import catalogue
 
     kinds = {kind for _, kind in MALFORMED.values()}
     for lang in ("en", "zh"):

@@ -7,13 +7,14 @@ import re
 
 import pytest
 
-from core import home, scoreboard
 from core.experiments import EXPERIMENTS
 from core.findings import scaling as scaling_findings
 from core.findings import serial as serial_findings
 from core.findings import verdicts
-from core.i18n import catalogue, t
-from core.results import load_reference
+from core.home import records as home
+from core.home import scoreboard
+from core.store.results import load_reference
+from core.terms.i18n import catalogue, t
 
 # ---- one form per concept: the chapter's term, or the glossary's (docs/GLOSSARY.md) -------------------------------
 NUMBER = r"(?:\{[^{}]*\}|[\d.,，/]+|[一二两三四五六七八九十百千万]+|几十|几百|几千|几|数十|数百)"
@@ -237,7 +238,7 @@ def test_the_scan_sees_a_comma_put_into_a_chinese_takeaway(monkeypatch):
     """The scan above reads what a learner reads: an ASCII comma in one catalogue sentence shows up in it."""
     values = dict(catalogue("zh"))
     values["serial.take.fastest"] = values["serial.take.fastest"].replace("，", ", ", 1)
-    monkeypatch.setattr("core.i18n.catalogue", lambda lang: values if lang == "zh" else catalogue(lang))
+    monkeypatch.setattr("core.terms.i18n.catalogue", lambda lang: values if lang == "zh" else catalogue(lang))
     said = rendered(zh)
     assert any(punctuation_problems(v) for k, v in said.items() if k.startswith("serial takeaway"))
 

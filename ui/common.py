@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.i18n import translator
+from core.terms.i18n import translator
 from ui.data import (
     chart_ui,
     file_problem_ui,

@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from core.i18n import device_words, translator  # device_words: the device label in the page's language: 'cpu · 2 线程'
+from core.terms.i18n import (  # device_words: the device label in the page's language: 'cpu · 2 线程'
+    device_words,
+    translator,
+)
 from ui.frame import device_facts, has_key, literal
 from ui.predict import revealed_now
 
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
 
 @st.cache_data(show_spinner=False)
 def reference_ui_data(name: str) -> tuple[pd.DataFrame, list[str]]:
-    from core.results import load_reference
+    from core.store.results import load_reference
 
     return load_reference(name)
 
@@ -57,7 +60,7 @@ def shown_data(tr, name: str, live: pd.DataFrame | None) -> tuple[pd.DataFrame, 
 
 
 def file_problem_ui(tr, problem) -> None:
-    """One translated warning for a damaged shipped file (core.files.FileProblem): which file, what is wrong."""
+    """One translated warning for a damaged shipped file (core.store.files.FileProblem): which file, what is wrong."""
     from core.findings import bracketed
 
     detail = bracketed(literal(problem.detail), tr) if problem.detail else ""  # （…） in a Chinese sentence
@@ -108,9 +111,9 @@ def status_ui(tr, df: pd.DataFrame, shown_notes: int = 2) -> None:
     """A banner per status other than ok (refused by the guard, out of memory, diverged, unsupported…)."""
     import pandas as pd
 
-    from core import status as statuses
     from core.findings import clauses
     from core.findings.notes import notes_text, refusals_text
+    from core.terms import status as statuses
 
     if "status" not in df or not revealed_now():
         return
@@ -155,7 +158,7 @@ def _readable(tr, df: pd.DataFrame) -> pd.DataFrame:
     the columns keep the CSV's field names (the download is the raw CSV)."""
     out = df.copy()
     if "status" in out:
-        from core.status import STATUSES
+        from core.terms.status import STATUSES
 
         out["status"] = [tr(f"status.{s}") if s in STATUSES else s for s in out["status"]]
     for c in out.columns:
@@ -170,7 +173,7 @@ def table_ui(tr, df: pd.DataFrame, name: str) -> None:
         return
     with st.expander(tr("ui.table"), expanded=False):
         st.dataframe(_readable(tr, df.drop(columns=["run"], errors="ignore")), hide_index=True)
-    from core.spreadsheet import csv_text
+    from core.store.spreadsheet import csv_text
 
     st.download_button(
         tr("ui.download_csv"),

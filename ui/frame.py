@@ -9,7 +9,7 @@ import re
 
 import streamlit as st
 
-from core.i18n import LANGS, catalogue, normalize_lang
+from core.terms.i18n import LANGS, catalogue, normalize_lang
 
 LANG_NAMES = {"en": "English", "zh": "中文"}
 
@@ -73,16 +73,16 @@ def language_ui() -> str:
 # ---- device ---------------------------------------------------------------------------------------------------
 @st.cache_resource(show_spinner=False)
 def _checked_device_facts() -> dict:
-    from core.device import light_facts
+    from core.harness.device import light_facts
 
-    return light_facts()  # the server never sets torch's threads: a run's worker does (core.jobs)
+    return light_facts()  # the server never sets torch's threads: a run's worker does (core.server.jobs)
 
 
 def device_facts() -> dict:
     """Checked facts once torch is loaded (any measuring page); torch-free, detected facts before that."""
     import sys
 
-    from core.device import light_facts
+    from core.harness.device import light_facts
 
     return _checked_device_facts() if "torch" in sys.modules else light_facts()
 
@@ -108,9 +108,9 @@ _WARMING = False
 
 
 def device_card_ui(tr, where=None) -> dict:
-    from core.device import physical_cores
-    from core.i18n import threads_words
-    from core.memory_formulas import format_bytes
+    from core.harness.device import physical_cores
+    from core.harness.memory_formulas import format_bytes
+    from core.terms.i18n import threads_words
 
     facts = device_facts()
     box = where or st.sidebar

@@ -1,5 +1,5 @@
 """How does a page run an experiment live? The 'measure it yourself' section: the form, then a run in a worker
-process (core.jobs) that the page follows: its place in the server's queue, a moving progress bar and a Stop button,
+process (core.server.jobs) that the page follows: its place in the server's queue, a moving progress bar and a Stop button,
 its rows kept in session state as they arrive so a Stop, a rerun or a dead worker loses nothing already measured.
 """
 
@@ -25,11 +25,11 @@ START_SETTLE_S = 1.5
 
 @st.cache_resource(show_spinner=False, on_release=lambda r: r.shutdown())
 def runner():
-    """The server's one queue of workers (core.jobs): every session's runs, one measuring at a time. Its workers and
+    """The server's one queue of workers (core.server.jobs): every session's runs, one measuring at a time. Its workers and
     zygote end with it: at exit, or when the cache is cleared (its replacement starts its own)."""
     import atexit
 
-    from core.jobs import Runner
+    from core.server.jobs import Runner
 
     r = Runner()
     atexit.register(r.shutdown)
@@ -59,7 +59,7 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
     again when it is drawn next."""
     import dataclasses
 
-    from core.device import page_threads
+    from core.harness.device import page_threads
 
     state = _live_state(experiment.name)
     r = runner()

@@ -1,4 +1,4 @@
-"""Results from another machine, added in the sidebar: CSVs the CLI wrote on any device, checked by core.uploads,
+"""Results from another machine, added in the sidebar: CSVs the CLI wrote on any device, checked by core.server.uploads,
 kept for this session only and drawn beside the reference and the live run with their device label.
 
 Uploaded rows are not in the URL (a link cannot carry a file): share the CSV itself. Nothing from a rejected file
@@ -41,9 +41,9 @@ def upload_ui(tr) -> None:
 
 def _take(tr, files) -> None:
     """Check each file once (its outcome is kept while it stays in the uploader, not re-parsed on every rerun), keep
-    the accepted ones within the session's bounds (core.uploads.MAX_FILES, MAX_SESSION_BYTES), say what became of each."""
-    from core import uploads
-    from core.memory_formulas import format_bytes
+    the accepted ones within the session's bounds (core.server.uploads.MAX_FILES, MAX_SESSION_BYTES), say what became of each."""
+    from core.harness.memory_formulas import format_bytes
+    from core.server import uploads
 
     store = st.session_state.setdefault(_KEY, {})
     checked = st.session_state.setdefault("upload_checked", {})  # file id → (size, outcome)

@@ -8,7 +8,7 @@ import pandas as pd
 
 from core.charts.common import Chart, dash_legend, device_subtitle, log_x, log_y, ok_rows, tips, titled
 from core.findings.answers import FENG, FENG_N, amdahl
-from core.memory_formulas import kv_cache_bytes
+from core.harness.memory_formulas import kv_cache_bytes
 from core.models import registry
 from core.models.registry import ANSWERS, FORMS, n_heads_for
 

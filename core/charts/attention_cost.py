@@ -8,11 +8,11 @@ import math
 import altair as alt
 import pandas as pd
 
-from core import status
 from core.charts.common import Chart, device_subtitle, lines, log_x, log_y, ok_rows, titled
 from core.findings import bracketed
 from core.findings.notes import note_text
 from core.models import attention
+from core.terms import status
 
 GUIDE_COLOR = "#9a9a9a"
 IMPL_COLORS = {"naive": "#d62728", "linear": "#2ca02c", "lstm_state": "#7f7f7f"}

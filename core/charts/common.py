@@ -9,7 +9,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.i18n import device_words
+from core.terms.i18n import device_words
 
 # Rows one chart draws at most. Altair refuses a chart of more than 5,000 rows (MaxRowsError), and a panel a few hundred
 # pixels wide cannot show more points than that anyway: a live depth run of 10,000 logged steps is drawn thinned.

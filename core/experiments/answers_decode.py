@@ -18,16 +18,17 @@ import time
 import pandas as pd
 import torch
 
-from core import cancel, guard, status
 from core.config import Experiment, spec
-from core.device import DEVICES, environment, resolve_device, synchronize, threads_used, torch_threads
 from core.experiments.common import Rows, copied, quartiles, tagged
 from core.findings.answers import decode_takeaways
-from core.memory_formulas import format_bytes
+from core.harness import cancel, guard
+from core.harness.device import DEVICES, environment, resolve_device, synchronize, threads_used, torch_threads
+from core.harness.memory_formulas import format_bytes
 from core.models import registry
 from core.models.mixers.base import state_bytes
 from core.models.registry import ANSWERS, Spec
-from core.results import tidy
+from core.store.results import tidy
+from core.terms import status
 
 COLUMNS = ("mixer", "family", "context_len", "state_bytes", "predicted_bytes", "ms_per_token", "ms_iqr",
            "d_model", "window", "kernel", "levels", "d_state", "device", "status", "note", "seed")  # fmt: skip

@@ -24,15 +24,16 @@ from collections.abc import Callable
 import pandas as pd
 import torch
 
-from core import bench, guard, status
 from core.config import Experiment, spec
-from core.device import DEVICES, environment, resolve_device
 from core.experiments.common import Rows, copied, fitting, ok_fields, paired, tagged, time_points
 from core.experiments.serial import TINY_STEP, training_step
 from core.findings.answers import speed_takeaways
+from core.harness import bench, guard
+from core.harness.device import DEVICES, environment, resolve_device
 from core.models import registry
 from core.models.registry import ANSWERS, ATTENTION, CHAPTER, FORMS, LOOP, RECURRENT, Spec
-from core.results import tidy
+from core.store.results import tidy
+from core.terms import status
 
 COLUMNS = ("mixer", "form", "family", "seq_len", "batch_size", "d_model", "params", "train_ms", "train_iqr_ms",
            "noisy", "tokens_per_s", "seq_steps", "saved_bytes", "predicted_bytes", "speedup_vs_loop", "speedup_q25",

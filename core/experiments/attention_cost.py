@@ -18,19 +18,20 @@ import math
 import pandas as pd
 import torch
 
-from core import bench, guard, status
 from core.config import Experiment, spec
-from core.device import DEVICES, environment, resolve_device
 from core.experiments.attention_point import elem_bytes, needs_live_peak, predicted_bytes, shape_of
 from core.experiments.attention_point import inputs as _inputs  # noqa: F401 - the tests and the smoke test use it
 from core.experiments.attention_point import measure_attention as _measure_attention
 from core.experiments.attention_point import measure_lstm as _measure_lstm
 from core.experiments.common import Rows, copied
 from core.findings.attention_cost import takeaways, wall
-from core.memory_formulas import score_bytes
+from core.harness import bench, guard
+from core.harness.device import DEVICES, environment, resolve_device
+from core.harness.memory_formulas import score_bytes
 from core.models import attention
 from core.models.attention import BACKENDS
-from core.results import tidy
+from core.store.results import tidy
+from core.terms import status
 
 IMPLS = ("naive", "sdpa", "linear", "lstm_state")  # the default comparison; any registered implementation runs
 DTYPES = ("float32", "bfloat16", "float16", "auto")  # auto: bfloat16 on CUDA (flash needs it), else float32

@@ -12,11 +12,11 @@ from typing import Protocol
 
 import torch
 
-from core import bench
-from core.device import threads_used
 from core.experiments.common import timed
 from core.experiments.kv_cache import one_thread
-from core.memory_formulas import DTYPE_BYTES
+from core.harness import bench
+from core.harness.device import threads_used
+from core.harness.memory_formulas import DTYPE_BYTES
 from core.models import attention
 from core.models.attention import Shape
 

@@ -4,7 +4,7 @@ Each recurrent model trains one step (the serial experiment's `training_step`: f
 per length: as usual (`plain`), and with checkpointed BPTT (`checkpointed`, core.models.checkpointed: segments of
 ⌈√n⌉ tokens, only the states entering each segment kept, each segment's forward run again in backward). Both forms
 of one length are timed interleaved (round-robin), so the time ratio is paired repeat by repeat, with freed memory
-kept for reuse as a GPU's caching allocator keeps it (core.heap.freed_memory_reused: otherwise the CPU's allocator
+kept for reuse as a GPU's caching allocator keeps it (core.harness.heap.freed_memory_reused: otherwise the CPU's allocator
 re-zeroes the plain step's gigabytes every step, and that, not the arithmetic, sets its time). Per point: step
 time (median, IQR), the bytes autograd keeps for backward split into the recurrent layers' share (the embedding and
 the recurrent stack, what checkpointing acts on) and the rest (the head's input features and logits, one row per
@@ -18,15 +18,15 @@ import dataclasses
 import pandas as pd
 import torch
 
-from core import bench, guard
 from core.config import Experiment, spec
-from core.device import DEVICES, environment, resolve_device
 from core.experiments import serial
 from core.experiments.common import Rows, copied, fitting, ok_fields, paired, tagged, time_points
 from core.findings.checkpoint import takeaways
+from core.harness import bench, guard
+from core.harness.device import DEVICES, environment, resolve_device
 from core.models import registry
 from core.models.checkpointed import SegmentCheckpointed, kept_state_bytes, n_segments, segment_for
-from core.results import tidy
+from core.store.results import tidy
 
 PLAIN, CHECKPOINTED = "plain", "checkpointed"
 FORMS = (PLAIN, CHECKPOINTED)

@@ -9,10 +9,11 @@ import math
 
 import numpy as np
 
-from core import bench, guard, status
 from core.config import Progress, spec
+from core.harness import bench, guard
 from core.models import registry
 from core.models.layers import n_params
+from core.terms import status
 
 
 def tagged(tag: str, default: str | None = None, **more):

@@ -18,14 +18,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core import guard, status
-from core import train as train_loop
 from core.config import Experiment, spec
-from core.device import DEVICES, environment, resolve_device, torch_threads
 from core.experiments.common import Rows, copied, tagged
 from core.findings.depth import COLUMNS, LEARNED_FRACTION, UNDERFLOW, chain_entropy, to_frame  # noqa: F401
 from core.findings.depth_text import takeaways
+from core.harness import guard
+from core.harness.device import DEVICES, environment, resolve_device, torch_threads
 from core.models import registry
+from core.terms import status
+from core.training import loop as train_loop
 
 CHUNK_STEPS = 10  # report progress at least every this many training steps …
 CHUNK_SECONDS = 0.3  # … or this often, whichever comes first, so a page can Stop promptly
@@ -169,7 +170,7 @@ def train(
     report=None,
     per_layer: bool = True,
 ) -> None:
-    """One training run (core.train); rows for logged steps (whole-model row with layer NaN, then one per layer if
+    """One training run (core.training.loop); rows for logged steps (whole-model row with layer NaN, then one per layer if
     `per_layer`) go out through `report(rows, steps_done)` every few steps. A diverged run ends with a
     status='diverged' row at that step."""
     torch.manual_seed(seed)
@@ -212,7 +213,7 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
 
-# These layers are tiny: per-op overhead dominates and extra intra-op threads do not help (core.device.torch_threads).
+# These layers are tiny: per-op overhead dominates and extra intra-op threads do not help (core.harness.device.torch_threads).
 CPU_THREADS = 1
 
 

@@ -20,14 +20,14 @@ import torch
 from torch import nn
 
 from core.config import Experiment, spec
-from core.device import DEVICES, environment, resolve_device
 from core.experiments.common import Rows, copied, tagged
 from core.findings import listing, sci
+from core.harness.device import DEVICES, environment, resolve_device
 from core.models import registry
 from core.models.layers import n_params
 from core.models.registry import ATTENTION, CHAPTER, Spec
-from core.results import tidy
-from core.rules import FLAT_FACTOR, REACH_FACTOR
+from core.store.results import tidy
+from core.terms.rules import FLAT_FACTOR, REACH_FACTOR
 
 COLUMNS = ("model", "seq_len", "d_model", "distance", "grad_norm", "relative", "reach", "params", "rnn_radius",
            "forget_bias", "compute_ms", "status", "note", "seed")  # fmt: skip
@@ -156,7 +156,7 @@ def run(cfg: GradientReachConfig, on_progress=None) -> pd.DataFrame:
 def path_length(model: str) -> str:
     """Vaswani et al. 2017, Table 1: maximum path length between two positions, for a layer of this family."""
     known = registry.MODELS.get(model)  # its Table 1 row's (attention over the states: one step, as Table 1 on
-    if known is not None and known.table1:  # the home page says, core.scoreboard)
+    if known is not None and known.table1:  # the home page says, core.home.scoreboard)
         return known.path
     return "O(n)" if registry.family_of(model) == registry.RECURRENT else "O(1)"
 

@@ -21,12 +21,12 @@ import torch
 from torch import nn
 
 from core.config import Experiment, spec
-from core.device import DEVICES, environment, resolve_device, synchronize, threads_used, torch_threads
 from core.experiments.common import Rows
 from core.findings.kv_cache import STATE, takeaways
-from core.memory_formulas import DTYPE_BYTES, MODEL_PRESETS, ModelShape, kv_cache_bytes
+from core.harness.device import DEVICES, environment, resolve_device, synchronize, threads_used, torch_threads
+from core.harness.memory_formulas import DTYPE_BYTES, MODEL_PRESETS, ModelShape, kv_cache_bytes
 from core.models.decoder import TinyDecoder
-from core.results import tidy
+from core.store.results import tidy
 
 SCHEMES = ("mha", "gqa", "mqa")
 DTYPES = ("float32", "bfloat16", "float16")

@@ -1,7 +1,7 @@
 """Bottleneck 2b, long-range dependency in training: can a model carry a fact across d tokens?
 
 An LSTM and a Transformer with about the same number of parameters, the same optimizer (AdamW + gradient
-clipping), the same batches and the same number of steps, trained on `core.tasks`' recall ("Alice … she") and
+clipping), the same batches and the same number of steps, trained on `core.training.tasks`' recall ("Alice … she") and
 multi-query associative recall (Zoology, Arora et al. 2023) at several distances. Accuracy is measured on a fixed
 held-out batch after every chunk of steps, so the curves are live and a page can stop between chunks.
 In a recurrent network the fact must survive d state updates (gradient path O(d)); attention reaches it in one
@@ -17,17 +17,17 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from core import status
-from core import tasks as task_lib
-from core import train as train_loop
 from core.config import Experiment, spec
-from core.device import DEVICES, environment, resolve_device, torch_threads
 from core.experiments.common import Rows, copied, tagged
 from core.findings.long_range import SOLVED, final, takeaways  # noqa: F401 - the page reads them here too
+from core.harness.device import DEVICES, environment, resolve_device, torch_threads
 from core.models import registry
 from core.models.layers import n_params
 from core.models.registry import ATTENTION
-from core.results import tidy
+from core.store.results import tidy
+from core.terms import status
+from core.training import loop as train_loop
+from core.training import tasks as task_lib
 
 COLUMNS = ("task", "model", "distance", "step", "loss", "accuracy", "chance", "params", "train_s", "seq_len",
            "d_model", "n_layers", "n_keys", "n_pairs", "status", "note", "seed")  # fmt: skip
@@ -158,7 +158,7 @@ def run(cfg: LongRangeConfig, on_progress=None) -> pd.DataFrame:
 
 
 def train_one(cfg, task, name, distance, V, device, env, emit) -> None:
-    """Train one (task, model, distance) run with core.train; `emit(row)` after every chunk of eval_every steps."""
+    """Train one (task, model, distance) run with core.training.loop; `emit(row)` after every chunk of eval_every steps."""
     model = build_model(name, cfg, V).to(device)
     base = {
         "task": task,
@@ -190,7 +190,7 @@ class ChunkRows(Rows):
 
 
 def train_chunks(model, sample, V: int, cfg, base: dict, emit, stop_at: float | None, label: str, device) -> None:
-    """Train `model` on batches of `sample(size, generator)` with core.train (AdamW at cfg.lr, clipping at 1,
+    """Train `model` on batches of `sample(size, generator)` with core.training.loop (AdamW at cfg.lr, clipping at 1,
     cfg.steps in chunks of cfg.eval_every); after every chunk `emit` base + the chunk's mean loss, the accuracy on a
     held-out batch and the time so far. Training batches come from seed base["seed"], so every model of a run sees
     the same ones, the held-out batch from the next seed (a different stream). With `stop_at`, the run ends once

@@ -2,7 +2,7 @@
 
 Every mixer of page 5 (in Zoology's residual blocks with a short convolution, core.models.stack) and the
 chapter's LSTM and Transformer, trained with the same optimizer, steps and batches on multi-query associative recall
-(`core.tasks`' MQAR: key–value pairs, a gap, then the keys again) and on selective copying (Gu & Dao 2023). Each
+(`core.training.tasks`' MQAR: key–value pairs, a gap, then the keys again) and on selective copying (Gu & Dao 2023). Each
 row records the model's **state at inference** — the numbers it carries from one token to the next after reading
 the sequence (its recurrent state; for attention the KV cache of every token read, which grows with n) — in bytes,
 and its held-out accuracy after every chunk of steps, so the curves are live and a page can stop between chunks.
@@ -22,16 +22,16 @@ import time
 import pandas as pd
 import torch
 
-from core import tasks as task_lib
 from core.config import Experiment, spec
-from core.device import DEVICES, environment, resolve_device, torch_threads
 from core.experiments.common import tagged
 from core.experiments.long_range import ChunkRows, train_chunks
 from core.findings.recall_frontier import takeaways
+from core.harness.device import DEVICES, environment, resolve_device, torch_threads
 from core.models import registry
 from core.models.layers import n_params
 from core.models.registry import ANSWERS, Spec
-from core.results import tidy
+from core.store.results import tidy
+from core.training import tasks as task_lib
 
 TASKS = ("mqar", "selective_copy")
 BYTES_PER_FLOAT = 4  # float32 states
@@ -212,7 +212,7 @@ def _batch(task: str, cfg: RecallFrontierConfig, pairs: int, size: int, g: torch
 
 
 def train_one(cfg, seed, task, name, d, pairs, form, device, env, emit) -> None:
-    """Train one (task, mixer, width, pairs) run with core.train; `emit(row)` after every chunk of eval_every steps."""
+    """Train one (task, mixer, width, pairs) run with core.training.loop; `emit(row)` after every chunk of eval_every steps."""
     V = task_lib.vocab_size(task, cfg.n_keys)
     torch.manual_seed(seed)
     model = registry.get(name).stack(V, cfg.mixer_spec(d), cfg.n_layers, form).to(device)

@@ -8,7 +8,7 @@ to split. Amdahl's law (1967) turns each model's speed-ups into the share of its
 
 Timing, and where the thread count changes: within one length every (model, threads) pair is timed once per round,
 rounds repeated. A round walks the thread counts (their order rotating), and at each count times every model once
-(their order rotating too) through `core.bench.time_interleaved`. The count is set between those calls, never
+(their order rotating too) through `core.harness.bench.time_interleaved`. The count is set between those calls, never
 inside a timed one: `torch.set_num_threads` and the first parallel region after it (which wakes or starts pool
 threads) stay out of the timed region, and a small untimed parallel op settles the pool first. A model's speed-up at
 p threads is taken round by round — its 1-thread time over its p-thread time from the same round, seconds apart —
@@ -23,13 +23,14 @@ import time
 import pandas as pd
 import torch
 
-from core import bench, guard, heap, status
 from core.config import Experiment, spec
-from core.device import DEVICES, environment, physical_cores, resolve_device, torch_threads
 from core.experiments import serial
 from core.experiments.common import Rows, copied, fitting, paired, quartiles, tagged
 from core.findings.scaling import fit_group, takeaways
-from core.results import tidy
+from core.harness import bench, guard, heap
+from core.harness.device import DEVICES, environment, physical_cores, resolve_device, torch_threads
+from core.store.results import tidy
+from core.terms import status
 
 COLUMNS = ("model", "seq_len", "threads", "threads_requested", "train_ms", "train_iqr_ms", "noisy", "speedup",
            "speedup_q25", "speedup_q75", "efficiency", "repeats", "serial_fraction", "serial_fraction_se",

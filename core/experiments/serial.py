@@ -14,15 +14,15 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from core import bench, guard
-from core import flops as fl
 from core.config import Experiment, spec
-from core.device import DEVICES, environment, resolve_device
 from core.experiments.common import Rows, copied, fitting, ok_fields, paired, tagged, time_points
 from core.findings.serial import takeaways
+from core.harness import bench, guard
+from core.harness import flops as fl
+from core.harness.device import DEVICES, environment, resolve_device
 from core.models import registry
 from core.models.registry import RECURRENT
-from core.results import tidy
+from core.store.results import tidy
 
 COLUMNS = ("model", "n_layers", "d_model", "batch_size", "seq_len", "params", "train_ms", "train_iqr_ms",
            "noisy", "ratio_to_recurrent", "ratio_q25", "ratio_q75", "ratio_base", "tokens_per_s",

@@ -20,11 +20,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from core import files, text
 from core.models import registry
 from core.models.layers import n_params
 from core.models.registry import CHAPTER, Spec
-from core.results import DATA_DIR
+from core.store import files
+from core.store.results import DATA_DIR
+from core.training import text
 
 CHECKPOINT_DIR = DATA_DIR / "checkpoints"
 TAG = "real_text"
@@ -106,22 +107,31 @@ def _checked(blob, file: str, name: str) -> tuple[dict, dict]:
     return meta, state
 
 
-def load(name: str, seed: int, folder: Path | None = None) -> tuple[torch.nn.Module, dict]:
-    """A shipped model in float32, eval mode, on the CPU; DamagedFile (a ValueError) for a file that is missing,
-    empty, cut off, unreadable or not this model's checkpoint (wrong type, keys or shapes)."""
+def _read(name: str, seed: int, folder: Path | None) -> tuple[dict, dict]:
     path = path_for(name, seed, folder)
     files.check_torch_archive(path)
     try:
         blob = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - a damaged member, or objects a weights-only load refuses
         raise files.DamagedFile(files.FileProblem(path.name, "unreadable", type(err).__name__)) from None
-    meta, state = _checked(blob, path.name, name)
+    return _checked(blob, path.name, name)
+
+
+def load_meta(name: str, seed: int, folder: Path | None = None) -> dict:
+    """A checkpoint's meta (its training settings and curve), checked as `load` checks it."""
+    return _read(name, seed, folder)[0]
+
+
+def load(name: str, seed: int, folder: Path | None = None) -> tuple[torch.nn.Module, dict]:
+    """A shipped model in float32, eval mode, on the CPU; DamagedFile (a ValueError) for a file that is missing,
+    empty, cut off, unreadable or not this model's checkpoint (wrong type, keys or shapes)."""
+    meta, state = _read(name, seed, folder)
     model = build(name, meta["d_model"], meta["n_layers"])
     try:
         model.load_state_dict({k: v.float() for k, v in state.items()})
     except RuntimeError as err:  # missing or unexpected keys, or shapes that differ
         detail = str(err).splitlines()[-1].strip()[:120]
-        raise files.DamagedFile(files.FileProblem(path.name, "wrong_kind", detail)) from None
+        raise files.DamagedFile(files.FileProblem(path_for(name, seed, folder).name, "wrong_kind", detail)) from None
     return model.eval(), meta
 
 

@@ -9,11 +9,12 @@ import math
 
 import pandas as pd
 
-from core import fit, status
 from core.findings import model_name, sig3
-from core.memory_formulas import format_bytes, tokens_held
+from core.harness import fit
+from core.harness.memory_formulas import format_bytes, tokens_held
 from core.models import registry
 from core.models.registry import ANSWERS, ATTENTION, CHAPTER, CONVOLUTION, LOOP, RECURRENT, Spec, family_of
+from core.terms import status
 
 FENG_N = 512  # Feng et al. 2024 (T4 GPU, vs the sequential versions): the published speed-ups at this length
 FENG = {"min_gru": 175.0, "min_lstm": 235.0}
@@ -254,7 +255,7 @@ def decode_takeaways(df: pd.DataFrame, tr) -> list[str]:
                       big=model_name(biggest["mixer"], tr), bytes=format_bytes(biggest["bytes"])))  # fmt: skip
     if len(cache):
         c = cache.iloc[0]
-        # the record's count is whole pages (core.memory_formulas.tokens_held); 2·n·d·4 is that at a page's end
+        # the record's count is whole pages (core.harness.memory_formulas.tokens_held); 2·n·d·4 is that at a page's end
         per_token = c["predicted"] / tokens_held(int(c["n"]))
         said = ("answers.take.exact" if c["bytes"] == per_token * c["n"]
                 else "answers.take.paged" if c["bytes"] == c["predicted"] else "answers.take.off")  # fmt: skip
@@ -274,7 +275,7 @@ def decode_takeaways(df: pd.DataFrame, tr) -> list[str]:
 
 def reach_profiles(df: pd.DataFrame | None) -> pd.DataFrame:
     """Per model: its Table 1 row, where its gradient ends exactly (for a window or a convolution: the first
-    distance after which every norm is 0, its receptive field) and its decay reach (the first distance it is core.rules.REACH_FACTOR× below distance 1)."""
+    distance after which every norm is 0, its receptive field) and its decay reach (the first distance it is core.terms.rules.REACH_FACTOR× below distance 1)."""
     ok = _ok(df)
     rows = []
     for m, g in ok.groupby("model", sort=False) if len(ok) else ():

@@ -12,13 +12,13 @@ import re
 
 import pandas as pd
 
-from core import status
 from core.findings import bracketed, sig3
 from core.findings.notes import fresh_memory_text, note_text
-from core.fit import exponent_text, loglog_fit, tail_fit, tail_slope
-from core.memory_formulas import DTYPE_BYTES, ModelShape, format_bytes, kv_cache_bytes
+from core.harness.fit import exponent_text, loglog_fit, tail_fit, tail_slope
+from core.harness.memory_formulas import DTYPE_BYTES, ModelShape, format_bytes, kv_cache_bytes
 from core.models import attention
 from core.models.attention import Shape
+from core.terms import status
 
 WALL_LENGTHS = (8192, 32768, 131072, 524288, 1048576)
 

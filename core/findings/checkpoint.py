@@ -11,10 +11,10 @@ import math
 
 import pandas as pd
 
-from core import status
 from core.findings.notes import fresh_memory_text
-from core.fit import exponent_text, tail_fit
-from core.memory_formulas import format_bytes
+from core.harness.fit import exponent_text, tail_fit
+from core.harness.memory_formulas import format_bytes
+from core.terms import status
 
 PLAIN, CHECKPOINTED = "plain", "checkpointed"
 EXPECTED_EXTRA = 1 / 3  # one more forward on top of forward + backward (backward ≈ 2 forwards)

@@ -14,7 +14,7 @@ import pandas as pd
 from core.findings import sci
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
-from core.rules import FINAL_FRACTION, LEARNED_FRACTION, UNDERFLOW
+from core.terms.rules import FINAL_FRACTION, LEARNED_FRACTION, UNDERFLOW
 
 COLUMNS = ("model", "n_layers", "layer", "step", "phase", "grad_norm", "loss", "lr", "lr_now", "warmup_steps", "clip",
            "clipped", "seed", "d_model", "vocab_size", "noise", "seq_len", "batch_size", "status", "note",

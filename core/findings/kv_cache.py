@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from core.findings import listing
-from core.memory_formulas import format_bytes
+from core.harness.memory_formulas import format_bytes
 
 STATE = "rnn_state"  # the scheme of the LSTM's rows: a fixed state instead of a cache
 

@@ -7,11 +7,11 @@ import math
 
 import pandas as pd
 
-from core import status
 from core.findings import labelled, listing
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
-from core.rules import SOLVED
+from core.terms import status
+from core.terms.rules import SOLVED
 
 COLUMNS = ("task", "model", "distance", "step", "loss", "accuracy", "chance")
 

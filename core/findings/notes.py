@@ -4,7 +4,7 @@ The experiments write short fixed phrases (the guard's refusal, a time limit's e
 underflow count); each is recognised here and said again through the catalogue (`note.*`). Anything else, such as an
 error message PyTorch raised, is not shown raw on a page: the sentence points to the results table, which keeps it.
 
-A note may come from a file another machine wrote (core.uploads), so every part of it that a sentence repeats passes
+A note may come from a file another machine wrote (core.server.uploads), so every part of it that a sentence repeats passes
 through `quote` first: a page that draws the sentence as Markdown passes its escaping rule (ui.frame.literal), so a
 note such as "would need [x](http://…); budget 1 GiB" reads as those characters, never as a link.
 """
@@ -15,9 +15,9 @@ import math
 import re
 
 from core.findings import labelled
-from core.i18n import catalogue
-from core.memory_formulas import format_bytes
-from core.rules import FRESH_PER_CALL
+from core.harness.memory_formulas import format_bytes
+from core.terms.i18n import catalogue
+from core.terms.rules import FRESH_PER_CALL
 
 _NUM = r"[-+0-9.,e]+"
 _HOW = {
@@ -130,7 +130,7 @@ def fresh_memory_text(df, tr, experiment: str, label: str = "model", time: str =
     at least rules.FRESH_PER_CALL): which, how much, and why the command line does not pay it; none if none did.
 
     A page measures in a thread other than the process's main one, where glibc gives every block above 64 MiB a
-    mapping of its own (in the main thread, while timing, only blocks above 2 GiB: core.heap), and the kernel
+    mapping of its own (in the main thread, while timing, only blocks above 2 GiB: core.harness.heap), and the kernel
     zero-fills it on every call; a training loop that reuses its memory does not pay that. The times include this
     work, so the sentence says so rather than hiding or removing it."""
     hit = df[df["fresh_bytes"].fillna(0) >= FRESH_PER_CALL] if df is not None and "fresh_bytes" in df else ()

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from core import status
 from core.findings import listing, model_name
 from core.findings.long_range import over_seeds, pct, seed_spread
-from core.memory_formulas import KV_PAGE, format_bytes
+from core.harness.memory_formulas import KV_PAGE, format_bytes
 from core.models import registry
-from core.rules import NEAR_CHANCE, SEPARATED, SOLVED
+from core.terms import status
+from core.terms.rules import NEAR_CHANCE, SEPARATED, SOLVED
 
 ATTENTION_MODEL = "transformer"
 BYTES = 4  # float32

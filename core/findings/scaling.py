@@ -14,15 +14,15 @@ import math
 import numpy as np
 import pandas as pd
 
-from core import status
 from core.findings import bracketed, sig3
 from core.findings import model_name as name
-from core.i18n import translator
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
-from core.rules import GPU_SCHEDULERS_PER_SM, GPU_SMS
+from core.terms import status
+from core.terms.i18n import translator
+from core.terms.rules import GPU_SCHEDULERS_PER_SM, GPU_SMS
 
-# The GPU width the fit is extrapolated to (core.rules): an H100 SXM has 132 streaming multiprocessors with 4 warp
+# The GPU width the fit is extrapolated to (core.terms.rules): an H100 SXM has 132 streaming multiprocessors with 4 warp
 # schedulers each, 528 instruction streams that can issue at once. That is the unit comparable to a CPU core: each
 # core's own SIMD lanes already work inside the one-thread time, as a warp's 32 lanes do inside one scheduler, so the
 # plain count of CUDA cores (16,896 lanes) would credit a GPU with parallelism the CPU measurement never separated.

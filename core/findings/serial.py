@@ -11,11 +11,12 @@ import math
 
 import pandas as pd
 
-from core import fit, roofline, status
 from core.findings import model_name, sig3
-from core.i18n import translator
+from core.harness import fit, roofline
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
+from core.terms import status
+from core.terms.i18n import translator
 
 
 def chapter_pair(models) -> tuple[str, str] | None:

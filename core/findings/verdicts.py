@@ -15,7 +15,6 @@ import math
 
 import pandas as pd
 
-from core import status
 from core.findings import answers as answers_findings
 from core.findings import attention_cost as attention_findings
 from core.findings import checkpoint as checkpoint_findings
@@ -25,10 +24,11 @@ from core.findings import recall_frontier as recall_findings
 from core.findings import scaling as scaling_findings
 from core.findings import serial as serial_findings
 from core.findings.long_range import pct
-from core.fit import exponent_text
-from core.memory_formulas import format_bytes
+from core.harness.fit import exponent_text
+from core.harness.memory_formulas import format_bytes
 from core.models.registry import ATTENTION, RECURRENT
-from core.rules import NEAR_CHANCE, SEPARATED, SOLVED
+from core.terms import status
+from core.terms.rules import NEAR_CHANCE, SEPARATED, SOLVED
 
 # The depth question: "about the same" below this first ÷ last ratio, "a few times smaller" up to the next, and
 # "thousands of times smaller, or less" from the last; between the two upper bounds neither option fits.

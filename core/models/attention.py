@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable
 from functools import partial
 
-from core.memory_formulas import score_bytes
+from core.harness.memory_formulas import score_bytes
 
 AUTO = "auto"  # SDPA chooses its backend; any other backend is forced with sdpa_kernel
 BACKENDS = (AUTO, "flash", "efficient", "cudnn", "math")

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
-from core import flops as fl
-from core.memory_formulas import tokens_held
+from core.harness import flops as fl
+from core.harness.memory_formulas import tokens_held
 from core.models.registry import ANSWERS, ATTENTION, CHAPTER, RECURRENT, SELECTIVE, Model, Spec, register
 
 if TYPE_CHECKING:

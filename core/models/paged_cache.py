@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from core.memory_formulas import tokens_held
+from core.harness.memory_formulas import tokens_held
 
 
 def append(cache: torch.Tensor, new: torch.Tensor) -> torch.Tensor:

@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from core import flops as fl
+from core.harness import flops as fl
 
 if TYPE_CHECKING:
     from torch import nn

@@ -1,7 +1,7 @@
 """The chapter's own models as mixers, for decoding: the fused nn.LSTM / nn.GRU layer and the Pre-LN Transformer
 block of core.models.registry, each reading one token at a time — the recurrent ones through their state, the
 block through a KV cache that keeps one key and one value per token (Shazeer 2019's cache of every past token),
-growing a page of core.memory_formulas.KV_PAGE tokens at a time as a server's does.
+growing a page of core.harness.memory_formulas.KV_PAGE tokens at a time as a server's does.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class FusedRecurrent(ChunkMixer):
 class CachedBlock(MixerLayer):
     """A Pre-LN Transformer block (core.models.layers.Block) decoding with a KV cache: x + attn(ln1 x), then
     x + mlp(ln2 x); the cache holds the keys and values of every token read, in whole pages
-    (2 · tokens_held(tokens) · d_model numbers, core.memory_formulas)."""
+    (2 · tokens_held(tokens) · d_model numbers, core.harness.memory_formulas)."""
 
     def __init__(self, block: torch.nn.Module):
         super().__init__(FUSED)

@@ -16,7 +16,7 @@ import math
 
 import pandas as pd
 
-from core import status
+from core.terms import status
 
 MAX_BYTES = 5 * 2**20  # a full-preset reference is ~3 MiB at most (depth); more is not one of ours
 MAX_ROWS = 100_000
@@ -105,7 +105,7 @@ def check(data: bytes, file_name: str, reference: pd.DataFrame | None = None, ex
         return Rejected("empty")
     if len(df) > MAX_ROWS:
         return Rejected("too_large", f"more than {MAX_ROWS:,} rows")
-    from core.results import load_reference
+    from core.store.results import load_reference
 
     schemas = _schemas()
     name = experiment or identify(file_name, df.columns, schemas)

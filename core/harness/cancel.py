@@ -2,7 +2,7 @@
 
 A page's Stop only sets a flag; the measurement itself runs on in its own thread, holding the process-wide lock,
 until it next looks at that flag. Progress callbacks come once per point, and one point can take minutes, so the
-timing loop (`core.bench.time_interleaved`) and the training loop (`core.train.train`) also call `check()` between
+timing loop (`core.harness.bench.time_interleaved`) and the training loop (`core.training.loop.train`) also call `check()` between
 repeats and steps, outside the timed region. The condition is set per thread of execution with `stop_when(...)`
 (a context variable: two sessions' runs in two threads never see each other's Stop).
 """

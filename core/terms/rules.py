@@ -1,6 +1,6 @@
 """The lab's shared rules in one place: every threshold a finding, a measurement or a sentence depends on.
 
-The catalogues never write these numbers into their prose: a sentence names `{solved_pct}` and `core.i18n` fills in
+The catalogues never write these numbers into their prose: a sentence names `{solved_pct}` and `core.terms.i18n` fills in
 the value from here (`catalogue_values`), so changing a rule can never leave a sentence saying the old number.
 Pure Python: the home page reads it without torch.
 """

@@ -1,11 +1,11 @@
-"""The server's live runs: each in a worker process (core.worker), one measuring at a time for the whole server.
+"""The server's live runs: each in a worker process (core.server.worker), one measuring at a time for the whole server.
 
 A page submits a job (an experiment and its validated config) and follows it: its place in the queue and an
 estimate of the wait while it waits, then the rows as the worker measures them. The server never imports a model
 or a tensor for a run, never changes torch's thread count, never touches the allocator: the worker does all of that
 in its own main thread, as `python -m core run` does. Stop ends the worker at once (SIGTERM, then SIGKILL after
 GRACE_S); a worker that dies (killed, crashed, out of memory) is a job whose state says so, with every row it sent
-kept. On Linux each worker is a fork of one warm zygote process (core.zygote) that imported torch and every
+kept. On Linux each worker is a fork of one warm zygote process (core.server.zygote) that imported torch and every
 experiment once, so a Run, queued or not, does not pay the import; elsewhere (no safe fork: macOS) one spare worker
 waits with torch already imported (both timed by scripts/bench_worker.py). Torch-free and streamlit-free: ui.live
 draws it, the tests drive it directly.
@@ -24,10 +24,10 @@ import threading
 import time
 from pathlib import Path
 
-from core.worker import decode, encode
-from core.zygote import Forked, Zygote
+from core.server.worker import decode, encode
+from core.server.zygote import Forked, Zygote
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORKER = (sys.executable, "-m", "core", "worker")
 GRACE_S = 0.5  # after SIGTERM, this long for the worker to end by itself before SIGKILL
 TICKET_TTL_S = 15.0  # a waiting job whose page stopped looking at it (a closed tab) leaves the queue

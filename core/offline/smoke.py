@@ -22,8 +22,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from core import bench, guard, status
-from core.device import (
+from core.harness import bench, guard
+from core.harness.device import (
     configure_precision,
     cudnn_version,
     device_label,
@@ -35,10 +35,11 @@ from core.device import (
     tf32_mode,
     total_memory_bytes,
 )
-from core.memory_formulas import format_bytes
+from core.harness.memory_formulas import format_bytes
 from core.models import attention, registry
-from core.outputs import RowWriter
-from core.results import reference_path
+from core.store.outputs import RowWriter
+from core.store.results import reference_path
+from core.terms import status
 
 KNOWN_BYTES = 64 * 2**20  # the allocation the peak counter must see
 BRIEF = {"warmup": 1, "repeats": 2, "max_point_s": 0.5}  # the experiments' points, timed just enough to run

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from core import files, status
+from core.store import files
+from core.terms import status
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = ROOT / "data"
 REFERENCE_DIR = DATA_DIR / "reference"
 

@@ -1,4 +1,4 @@
-"""The home page's scoreboard: what each record of core.home computes from result rows (a live run of this session,
+"""The home page's scoreboard: what each record of core.home.records computes from result rows (a live run of this session,
 else the shipped reference) — its finding for its page's card, its cells of Vaswani et al.'s (2017) Table 1 beside
 what this machine measured — and the paper's table itself.
 
@@ -12,16 +12,17 @@ import math
 
 import pandas as pd
 
-from core import fit, status
 from core.findings import answers as answers_findings
 from core.findings import attention_cost as attention_findings
 from core.findings import depth as depth_findings
 from core.findings import long_range as long_range_findings
 from core.findings import serial as serial_findings
 from core.findings.long_range import pct
-from core.fit import exponent_text
+from core.harness import fit
+from core.harness.fit import exponent_text
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
+from core.terms import status
 
 # Vaswani et al. 2017, Table 1: per layer, n = sequence length, d = width, k = kernel size, r = neighbourhood.
 TABLE1 = (
@@ -94,8 +95,8 @@ def _num(x: float, digits: int = 2) -> str:
     return "–" if x is None or not math.isfinite(x) else f"{x:.{digits}g}"
 
 
-# Table 1's measured cells, one function per record of core.home: {row: (cost, steps, path)}, None where a cell is
-# another record's (core.home.cells fills it, or writes "no result yet").
+# Table 1's measured cells, one function per record of core.home.records: {row: (cost, steps, path)}, None where a cell is
+# another record's (core.home.records.cells fills it, or writes "no result yet").
 def serial_cells(frames: dict, tr) -> dict:
     """The serial page's cells: the LSTM's time exponent, each family's dependent steps at its longest length, and
     the time exponent and steps of the recurrent-plus-attention row's model (the kind whose record names that row)."""
@@ -180,7 +181,7 @@ def _link(text: str) -> str:
     return f"[{text}]({ANSWERS_PAGE})"
 
 
-# One finding per record of core.home: (frames, tr) → the home card's sentence, or None without the rows to say it.
+# One finding per record of core.home.records: (frames, tr) → the home card's sentence, or None without the rows to say it.
 def serial_finding(frames: dict, tr) -> str | None:
     c = serial_findings.comparison(_ok(frames.get("serial")))
     if c is None:

@@ -18,10 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-from core import status
-from core.outputs import add_stop_row, check_out_dir, summary
-from core.results import REFERENCE_DIR, ROOT
 from core.runner import Terminated, positive_seconds
+from core.store.outputs import add_stop_row, check_out_dir, summary
+from core.store.results import REFERENCE_DIR, ROOT
+from core.terms import status
 
 GRACE_S = 15  # after SIGTERM, at most this long for the child to write its rows before SIGKILL …
 SOFT_MARGIN_S = 15  # … and the child's own limit ends at most this long before the SIGTERM
@@ -60,8 +60,8 @@ def time_limits(values: list[str], names: list[str]) -> dict[str, float | None]:
 
 
 def cli(args) -> int:
-    from core.device import resolve_device
     from core.experiments import EXPERIMENTS
+    from core.harness.device import resolve_device
 
     names = args.only or list(EXPERIMENTS)
     for name in names:

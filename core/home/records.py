@@ -1,10 +1,10 @@
 """What each section adds to the home page, one record per section (`Home`), under the section's key
 (`ui.section.Section.key`): the experiments whose rows it reads, its finding for its page's card, its cells of Table 1.
 
-The home page and its precomputed summary (core.home_summary) iterate these records: `experiments()` says which rows
+The home page and its precomputed summary (core.home.summary) iterate these records: `experiments()` says which rows
 to read (a live run of this session, else the shipped reference), `findings` and `table1` what to draw. Importing
 this module imports neither pandas nor the scoreboard (the home page's cold start reads the records without them);
-the chapter's finding and cell functions live in core.scoreboard and are imported on their first call.
+the chapter's finding and cell functions live in core.home.scoreboard and are imported on their first call.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def table1(frames: dict, tr, gpu: dict | None = None):
     dependent steps and the gradient's path are the same on any device). A row no record fills: "not measured here"."""
     import pandas as pd
 
-    from core.scoreboard import TABLE1
+    from core.home.scoreboard import TABLE1
 
     measured = cells(frames, tr)
     devices = [str(df["device"].iloc[0]) for df in (gpu or {}).values() if df is not None and len(df)]
@@ -75,10 +75,10 @@ def table1(frames: dict, tr, gpu: dict | None = None):
 
 
 def _scoreboard(name: str) -> Callable:
-    """core.scoreboard's function `name`, imported on its first call."""
+    """core.home.scoreboard's function `name`, imported on its first call."""
 
     def call(frames: dict, tr):
-        from core import scoreboard
+        from core.home import scoreboard
 
         return getattr(scoreboard, name)(frames, tr)
 

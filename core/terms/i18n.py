@@ -16,7 +16,7 @@ import numbers
 import re
 from pathlib import Path
 
-LOCALES = Path(__file__).resolve().parent / "locales"
+LOCALES = Path(__file__).resolve().parent.parent / "locales"
 LANGS = ("en", "zh")
 DEFAULT_LANG = "en"
 ONE = ".one"  # '<key>.one': the sentence for n = 1, in a language whose nouns inflect ('1 point was', '2 points were')
@@ -50,7 +50,7 @@ def t(key: str, lang: str = DEFAULT_LANG, **values) -> str:
         return f"«{key}»"
     if not values and "{" not in text:
         return text
-    from core.rules import catalogue_values  # the shared thresholds: a sentence names them, never writes them
+    from core.terms.rules import catalogue_values  # the shared thresholds: a sentence names them, never writes them
 
     # a device label core wrote ('cpu · Intel Xeon · 2 threads') reads in the page's words
     tr = translator(normalize_lang(lang))

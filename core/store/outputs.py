@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from core import status
-from core.device import ENV_COLUMNS
-from core.results import read_csv, save_csv_keeping
+from core.harness.device import ENV_COLUMNS
+from core.store.results import read_csv, save_csv_keeping
+from core.terms import status
 
 MIN_WRITE_INTERVAL_S = 2.0  # at most one rewrite of the partial CSV this often …
 WRITE_SHARE = 0.05  # … and at most this share of the run's time spent rewriting it

@@ -21,11 +21,12 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from core import status, text
-from core import train as train_loop
-from core.device import torch_threads
 from core.experiments import text_lm
+from core.harness.device import torch_threads
 from core.models.layers import n_params
+from core.terms import status
+from core.training import loop as train_loop
+from core.training import text
 
 EVAL_WINDOWS = 32  # held-out windows scored along the way (the shipped reference scores many more)
 CURVE_EVERY = 10  # steps between curve points

@@ -2,11 +2,11 @@
 
 A spawned worker (`python -m core worker`) spends ~1.9 s of CPU importing before it can take its job (2 cores,
 scripts/bench_worker.py), and a run queued behind another waits for that, since nothing may import beside a
-measurement. On Linux the server (core.jobs) keeps one `python -m core worker --zygote` instead (Android's and
+measurement. On Linux the server (core.server.jobs) keeps one `python -m core worker --zygote` instead (Android's and
 Chromium's name for a process that only forks), and each worker is a fork of it: a fresh process in milliseconds.
 The fork's heap, threads and state are those of a worker that has just imported — the zygote keeps one torch thread
 and touches no accelerator, so no thread pool and no CUDA context exist to inherit (tests/test_jobs.py checks that
-the import asks CUDA nothing, and that a fork's ops run on several threads) — and it runs core.worker.serve in its
+the import asks CUDA nothing, and that a fork's ops run on several threads) — and it runs core.server.worker.serve in its
 main thread, exactly as a spawned worker does. Not on macOS, whose system frameworks are not safe to fork after use:
 there the server spawns each worker.
 """
@@ -23,7 +23,7 @@ import sys
 import threading
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Zygote:
@@ -147,10 +147,10 @@ def serve_forks(control: socket.socket) -> int:
     # One torch thread here, so no thread pool exists to fork: an OpenMP pool that an op at import starts (a module's
     # tensor, such as core.experiments.scaling's) is not copied into a fork, whose first parallel region then waits
     # forever for threads it does not have (seen: a scaling run hung at its first op on 2 threads). Each worker
-    # sets its own count before it measures (core.device.configure_threads), and its pool starts there, fresh.
+    # sets its own count before it measures (core.harness.device.configure_threads), and its pool starts there, fresh.
     torch.set_num_threads(1)
     import core.experiments  # noqa: F401 - what every worker needs, imported once
-    from core.worker import serve
+    from core.server.worker import serve
 
     control.send(b"ready")
     children: set[int] = set()

@@ -1,12 +1,12 @@
 """The home page's sentences and Table 1, computed once from the shipped reference and kept beside it as
 `data/reference/home.json`, so a cold start draws the home page without importing pandas or computing anything.
 
-`write(folder)` runs the home page's records (core.home) on the reference CSVs in `folder` (every kind of device a
+`write(folder)` runs the home page's records (core.home.records) on the reference CSVs in `folder` (every kind of device a
 visitor's machine may be, both languages) and records what it read: the records' keys, each CSV's SHA-256 and the
 catalogue text of every key it used. `read(kind, lang)` hands the stored texts back only while all of that is
 unchanged (a record or CSV added, replaced or edited, a sentence reworded: None, and the page computes from the CSVs
 as before). `tests/test_home_summary.py` checks that the shipped file matches what the records compute now;
-regenerate it with `python -m core.home_summary` (it is written by code, never by hand). Reading is torch- and
+regenerate it with `python -m core.home.summary` (it is written by code, never by hand). Reading is torch- and
 pandas-free; writing imports the scoreboard.
 """
 
@@ -17,12 +17,16 @@ import json
 import sys
 from pathlib import Path
 
-from core import home
-from core.i18n import LANGS, catalogue, t
+from core.home import records as home
+from core.terms.i18n import LANGS, catalogue, t
 
-REFERENCE_DIR = Path(__file__).resolve().parent.parent / "data" / "reference"  # = core.results.REFERENCE_DIR
+REFERENCE_DIR = Path(__file__).resolve().parents[2] / "data" / "reference"  # = core.store.results.REFERENCE_DIR
 FILE = "home.json"
-KINDS = ("cpu", "cuda", "mps")  # the kinds of machine a visitor's page may run on (core.device.light_facts' type)
+KINDS = (
+    "cpu",
+    "cuda",
+    "mps",
+)  # the kinds of machine a visitor's page may run on (core.harness.device.light_facts' type)
 VERSION = 1
 
 
@@ -50,7 +54,7 @@ def _texts_hash(keys, lang: str) -> str:
 def reference_frames(folder: Path, kind: str, strict: bool = False) -> dict:
     """What the home page reads from the reference on a machine of `kind` (ui.data.latest_rows without live rows):
     per experiment, the rows of its first reference device of that kind, else (unless `strict`) of its first device."""
-    from core.results import load_reference
+    from core.store.results import load_reference
 
     frames = {}
     for name in home.experiments():
@@ -64,7 +68,7 @@ def reference_frames(folder: Path, kind: str, strict: bool = False) -> dict:
 def compute(folder: Path | None = None) -> dict:
     """The summary of the reference in `folder`: findings, Table 1 and the serial page's peak FLOP/s per kind and
     language, with what they were computed from."""
-    from core import scoreboard
+    from core.home import scoreboard
 
     folder = Path(folder or REFERENCE_DIR)  # read when called: a test may point it elsewhere
     kinds = {}

@@ -23,10 +23,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.benchmark.utils import common
 
-from core import cancel, heap
-from core.device import synchronize
-from core.heap import freed_memory_reused
-from core.rules import NOISY_IQR_FRACTION
+from core.harness import cancel, heap
+from core.harness.device import synchronize
+from core.harness.heap import freed_memory_reused
+from core.terms.rules import NOISY_IQR_FRACTION
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,11 +149,11 @@ def time_interleaved(
     error propagates. `after_round(r)` is called between rounds (outside the timed calls): a page can report
     progress there, or stop the measurement by raising. Returns (timings, errors); timings[name].times_ms are in
     round order, so repeat r of two callables ran side by side (paired ratios). Between calls it asks
-    `core.cancel.check()`, so a page's Stop ends even a slow point after the call in progress.
+    `core.harness.cancel.check()`, so a page's Stop ends even a slow point after the call in progress.
     """
     device = torch.device(device)
     # Timer's num_threads defaults to 1 and Timer sets it while timing; the timed loop below sets the caller's count
-    # instead, so timing never changes the threads the caller chose (e.g. inside core.device.torch_threads).
+    # instead, so timing never changes the threads the caller chose (e.g. inside core.harness.device.torch_threads).
     num_threads = torch.get_num_threads()
     timers = {name: tub.Timer("fn()", globals={"fn": fn}, num_threads=num_threads) for name, fn in fns.items()}
     errors: dict[str, BaseException] = {}

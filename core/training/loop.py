@@ -15,8 +15,9 @@ from collections.abc import Callable
 
 import torch
 
-from core import cancel, status
-from core.rules import DIVERGED_LOSS_FACTOR
+from core.harness import cancel
+from core.terms import status
+from core.terms.rules import DIVERGED_LOSS_FACTOR
 
 
 @dataclasses.dataclass(frozen=True)

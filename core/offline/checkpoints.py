@@ -1,6 +1,6 @@
 """Small trained models shipped with the lab, so the "she looks at Alice" map shows without training.
 
-`python -m core checkpoints` trains a Transformer and a parameter-matched LSTM on the recall task (core.tasks)
+`python -m core checkpoints` trains a Transformer and a parameter-matched LSTM on the recall task (core.training.tasks)
 with the distance drawn anew for every batch, and writes data/checkpoints/{transformer,lstm}_recall.pt: a plain
 dict of tensors and numbers, read back with `torch.load(..., weights_only=True)` (no pickled code runs).
 From a loaded pair this module computes what the page draws: the Transformer's attention from the query to every
@@ -18,8 +18,6 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from core import files, status, tasks
-from core import train as train_loop
 from core.config import shown
 from core.experiments.long_range import (
     LongRangeConfig,
@@ -29,7 +27,11 @@ from core.experiments.long_range import (
     torch_threads,
 )
 from core.models.layers import n_params
-from core.results import DATA_DIR
+from core.store import files
+from core.store.results import DATA_DIR
+from core.terms import status
+from core.training import loop as train_loop
+from core.training import tasks
 
 CHECKPOINT_DIR = DATA_DIR / "checkpoints"
 MODELS = ("transformer", "lstm")
@@ -137,7 +139,7 @@ def _checked(blob, file: str) -> tuple[dict, dict]:
 def load(name: str, folder: Path | None = None) -> tuple[torch.nn.Module, dict]:
     """A shipped model, in eval mode, on the CPU; the Transformer uses explicit attention so its maps can be read.
 
-    Raises core.files.DamagedFile (a ValueError) for a file that is missing, empty, cut off, unreadable, or not a
+    Raises core.store.files.DamagedFile (a ValueError) for a file that is missing, empty, cut off, unreadable, or not a
     checkpoint of this model (wrong type, keys or shapes): the page shows that one problem and goes on.
     """
     path = path_for(name, folder)
