@@ -128,8 +128,10 @@ def parse_value(info: dict, value: Any):
     return v
 
 
-def make_config(cls, overrides: dict | None = None, base=None):
-    """A validated config of `cls`: `base` (or the defaults) with `overrides` applied; ValueError names the field."""
+def make_config(cls, overrides: dict | None = None, base=None, check: bool = True):
+    """A validated config of `cls`: `base` (or the defaults) with `overrides` applied; ValueError names the field.
+    `check=False` parses the fields but leaves the cross-field rules to the final config (a preset's base, which
+    an override may still complete: a folder named on the command line)."""
     infos = {i["name"]: i for i in field_info(cls)}
     current = dataclasses.asdict(base) if base is not None else {n: i["default"] for n, i in infos.items()}
     for name, value in (overrides or {}).items():
@@ -138,9 +140,9 @@ def make_config(cls, overrides: dict | None = None, base=None):
         current[name] = value
     parsed = {n: parse_value(infos[n], current[n]) for n in infos}
     config = cls(**parsed)
-    check = getattr(config, "check", None)
-    if check is not None:
-        check()  # cross-field rules, e.g. distance < sequence length
+    rules = getattr(config, "check", None)
+    if check and rules is not None:
+        rules()  # cross-field rules, e.g. distance < sequence length
     return config
 
 
@@ -170,5 +172,5 @@ class Experiment:
         if preset not in self.presets:
             raise ValueError(f"preset: {preset!r} is not one of {', '.join(self.presets)}")
         preset_ = {k: v() if callable(v) else v for k, v in self.presets[preset].items()}  # models chosen by tag
-        base = make_config(self.config_cls, preset_)
+        base = make_config(self.config_cls, preset_, check=False)
         return make_config(self.config_cls, overrides, base=base)

@@ -6,9 +6,11 @@ import pandas as pd
 import streamlit as st
 
 from core.charts import long_range as charts
+from core.charts import real_text as text_charts
 from core.config import make_config
-from core.experiments import gradient_reach, long_range
+from core.experiments import gradient_reach, long_range, real_text, text_race
 from core.findings import listing, verdicts
+from core.findings import real_text as text_findings
 from core.models import registry
 from core.offline import checkpoints as ck
 from core.training import tasks
@@ -162,3 +164,92 @@ TRAIN = ui.Section(
     special=train_notes,
 )
 ui.section_ui(tr, TRAIN, prediction=prediction)
+
+
+# ---- 4 · real text: the shipped byte-level models read per position --------------------------------------------
+def scale_note(tr, view):
+    """Where the Transformer did not come out alone ahead on far context, the measured reason: its training curve
+    was still falling fastest when training stopped."""
+    verdict = verdicts.long_range_text(view.primary)
+    falling = text_findings.still_falling(view.primary)
+    att, _ = text_findings.pair(falling["model"]) if len(falling) else (None, None)
+    if verdict is not None and verdict.option != 0 and att is not None:
+        fastest = falling.groupby("model")["fall"].min().idxmax()
+        if fastest == att:
+            st.info(tr("long_range.text.blocked"))
+
+
+TEXT = ui.Section(
+    f"{PAGE}:text",
+    real_text.EXPERIMENT,
+    ("models", "seeds", "measures", "windows", "window", "tail", "device"),
+    text="long_range.text",
+    question="long_range.text",
+    verdict=verdicts.long_range_text,
+    takeaways=real_text.EXPERIMENT.takeaways,
+    charts=(
+        (ui.both(text_charts.position_chart),),
+        (ui.both(text_charts.context_chart), ui.both(text_charts.recall_chart)),
+        (ui.both(text_charts.curves_chart),),
+    ),
+    method="long_range.text",
+    special=scale_note,
+)
+ui.section_ui(tr, TEXT)
+
+
+# ---- 5 · your own text, read by the shipped models --------------------------------------------------------------
+@st.cache_data(show_spinner=False, max_entries=16)  # bounded: every visitor's text would stay in memory
+def own_frame(data: bytes):
+    return real_text.own_text(data, text_findings.pair(real_text.EXPERIMENT.config("quick").models))
+
+
+ui.heading_ui(tr, "long_range.own")
+limit = real_text.OWN_MAX_BYTES
+with st.form(f"form:{PAGE}:own"):
+    pasted = st.text_area(
+        tr("long_range.own.input", limit=f"{limit:,}"), real_text.SAMPLE_TEXT, key=f"w:{PAGE}:own", height=200
+    )
+    st.form_submit_button(tr("long_range.own.read"))
+data = pasted.encode("utf-8")
+if not data.strip():
+    st.info(tr("long_range.own.empty"))
+elif len(data) > limit:
+    st.error(tr("long_range.own.too_long", n=f"{len(data):,}", limit=f"{limit:,}"))
+else:
+    try:
+        own = own_frame(data)
+    except ck.files.DamagedFile as err:
+        ui.file_problem_ui(tr, err.problem)
+    else:
+        att, rec = text_findings.pair(real_text.EXPERIMENT.config("quick").models)
+        grid = text_charts.text_grid(list(own["char"]))
+        for name in (rec, att):
+            bits = own[name].mean()
+            ui.chart_ui(text_charts.surprise_chart(grid, own[name].fillna(0), tr("long_range.own.row",
+                        model=tr(f"model.{name}"), bits=f"{bits:.2f}")))  # fmt: skip
+        gain = (own[rec] - own[att]).fillna(0)
+        ui.chart_ui(text_charts.surprise_chart(grid, gain, tr("long_range.own.diff_row"), diff=True))
+        scored = own[att].notna()
+        st.markdown(tr("long_range.own.summary", n=f"{len(data):,}", att=tr(f"model.{att}"), rec=tr(f"model.{rec}"),
+                       att_bits=f"{own[att].mean():.2f}", rec_bits=f"{own[rec].mean():.2f}",
+                       share=f"{100 * (gain[scored] > 0).mean():.0f}"))  # fmt: skip
+        st.caption(tr("long_range.own.legend"))
+
+
+# ---- 6 · the race, live: the LSTM and the Transformer from scratch, the same seconds each ----------------------
+def race_cell(both, primary, tr):
+    shipped, _ = ui.reference_ui_data(real_text.EXPERIMENT.name)
+    return text_charts.race_chart(both, shipped, tr)
+
+
+RACE = ui.Section(
+    f"{PAGE}:race",
+    text_race.EXPERIMENT,
+    ("models", "seconds", "window", "lr", "warmup_steps", "device", "seed"),
+    text="long_range.race",
+    takeaways=text_race.EXPERIMENT.takeaways,
+    charts=((race_cell,),),
+    method="long_range.race",
+)
+ui.section_ui(tr, RACE)

@@ -6,9 +6,12 @@
 #   bash scripts/gpu_reference.sh --plan             # print the steps, their limits and the total; run nothing
 #
 # The steps, in the order that matters most, each with its own limit in seconds (the limits add up to 420):
-#   environment 15 + smoke test 40 (together 55: python -m core env, nvidia-smi, the risky paths)
+#   environment 15 + smoke test 30 (together 45: python -m core env, nvidia-smi, the risky paths)
 #   serial 45, attention_cost 55, answers_speed 50, answers_decode 30, checkpoint 25, kv_cache 20,
-#   gradient_reach 20, long_range 50, depth 40, recall_frontier 30
+#   gradient_reach 20, long_range 50, real_text 15, depth 40, recall_frontier 25
+# (real_text only reads the six shipped models, ~6 × 2,600 forward passes of 1,024 bytes: the process's start and
+# reading the standard library are most of its 15 s; they came from the smoke test, which takes ~5 s on this lab's
+# 2-core CPU, and from recall_frontier, last, which also inherits whatever the steps before it leave)
 # Each experiment runs in a process of its own (`python -m core reference`), which writes its rows as they are
 # measured; at its limit it is stopped (its own limit first, then SIGTERM, then SIGKILL at the limit itself), keeps
 # its rows and ends its CSV with a status row ('stopped', the reason in 'note'). A step that finishes early leaves
@@ -30,8 +33,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
 # step:limit, in order; environment and smoke run here, the experiments in one `python -m core reference`
-PLAN="env:15 smoke:40 serial:45 attention_cost:55 answers_speed:50 answers_decode:30 checkpoint:25 kv_cache:20
-gradient_reach:20 long_range:50 depth:40 recall_frontier:30"
+PLAN="env:15 smoke:30 serial:45 attention_cost:55 answers_speed:50 answers_decode:30 checkpoint:25 kv_cache:20
+gradient_reach:20 long_range:50 real_text:15 depth:40 recall_frontier:25"
 
 usage() { echo "usage: bash scripts/gpu_reference.sh OUT_DIR [--device D] [--preset P] | --plan" >&2; exit 2; }
 

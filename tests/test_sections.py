@@ -106,11 +106,11 @@ def test_a_registered_sections_home_finding_is_on_the_home_page(toy):
         i for i, f in enumerate(findings) if "-layer" in f
     )  # the depth page's own finding stays, then the toy's
     assert findings[depth + 1] == toy[0]
-    assert len(findings) == 6
+    assert len(findings) == 7  # five pages, the real-text section and the toy
 
 
 def test_the_home_page_has_no_toy_finding_once_it_is_gone():
     at = app_test(default_timeout=120).run()
     assert not at.exception, at.exception
     findings = _findings(at)
-    assert len(findings) == 5 and not any("the toy read" in f for f in findings)
+    assert len(findings) == 6 and not any("the toy read" in f for f in findings)

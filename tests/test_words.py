@@ -163,7 +163,7 @@ def _reference(name: str):
 
 QUESTION_DATA = {"serial": "serial", "serial.scaling": "scaling", "serial.ckpt": "checkpoint", "long_range": "long_range",
                  "depth": "depth", "attention_cost": "attention_cost", "answers_speed": "answers_speed",
-                 "recall": "recall_frontier"}  # fmt: skip
+                 "recall": "recall_frontier", "long_range.text": "real_text"}  # fmt: skip
 
 
 def rendered(tr) -> dict[str, str]:

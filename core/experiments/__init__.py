@@ -11,16 +11,18 @@ from core.experiments import (
     gradient_reach,
     kv_cache,
     long_range,
+    real_text,
     recall_frontier,
     scaling,
     serial,
+    text_race,
 )
 
 # each under its own name, in this order (the command line's and the reference's)
 EXPERIMENTS = {
     module.EXPERIMENT.name: module.EXPERIMENT
     for module in (serial, scaling, checkpoint, gradient_reach, long_range, depth, attention_cost, kv_cache)
-    + (answers_speed, answers_decode, answers_reach, recall_frontier)
+    + (answers_speed, answers_decode, answers_reach, recall_frontier, real_text, text_race)
 }
 
 

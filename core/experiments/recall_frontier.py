@@ -128,7 +128,7 @@ PRESETS = {
     "tiny": {"tasks": TASKS, "mixers": registry.tagged("recall_frontier:tiny"), "d_models": (8,), "n_pairs": (2,),
              "seq_len": 12, "n_keys": 4, "copy_tokens": 2, "steps": 4, "batch_size": 4, "eval_every": 2,
              "eval_size": 16},
-    # scripts/gpu_reference.sh's preset, for its limit of 30 s on a GPU such as an H200, where these small models
+    # scripts/gpu_reference.sh's preset, for its limit of 25 s on a GPU such as an H200, where these small models
     # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. The quick
     # preset's four models and three runs each (300 steps at most, ending once solved) at ~3-5 ms a training step
     # (~200-300 ops) is ~15 s, ~20 s with the process start; it gets whatever time the steps before it left.

@@ -20,6 +20,7 @@ from core.findings import attention_cost as attention_findings
 from core.findings import checkpoint as checkpoint_findings
 from core.findings import depth as depth_findings
 from core.findings import long_range as long_range_findings
+from core.findings import real_text as text_findings
 from core.findings import recall_frontier as recall_findings
 from core.findings import scaling as scaling_findings
 from core.findings import serial as serial_findings
@@ -205,5 +206,25 @@ def recall(df: pd.DataFrame) -> Verdict | None:
     return Verdict(option, "verdict.recall.measured", values)
 
 
-QUESTIONS = {"serial": serial, "serial.scaling": scaling, "serial.ckpt": checkpoint, "long_range": long_range, "depth": depth,
+def long_range_text(df: pd.DataFrame) -> Verdict | None:
+    """'Which model still gets better after ~100 bytes of context?' (0 only the Transformer, 1 only the LSTM, 2
+    both): a model does when its loss falls by FAR_GAIN_BITS or more from positions [FAR_FROM, 2·FAR_FROM) to the
+    window's last quarter in every seed (core.findings.real_text.verdict_option); neither, or seeds that disagree:
+    no option."""
+    option, gains = text_findings.verdict_option(df) if len(df) else (None, pd.DataFrame())
+    if not len(gains):
+        return None
+    att, rec = text_findings.pair(gains["model"])
+    if att is None or rec is None:
+        return None
+
+    def span(model):
+        return text_findings.span(gains[gains["model"] == model]["gain"])
+
+    values = {"att": span(att), "rec": span(rec), "seeds": gains["seed"].nunique()}
+    return Verdict(option if option in (0, 1, 2) else None, "long_range.text.verdict.measured", values)
+
+
+QUESTIONS = {"serial": serial, "serial.scaling": scaling, "serial.ckpt": checkpoint, "long_range": long_range,
+             "long_range.text": long_range_text, "depth": depth,
              "attention_cost": attention_cost, "answers_speed": answers, "recall": recall}  # fmt: skip

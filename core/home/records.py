@@ -88,6 +88,7 @@ def _scoreboard(name: str) -> Callable:
 register(  # the chapter's pages: their main sections' findings and cells
     Home("serial", ("serial",), _scoreboard("serial_finding"), _scoreboard("serial_cells")),
     Home("long_range", ("long_range", "gradient_reach"), _scoreboard("long_range_finding"), _scoreboard("reach_cells")),
+    Home("long_range:text", ("real_text",), _scoreboard("real_text_finding")),
     Home("depth", ("depth",), _scoreboard("depth_finding")),
     Home("attention_cost", ("attention_cost",), _scoreboard("attention_finding"), _scoreboard("attention_cells")),
     Home("answers", ("answers_speed", "answers_reach"), _scoreboard("answers_finding"), _scoreboard("answers_cells")),

@@ -16,6 +16,7 @@ from core.findings import answers as answers_findings
 from core.findings import attention_cost as attention_findings
 from core.findings import depth as depth_findings
 from core.findings import long_range as long_range_findings
+from core.findings import real_text as real_text_findings
 from core.findings import serial as serial_findings
 from core.findings.long_range import pct
 from core.harness import fit
@@ -201,6 +202,21 @@ def long_range_finding(frames: dict, tr) -> str | None:
         return tr("home.find.reach", reach=_num(r[RECURRENT]["reach"], 3), ratio=_num(r[ATTENTION]["ratio"]),
                   far=r[ATTENTION]["far"])  # fmt: skip
     return None
+
+
+def real_text_finding(frames: dict, tr) -> str | None:
+    """Real text: how far each of the chapter's pair still gained from far context (the numbers its verdict reads)."""
+    gains = real_text_findings.far_gain(frames.get("real_text"))
+    if not len(gains):
+        return None
+    att, rec = real_text_findings.pair(gains["model"])
+    if att is None or rec is None:
+        return None
+
+    def gain(model):
+        return real_text_findings.span(gains[gains["model"] == model]["gain"])
+
+    return tr("home.find.real_text", att=gain(att), rec=gain(rec), seeds=gains["seed"].nunique())
 
 
 def depth_finding(frames: dict, tr) -> str | None:

@@ -30,7 +30,8 @@ ENV = ("device", "device_type", "status")
 # be empty (every `note` of a run that went well) reads as numbers.
 TEXT = ("device", "device_type", "status", "git_commit", "date", "torch_version", "note", "cudnn_version", "tf32",
         "model", "impl", "mixer", "task", "form", "family", "phase", "scheme", "kind", "mode", "dtype", "backend",
-        "requested_backend", "peak_kind", "point", "bptt", "flop_convention", "ratio_base", "fit_flag")  # fmt: skip
+        "requested_backend", "peak_kind", "point", "bptt", "flop_convention", "ratio_base", "fit_flag", "measure",
+        "split", "text")  # fmt: skip
 FLAGS = ("noisy", "above_ceiling", "clipped", "causal", "fits_budget", "hypothetical")
 _TRUE, _FALSE = ("true", "1", "1.0", "yes"), ("false", "0", "0.0", "no")
 # Never blank: the device and status of every row, and in a measured row (status ok) what was measured.

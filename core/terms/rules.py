@@ -22,6 +22,17 @@ BUDGET_FRACTION = 0.5  # the memory guard's budget: this share of the memory fre
 DIVERGED_LOSS_FACTOR = 10.0  # a training loss above this many times a uniform guess's (log V) counts as diverged
 FRESH_PER_CALL = 32 << 20  # a timing whose calls each had this many bytes of fresh pages mapped includes that cost
 UNDERFLOW = 1e-30  # gradients below this have met float32's floor (~1e-38 normal, 1e-45 subnormal) somewhere
+# Real text (core.findings.real_text): a model's effective context is the shortest context whose loss on a window's
+# tail is within this share of its loss with the whole window (Khandelwal et al. 2018 use 1% of perplexity) …
+CONTEXT_WITHIN = 0.01
+# … and a model "still gains from far context" when its loss falls by at least this many bits per byte from
+# positions [FAR_FROM, 2·FAR_FROM) to the window's last quarter, in every seed
+FAR_FROM, FAR_GAIN_BITS = 64, 0.05
+# The recall rule (core.training.text.recall_mask): a copied span of RECALL_SPAN bytes, from more than RECALL_FAR back
+RECALL_SPAN, RECALL_FAR = 8, 64
+# Published positions in tokens are drawn over byte positions at this many bytes a token (GPT-2's BPE averages about
+# four characters a token on English text; a word and its space are about five or six)
+BYTES_PER_TOKEN = 4
 # The GPU width a serial fraction is extrapolated to: an H100 SXM's streaming multiprocessors × warp schedulers each
 # (its independent instruction streams; core.findings.scaling says why this unit and not its CUDA-core lanes)
 GPU_SMS, GPU_SCHEDULERS_PER_SM = 132, 4
@@ -45,5 +56,12 @@ def catalogue_values() -> dict[str, str]:
         "diverged_factor": f"{DIVERGED_LOSS_FACTOR:.0f}",
         "gpu_width": f"{GPU_SMS * GPU_SCHEDULERS_PER_SM}",
         "gpu_sms": f"{GPU_SMS}",
+        "context_within_pct": _pct(CONTEXT_WITHIN),
+        "far_from": f"{FAR_FROM}",
+        "far_to": f"{2 * FAR_FROM}",
+        "far_gain_bits": f"{FAR_GAIN_BITS:.2f}",
+        "recall_span": f"{RECALL_SPAN}",
+        "recall_far": f"{RECALL_FAR}",
+        "bytes_per_token": f"{BYTES_PER_TOKEN}",
         "gpu_schedulers": f"{GPU_SCHEDULERS_PER_SM}",
     }

@@ -23,12 +23,14 @@ from pathlib import Path
 
 import numpy as np
 
+from core.terms.rules import RECALL_FAR, RECALL_SPAN
+
 VOCAB = 256  # one symbol per byte value
 MIN_FILE_BYTES = 2048  # smaller standard-library files (stubs, tiny __init__.py) are left out
 HELD_OUT_EVERY = 20  # a file is held out when crc32 of its relative path is divisible by this
 SKIP_DIRS = frozenset({"test", "tests", "idle_test", "site-packages", "__pycache__"})  # tests and installed packages
 TEXT_DIR_MAX_BYTES = 64 << 20  # a text_dir is read whole: at most this much of it
-SPAN, FAR = 8, 64  # the recall rule: a copied span of SPAN bytes, from more than FAR bytes back
+SPAN, FAR = RECALL_SPAN, RECALL_FAR  # the recall rule: a copied span of SPAN bytes, from more than FAR bytes back
 
 
 def stdlib_root() -> Path:

@@ -1,0 +1,239 @@
+"""What the real-text rows say (core.experiments.real_text): where each model's loss stops falling along the window,
+its effective context, and where the Transformer's lead lives (recall bytes or the rest). Torch-free.
+
+Kaplan et al. 2020 (Fig. 7, §3.2.1): an LSTM matches a Transformer of its size early in the context and plateaus
+after fewer than 100 tokens, while the Transformer keeps improving through its whole context; per-token loss falls
+as a power law in position (App. D.5). Khandelwal et al. 2018: an LSTM language model's effective context is about
+200 word tokens. Theirs are word or BPE tokens, ours bytes (a token of English is ~4 bytes).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from core.findings import listing
+from core.harness.fit import loglog_fit
+from core.models import registry
+from core.models.registry import ATTENTION, RECURRENT
+from core.terms import status
+from core.terms.rules import BYTES_PER_TOKEN, CONTEXT_WITHIN, FAR_FROM, FAR_GAIN_BITS
+
+SAME_SPEED = 0.1  # a race's two models read "about the same bytes a second" when their rates differ by less than this
+FIT_FROM = 8  # the power-law fit reads positions from here on (the first bytes of a window are a different regime)
+# Published marks drawn over our curves: (source, the paper's position in its tokens, its label's key); drawn at
+# BYTES_PER_TOKEN bytes a token (marks(), and the chart's subtitle says so)
+MARKS = (("kaplan", 100, "long_range.text.mark.kaplan"), ("khandelwal", 200, "long_range.text.mark.khandelwal"))
+
+
+def marks(tr) -> pd.DataFrame:
+    """The published marks as rows: x in bytes (tokens × BYTES_PER_TOKEN), the label in the page's language."""
+    return pd.DataFrame([{"source": src, "tokens": n, "x": n * BYTES_PER_TOKEN, "label": tr(key, tokens=n)}
+                         for src, n, key in MARKS])  # fmt: skip
+
+
+def _ok(df: pd.DataFrame, measure: str) -> pd.DataFrame:
+    if df is None or not len(df) or "measure" not in df:
+        return pd.DataFrame(columns=["model", "seed", "measure", "x", "bits_per_byte", "n_bytes", "split", "status"])
+    return df[(df["measure"] == measure) & (df["status"] == status.OK)]
+
+
+def pair(names) -> tuple[str | None, str | None]:
+    """(the Transformer, the LSTM) among `names`: the chapter's representatives of attention and recurrence."""
+    names = list(dict.fromkeys(names))
+    return registry.representative(ATTENTION, names), registry.representative(RECURRENT, names)
+
+
+def far_gain(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, seed): mean bits per byte at positions [FAR_FROM, 2·FAR_FROM) ('early'), over the window's last
+    quarter ('late'), and gain = early − late (positive: the far context still helped)."""
+    pos = _ok(df, "position")
+    rows = []
+    for (model, seed), g in pos.groupby(["model", "seed"], sort=False):
+        W = int(g["x"].max())
+        early = g[(g["x"] >= FAR_FROM) & (g["x"] < 2 * FAR_FROM)]["bits_per_byte"].mean()
+        late = g[g["x"] > 0.75 * W]["bits_per_byte"].mean()
+        rows.append(
+            {"model": model, "seed": int(seed), "early": early, "late": late, "gain": early - late, "window": W}
+        )
+    return pd.DataFrame(rows)
+
+
+def power_law(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, seed): bits ≈ a·x^b fitted over positions x ≥ FIT_FROM; b the exponent (Kaplan's App. D.5)."""
+    pos = _ok(df, "position")
+    rows = []
+    for (model, seed), g in pos.groupby(["model", "seed"], sort=False):
+        g = g[g["x"] >= FIT_FROM]
+        a, b = loglog_fit(g["x"], g["bits_per_byte"])
+        rows.append({"model": model, "seed": int(seed), "a": math.exp(a) if math.isfinite(a) else a, "b": b})
+    return pd.DataFrame(rows)
+
+
+def effective_context(df: pd.DataFrame, within: float = CONTEXT_WITHIN) -> pd.DataFrame:
+    """Per (model, seed): the shortest context x whose tail loss is within `within` of the longest context's
+    (`x_eff`), with that full-context loss (`full`) and the longest x (`longest`)."""
+    ctx = _ok(df, "context")
+    rows = []
+    for (model, seed), g in ctx.groupby(["model", "seed"], sort=False):
+        by_x = g.groupby("x")["bits_per_byte"].mean()
+        longest = by_x.index.max()
+        full = float(by_x[longest])
+        x_eff = min(x for x, v in by_x.items() if v <= full * (1 + within))
+        rows.append({"model": model, "seed": int(seed), "x_eff": int(x_eff), "full": full, "longest": int(longest)})
+    return pd.DataFrame(rows)
+
+
+def recall_split(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, seed): bits per byte on recall bytes and on the others, and how many recall bytes there were."""
+    rs = _ok(df, "recall_split")
+    if not len(rs):
+        return pd.DataFrame()
+    wide = rs.pivot_table(index=["model", "seed"], columns="split", values=["bits_per_byte", "n_bytes"], sort=False)
+    out = pd.DataFrame({"recall": wide[("bits_per_byte", "recall")], "other": wide[("bits_per_byte", "other")],
+                        "n_recall": wide[("n_bytes", "recall")], "n_other": wide[("n_bytes", "other")]})  # fmt: skip
+    return out.reset_index()
+
+
+def verdict_option(df: pd.DataFrame) -> tuple[int | None, pd.DataFrame]:
+    """'Which model still gets better after ~100 bytes of context?' (0 the Transformer, 1 the LSTM, 2 both, 3
+    neither): a model does if its far gain is at least FAR_GAIN_BITS in every seed, does not if below in every seed;
+    None when a seed disagrees. Returns the option and far_gain's rows."""
+    gains = far_gain(df)
+    att, rec = pair(gains["model"]) if len(gains) else (None, None)
+    if att is None or rec is None:
+        return None, gains
+
+    def gains_more(model) -> bool | None:
+        g = gains[gains["model"] == model]["gain"]
+        return True if (g >= FAR_GAIN_BITS).all() else False if (g < FAR_GAIN_BITS).all() else None
+
+    a, r = gains_more(att), gains_more(rec)
+    if a is None or r is None:
+        return None, gains
+    return {(True, False): 0, (False, True): 1, (True, True): 2, (False, False): 3}[(a, r)], gains
+
+
+def span(values, fmt: str = "{:.2f}") -> str:
+    """One number, or 'lo–hi' over the seeds ('lo – hi', spaced, when a bound is negative: a minus sign beside the dash)."""
+    vs = sorted(float(v) for v in values)
+    lo, hi = (fmt.format(v).replace("-", "−") for v in (vs[0], vs[-1]))
+    return lo if len(vs) == 1 or lo == hi else f"{lo} – {hi}" if vs[0] < 0 else f"{lo}–{hi}"
+
+
+def takeaways(df: pd.DataFrame, tr) -> list[str]:
+    out = []
+    gains = far_gain(df)
+    if len(gains):
+        att, rec = pair(gains["model"])
+        parts = [tr("long_range.text.take.gain_part", model=tr(f"model.{m}"), gain=span(g["gain"]),
+                    late=span(g["late"])) for m, g in gains.groupby("model", sort=False)]  # fmt: skip
+        out.append(tr("long_range.text.take.gain", parts=listing(parts, tr), seeds=gains["seed"].nunique()))
+        if att is not None and rec is not None:
+            d = (
+                gains[gains["model"] == att].set_index("seed")["gain"]
+                - gains[gains["model"] == rec].set_index("seed")["gain"]
+            ).dropna()
+            if len(d):
+                key = "more" if (d > 0).all() else "less" if (d < 0).all() else "mixed"
+                out.append(tr(f"long_range.text.take.gain_{key}", att=tr(f"model.{att}"), rec=tr(f"model.{rec}"),
+                              diff=span(d.abs())))  # fmt: skip
+    eff = effective_context(df)
+    if len(eff):
+        parts = [tr("long_range.text.take.context_part", model=tr(f"model.{m}"), x=span(g["x_eff"], "{:,.0f}"))
+                 for m, g in eff.groupby("model", sort=False)]  # fmt: skip
+        out.append(tr("long_range.text.take.context", parts=listing(parts, tr), longest=int(eff["longest"].max())))
+    falling = still_falling(df)
+    if len(falling):
+        parts = [tr("long_range.text.take.falling_part", model=tr(f"model.{m}"), fall=span(g["fall"]),
+                    final=span(g["final"])) for m, g in falling.groupby("model", sort=False)]  # fmt: skip
+        out.append(tr("long_range.text.take.falling", parts=listing(parts, tr),
+                      share=f"{100 * falling['share'].iloc[0]:.0f}"))  # fmt: skip
+    rs = recall_split(df)
+    if len(rs):
+        att, rec = pair(rs["model"])
+        if att is not None and rec is not None:
+            a, r = (rs[rs["model"] == m].set_index("seed") for m in (att, rec))
+            lead_recall, lead_other = (r["recall"] - a["recall"]).dropna(), (r["other"] - a["other"]).dropna()
+            share = float(rs["n_recall"].sum() / (rs["n_recall"].sum() + rs["n_other"].sum()))
+            if len(lead_recall) and len(lead_other):
+                both = pd.concat([lead_recall, lead_other])
+                key, sign = ("recall", 1) if (both > 0).all() else ("recall_behind", -1) if (both < 0).all() else (
+                    "recall_mixed", -1)  # fmt: skip
+                out.append(tr(f"long_range.text.take.{key}", att=tr(f"model.{att}"), rec=tr(f"model.{rec}"),
+                              recall=span(sign * lead_recall), other=span(sign * lead_other),
+                              share=f"{100 * share:.1f}"))  # fmt: skip
+    return out
+
+
+def still_falling(df: pd.DataFrame, last: float = 0.2) -> pd.DataFrame:
+    """Per (model, seed) of the shipped training curves: how far the held-out loss fell over the last `last` share of
+    the bytes trained on (`fall`, bits per byte; positive: it was still falling when training stopped)."""
+    tc = _ok(df, "train_curve")
+    tc = tc[tc["split"] == "heldout"] if len(tc) else tc
+    rows = []
+    for (model, seed), g in tc.groupby(["model", "seed"], sort=False):
+        g = g.sort_values("x")
+        end = g["x"].max()
+        before = g[g["x"] <= (1 - last) * end]
+        if len(before) and len(g) > 1:
+            rows.append({"model": model, "seed": int(seed), "fall": float(before["bits_per_byte"].iloc[-1]
+                         - g["bits_per_byte"].iloc[-1]), "final": float(g["bits_per_byte"].iloc[-1]),
+                         "bytes": float(end), "share": last})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def race_final(df: pd.DataFrame) -> pd.DataFrame:
+    """Per model of a race (core.experiments.text_race): its last held-out loss, seconds, steps and bytes/s."""
+    if df is None or not len(df) or "heldout_bits" not in df:
+        return pd.DataFrame()
+    d = df[df["heldout_bits"].notna()]
+    rows = []
+    for model, g in d.groupby("model", sort=False):
+        g = g.sort_values("seconds")
+        end = g.iloc[-1]
+        rows.append({"model": model, "bits": float(end["heldout_bits"]), "start": float(g.iloc[0]["heldout_bits"]),
+                     "seconds": float(end["seconds"]), "steps": int(end["step"]),
+                     "rate": float(end["bytes"] / end["seconds"]) if end["seconds"] > 0 else math.nan,
+                     "status": str(df[df["model"] == model]["status"].iloc[-1])})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def race_takeaways(df: pd.DataFrame, tr) -> list[str]:
+    """Who is lower after the same seconds, and how many bytes a second each read: computed from the race shown."""
+    f = race_final(df)
+    if not len(f):
+        return []
+    out = [
+        tr(
+            "long_range.race.take.each",
+            parts=listing(
+                [
+                    tr(
+                        "long_range.race.take.part",
+                        model=tr(f"model.{r.model}"),
+                        bits=f"{r.bits:.2f}",
+                        start=f"{r.start:.2f}",
+                        s=f"{r.seconds:.0f}",
+                        steps=f"{r.steps:,}",
+                        rate=f"{r.rate / 1e3:,.1f}",
+                    )
+                    for r in f.itertuples()
+                ],
+                tr,
+            ),
+        )
+    ]
+    att, rec = pair(f["model"])
+    if att is not None and rec is not None:
+        a, r = (f[f["model"] == m].iloc[0] for m in (att, rec))
+        lead = r["bits"] - a["bits"]
+        speed = r["rate"] / a["rate"] if a["rate"] > 0 else math.nan
+        key = "att" if lead > 0 else "rec" if lead < 0 else "tie"
+        if key != "tie" and abs(speed - 1) < SAME_SPEED:
+            key += "_same"
+        said = f"{speed:.2f}" if math.isfinite(speed) else "–"
+        out.append(tr(f"long_range.race.take.lead_{key}", att=tr(f"model.{att}"), rec=tr(f"model.{rec}"),
+                      diff=f"{abs(lead):.2f}", speed=said))  # fmt: skip
+    return out
