@@ -8,7 +8,7 @@ import streamlit as st
 from core.charts import long_range as charts
 from core.charts import real_text as text_charts
 from core.config import make_config
-from core.experiments import gradient_reach, long_range, real_text, text_race
+from core.experiments import gradient_reach, long_range, real_text, text_lm, text_race
 from core.findings import listing, verdicts
 from core.findings import real_text as text_findings
 from core.models import registry
@@ -201,7 +201,7 @@ ui.section_ui(tr, TEXT)
 # ---- 5 · your own text, read by the shipped models --------------------------------------------------------------
 @st.cache_data(show_spinner=False, max_entries=16)  # bounded: every visitor's text would stay in memory
 def own_frame(data: bytes):
-    return real_text.own_text(data, text_findings.pair(real_text.EXPERIMENT.config("quick").models))
+    return real_text.own_text(data, text_findings.pair(text_lm.models()))
 
 
 ui.heading_ui(tr, "long_range.own")
@@ -222,7 +222,7 @@ else:
     except ck.files.DamagedFile as err:
         ui.file_problem_ui(tr, err.problem)
     else:
-        att, rec = text_findings.pair(real_text.EXPERIMENT.config("quick").models)
+        att, rec = text_findings.pair(text_lm.models())
         grid = text_charts.text_grid(list(own["char"]))
         for name in (rec, att):
             bits = own[name].mean()

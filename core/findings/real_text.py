@@ -96,6 +96,17 @@ def recall_split(df: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
+def pair_gains(df: pd.DataFrame) -> dict | None:
+    """The chapter's pair's far gains as the verdict and the home page say them: each model's span over the seeds
+    (`att`, `rec`, text), the seeds counted, and far_gain's rows; None without both models."""
+    gains = far_gain(df)
+    att, rec = pair(gains["model"]) if len(gains) else (None, None)
+    if att is None or rec is None:
+        return None
+    said = {role: span(gains[gains["model"] == m]["gain"]) for role, m in (("att", att), ("rec", rec))}
+    return {**said, "seeds": gains["seed"].nunique(), "gains": gains}
+
+
 def verdict_option(df: pd.DataFrame) -> tuple[int | None, pd.DataFrame]:
     """'Which model still gets better after ~100 bytes of context?' (0 the Transformer, 1 the LSTM, 2 both, 3
     neither): a model does if its far gain is at least FAR_GAIN_BITS in every seed, does not if below in every seed;

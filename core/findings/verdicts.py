@@ -211,17 +211,11 @@ def long_range_text(df: pd.DataFrame) -> Verdict | None:
     both): a model does when its loss falls by FAR_GAIN_BITS or more from positions [FAR_FROM, 2·FAR_FROM) to the
     window's last quarter in every seed (core.findings.real_text.verdict_option); neither, or seeds that disagree:
     no option."""
-    option, gains = text_findings.verdict_option(df) if len(df) else (None, pd.DataFrame())
-    if not len(gains):
+    said = text_findings.pair_gains(df) if len(df) else None
+    if said is None:
         return None
-    att, rec = text_findings.pair(gains["model"])
-    if att is None or rec is None:
-        return None
-
-    def span(model):
-        return text_findings.span(gains[gains["model"] == model]["gain"])
-
-    values = {"att": span(att), "rec": span(rec), "seeds": gains["seed"].nunique()}
+    option, _ = text_findings.verdict_option(df)
+    values = {k: said[k] for k in ("att", "rec", "seeds")}
     return Verdict(option if option in (0, 1, 2) else None, "long_range.text.verdict.measured", values)
 
 

@@ -206,17 +206,10 @@ def long_range_finding(frames: dict, tr) -> str | None:
 
 def real_text_finding(frames: dict, tr) -> str | None:
     """Real text: how far each of the chapter's pair still gained from far context (the numbers its verdict reads)."""
-    gains = real_text_findings.far_gain(frames.get("real_text"))
-    if not len(gains):
+    said = real_text_findings.pair_gains(frames.get("real_text"))
+    if said is None:
         return None
-    att, rec = real_text_findings.pair(gains["model"])
-    if att is None or rec is None:
-        return None
-
-    def gain(model):
-        return real_text_findings.span(gains[gains["model"] == model]["gain"])
-
-    return tr("home.find.real_text", att=gain(att), rec=gain(rec), seeds=gains["seed"].nunique())
+    return tr("home.find.real_text", att=said["att"], rec=said["rec"], seeds=said["seeds"])
 
 
 def depth_finding(frames: dict, tr) -> str | None:
