@@ -231,9 +231,11 @@ else:
         gain = (own[rec] - own[att]).fillna(0)
         ui.chart_ui(text_charts.surprise_chart(grid, gain, tr("long_range.own.diff_row"), diff=True))
         scored = own[att].notna()
-        st.markdown(tr("long_range.own.summary", n=f"{len(data):,}", att=tr(f"model.{att}"), rec=tr(f"model.{rec}"),
-                       att_bits=f"{own[att].mean():.2f}", rec_bits=f"{own[rec].mean():.2f}",
-                       share=f"{100 * (gain[scored] > 0).mean():.0f}"))  # fmt: skip
+        if ui.revealed_now():  # the summary waits behind the question, as the shaded rows above it do
+            said = tr("long_range.own.summary", n=f"{len(data):,}", att=tr(f"model.{att}"), rec=tr(f"model.{rec}"),
+                      att_bits=f"{own[att].mean():.2f}", rec_bits=f"{own[rec].mean():.2f}",
+                      share=f"{100 * (gain[scored] > 0).mean():.0f}")  # fmt: skip
+            st.markdown(said)
         st.caption(tr("long_range.own.legend"))
 
 
