@@ -28,11 +28,6 @@ def _live_tensors() -> int:
     return sum(1 for o in gc.get_objects() if isinstance(o, torch.Tensor))
 
 
-def _rss_mib() -> float:
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
-
-
 # ---- memory ---------------------------------------------------------------------------------------------------
 def test_counting_saved_bytes_keeps_no_tensor_alive():
     q = torch.randn(1, 2, 64, 8, requires_grad=True)

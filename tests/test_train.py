@@ -64,3 +64,11 @@ def test_clipping_caps_the_update_and_warm_up_ramps_the_rate():
     assert [train_loop.lr_at(s, 1.0, 4) for s in (1, 2, 4, 5)] == [0.25, 0.5, 1.0, 1.0]
     moved = sum(((p - b) ** 2).sum() for p, b in zip(model.parameters(), before))
     assert moved > 0
+
+
+def test_past_the_step_count_and_the_rate_every_setting_is_named():
+    """Given by position, a field added in the middle once shifted depth's clip into the decay (nothing was clipped):
+    the spec takes its settings by name only."""
+    with pytest.raises(TypeError):
+        train_loop.TrainSpec(10, 0.1, "adam", 0, 1.0)
+    assert train_loop.TrainSpec(10, 0.1, clip=1.0).decay_to == 1.0

@@ -199,8 +199,9 @@ def train(
         reported[0] += steps_done
 
     spec = train_loop.TrainSpec(
-        cfg.steps, cfg.lr, "adam", warmup, cfg.clip, train_loop.loss_bound(cfg.vocab_size), CHUNK_STEPS, CHUNK_SECONDS
-    )
+        cfg.steps, cfg.lr, optimizer="adam", warmup_steps=warmup, clip=cfg.clip,
+        max_loss=train_loop.loss_bound(cfg.vocab_size), chunk_steps=CHUNK_STEPS, chunk_seconds=CHUNK_SECONDS,
+    )  # fmt: skip
     out = train_loop.train(model, batch, lm_loss, spec, on_step, on_chunk)
     if out.status == status.DIVERGED and report is not None:  # its remaining steps will never come: count them done
         row = {"step": out.steps, "lr_now": train_loop.lr_at(out.steps, cfg.lr, warmup), "layer": math.nan,

@@ -213,7 +213,7 @@ def train_chunks(model, sample, V: int, cfg, base: dict, emit, stop_at: float | 
         return stop
 
     spec = train_loop.TrainSpec(
-        cfg.steps, cfg.lr, "adamw", clip=1.0, max_loss=train_loop.loss_bound(V), chunk_steps=cfg.eval_every
+        cfg.steps, cfg.lr, optimizer="adamw", clip=1.0, max_loss=train_loop.loss_bound(V), chunk_steps=cfg.eval_every
     )
     out = train_loop.train(model, batch, query_loss, spec, lambda s: losses.append(s.loss), on_chunk)
     if out.status == status.DIVERGED:

@@ -76,8 +76,9 @@ def train(name: str, spec: dict = SPEC, log=None) -> tuple[torch.nn.Module, dict
 
     t0 = time.perf_counter()
     plan = train_loop.TrainSpec(
-        spec["steps"], spec["lr"], "adamw", clip=1.0, max_loss=train_loop.loss_bound(V), chunk_steps=spec["steps"]
-    )
+        spec["steps"], spec["lr"], optimizer="adamw", clip=1.0, max_loss=train_loop.loss_bound(V),
+        chunk_steps=spec["steps"],
+    )  # fmt: skip
     out = train_loop.train(model, batch, query_loss, plan, on_step)
     if out.status != status.OK:
         raise RuntimeError(f"{name}: training diverged ({out.note}); nothing was written")

@@ -71,7 +71,7 @@ def train_one(name: str, seed: int, spec: dict = text_lm.TRAIN, eval_every: int 
         curve.append(point)
 
     plan = train_loop.TrainSpec(
-        spec["steps"], spec["lr"], "adamw", warmup_steps=spec["warmup_steps"], decay_to=spec["decay_to"],
+        spec["steps"], spec["lr"], optimizer="adamw", warmup_steps=spec["warmup_steps"], decay_to=spec["decay_to"],
         clip=spec["clip"], max_loss=train_loop.loss_bound(text.VOCAB), chunk_steps=CURVE_EVERY,
     )  # fmt: skip
     with torch_threads(spec["threads"]):

@@ -24,6 +24,7 @@ from core.terms.rules import DIVERGED_LOSS_FACTOR
 class TrainSpec:
     steps: int
     lr: float
+    _: dataclasses.KW_ONLY  # the rest by name: placed by position, a new field once shifted depth's clip into decay_to
     optimizer: str = "adam"  # 'adam' or 'adamw' (PyTorch's defaults otherwise)
     warmup_steps: int = 0  # linear warm-up from lr/warmup to lr over these steps; 0 = none
     clip: float = 0.0  # clip the global gradient norm to this; 0 = no clipping
