@@ -98,32 +98,24 @@ def recall_split(df: pd.DataFrame) -> pd.DataFrame:
 
 def pair_gains(df: pd.DataFrame) -> dict | None:
     """The chapter's pair's far gains as the verdict and the home page say them: each model's span over the seeds
-    (`att`, `rec`, text), the seeds counted, and far_gain's rows; None without both models."""
+    (`att`, `rec`, text), the seeds counted, far_gain's rows, and the question's option ('Which model still gets
+    better after ~100 bytes of context?', 0 the Transformer, 1 the LSTM, 2 both, 3 neither: a model does if its far
+    gain is at least FAR_GAIN_BITS in every seed, does not if below in every seed; None when a seed disagrees).
+    None without both models."""
     gains = far_gain(df)
     att, rec = pair(gains["model"]) if len(gains) else (None, None)
     if att is None or rec is None:
         return None
-    said = {role: span(gains[gains["model"] == m]["gain"]) for role, m in (("att", att), ("rec", rec))}
-    return {**said, "seeds": gains["seed"].nunique(), "gains": gains}
+    of = {role: gains[gains["model"] == m]["gain"] for role, m in (("att", att), ("rec", rec))}
 
-
-def verdict_option(df: pd.DataFrame) -> tuple[int | None, pd.DataFrame]:
-    """'Which model still gets better after ~100 bytes of context?' (0 the Transformer, 1 the LSTM, 2 both, 3
-    neither): a model does if its far gain is at least FAR_GAIN_BITS in every seed, does not if below in every seed;
-    None when a seed disagrees. Returns the option and far_gain's rows."""
-    gains = far_gain(df)
-    att, rec = pair(gains["model"]) if len(gains) else (None, None)
-    if att is None or rec is None:
-        return None, gains
-
-    def gains_more(model) -> bool | None:
-        g = gains[gains["model"] == model]["gain"]
+    def gains_more(g) -> bool | None:
         return True if (g >= FAR_GAIN_BITS).all() else False if (g < FAR_GAIN_BITS).all() else None
 
-    a, r = gains_more(att), gains_more(rec)
-    if a is None or r is None:
-        return None, gains
-    return {(True, False): 0, (False, True): 1, (True, True): 2, (False, False): 3}[(a, r)], gains
+    a, r = gains_more(of["att"]), gains_more(of["rec"])
+    option = None if a is None or r is None else {(True, False): 0, (False, True): 1, (True, True): 2,
+                                                  (False, False): 3}[(a, r)]  # fmt: skip
+    return {**{role: span(g) for role, g in of.items()}, "seeds": gains["seed"].nunique(), "gains": gains,
+            "option": option}  # fmt: skip
 
 
 def span(values, fmt: str = "{:.2f}") -> str:
