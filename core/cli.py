@@ -175,6 +175,7 @@ def parser() -> argparse.ArgumentParser:
     tx.add_argument("--seeds", nargs="*", help="default: 0 1 (one process per seed trains two at once on 2 cores)")
     tx.add_argument("--steps", default=None, help="training steps per model (default: the shipped spec's)")
     tx.add_argument("--out-dir", default=None)
+    tx.add_argument("--state-dir", default=None, help="where resume states go (default: data/checkpoints/training)")
     return ap
 
 

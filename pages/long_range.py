@@ -166,34 +166,22 @@ TRAIN = ui.Section(
 ui.section_ui(tr, TRAIN, prediction=prediction)
 
 
-# ---- 4 · real text: the shipped byte-level models read per position --------------------------------------------
-def scale_note(tr, view):
-    """Where the Transformer did not come out alone ahead on far context, the measured reason: its training curve
-    was still falling fastest when training stopped."""
-    verdict = verdicts.long_range_text(view.primary)
-    falling = text_findings.still_falling(view.primary)
-    att, _ = text_findings.pair(falling["model"]) if len(falling) else (None, None)
-    if verdict is not None and verdict.option != 0 and att is not None:
-        fastest = falling.groupby("model")["fall"].min().idxmax()
-        if fastest == att:
-            st.info(tr("long_range.text.blocked"))
-
-
+# ---- 4 · real text: copying across distance, the shipped byte-level models beside counting ----------------------
 TEXT = ui.Section(
     f"{PAGE}:text",
     real_text.EXPERIMENT,
-    ("models", "seeds", "measures", "windows", "window", "tail", "device"),
+    ("models", "seeds", "measures", "windows", "window", "tail", "baseline", "device"),
     text="long_range.text",
     question="long_range.text",
     verdict=verdicts.long_range_text,
     takeaways=real_text.EXPERIMENT.takeaways,
     charts=(
+        (ui.both(text_charts.copy_chart),),
         (ui.both(text_charts.position_chart),),
         (ui.both(text_charts.context_chart), ui.both(text_charts.recall_chart)),
         (ui.both(text_charts.curves_chart),),
     ),
     method="long_range.text",
-    special=scale_note,
 )
 ui.section_ui(tr, TEXT)
 

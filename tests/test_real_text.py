@@ -51,13 +51,14 @@ def test_each_position_costs_what_the_hand_computes():
 
 def test_a_cut_off_context_starts_the_positions_again():
     W, tail = 40, 4
-    windows = text_lm.as_tokens(np.full((2, W + 1), ord("z"), dtype=np.uint8))
+    windows = np.full((2, W + 1), ord("z"), dtype=np.uint8)
+    echo = text_lm.model_bits(Echo())
     for x in (0, 8, 16, W - tail):
-        got = text_lm.tail_bits(Echo(), windows, x, tail)
+        got = text_lm.tail_bits(echo, windows, x, tail)
         want = np.mean([f(x + j) for j in range(1, tail + 1)])  # the tail's targets follow x + 1 … x + tail bytes
         assert got.shape == (2,) and float(got[0]) == pytest.approx(want, **TOL)
     with pytest.raises(ValueError, match="^context"):
-        text_lm.tail_bits(Echo(), windows, W - tail + 1, tail)
+        text_lm.tail_bits(echo, windows, W - tail + 1, tail)
     assert text_lm.context_lengths(W, tail) == [0, 8, 16, 32, 36]
 
 
@@ -73,25 +74,88 @@ def test_the_recall_rule_on_hand_made_strings():
     assert not text.recall_mask(b"ABCDEFGHZ" + filler + b"ABCDEFGHQ").any()  # the far match predicts another byte
 
 
-def _rows(gains: dict, xs=range(1, 257)) -> pd.DataFrame:
-    """Position rows: bits = 3 − gain·(x ≥ 128) for each (model, seed)."""
-    return pd.DataFrame([{"model": m, "seed": s, "measure": "position", "x": x, "status": "ok",
-                          "bits_per_byte": 3.0 - (g if x > 192 else 0.0)}
-                         for (m, s), g in gains.items() for x in xs])  # fmt: skip
+def _copy_rows(gains: dict, d: int = 384) -> pd.DataFrame:
+    """Copy rows at one distance: first = 3, repeat = 3 − gain for each (model, seed)."""
+    return pd.DataFrame([{"model": m, "seed": s, "measure": "copy", "x": d, "status": "ok", "split": split,
+                          "bits_per_byte": 3.0 - (g if split == "repeat" else 0.0)}
+                         for (m, s), g in gains.items() for split in ("first", "repeat")])  # fmt: skip
 
 
-def test_the_far_gain_and_the_verdict_read_the_window_last_quarter():
-    df = _rows({("transformer", 0): 0.2, ("transformer", 1): 0.1, ("lstm", 0): 0.0, ("lstm", 1): 0.01})
-    g = findings.far_gain(df).set_index(["model", "seed"])["gain"]
-    assert g["transformer", 0] == pytest.approx(0.2) and g["lstm", 1] == pytest.approx(0.01)
-    v = verdicts.long_range_text(df)
-    assert v.option == 0 and v.values["att"] == "0.10–0.20" and v.values["seeds"] == 2
-    both = _rows({("transformer", 0): 0.2, ("transformer", 1): 0.1, ("lstm", 0): 0.06, ("lstm", 1): 0.3})
+def test_the_copy_verdict_reads_first_minus_repeat_at_the_longest_distance():
+    df = _copy_rows({("transformer", 0): 1.0, ("transformer", 1): 0.6, ("lstm", 0): 0.0, ("lstm", 1): 0.01})
+    near = _copy_rows({("transformer", 0): 0.0, ("transformer", 1): 0.0, ("lstm", 0): 2.0, ("lstm", 1): 2.0}, d=64)
+    g = findings.copy_gain(df).set_index(["model", "seed"])["gain"]
+    assert g["transformer", 0] == pytest.approx(1.0) and g["lstm", 1] == pytest.approx(0.01)
+    v = verdicts.long_range_text(pd.concat([df, near]))  # the LSTM's gain at 64 bytes does not count
+    assert v.option == 0 and v.values["att"] == "3.00 → 2.00–2.40" and v.values["distance"] == 384
+    both = _copy_rows({("transformer", 0): 1.0, ("transformer", 1): 0.6, ("lstm", 0): 0.3, ("lstm", 1): 0.5})
     assert verdicts.long_range_text(both).option == 2
-    split = _rows({("transformer", 0): 0.2, ("transformer", 1): 0.01, ("lstm", 0): 0.0, ("lstm", 1): 0.0})
+    split = _copy_rows({("transformer", 0): 1.0, ("transformer", 1): 0.1, ("lstm", 0): 0.0, ("lstm", 1): 0.0})
     assert verdicts.long_range_text(split).option is None  # the seeds disagree
-    neither = _rows({("transformer", 0): 0.0, ("lstm", 0): 0.0})
+    neither = _copy_rows({("transformer", 0): 0.0, ("lstm", 0): 0.0})
     assert verdicts.long_range_text(neither).option is None
+
+
+def test_the_baseline_sentence_names_who_counting_beats():
+    pos = pd.DataFrame([{"model": m, "seed": 0, "measure": "position", "x": x, "status": "ok", "bits_per_byte": b}
+                        for m, b in (("ngram", 1.8), ("lstm", 1.7), ("transformer", 1.9)) for x in (1, 2)])  # fmt: skip
+    vs = findings.against_baseline(pos).set_index("model")
+    assert vs.loc["lstm", "beats"] and not vs.loc["transformer", "beats"] and vs.loc["lstm", "baseline"] == 1.8
+    assert "Counting still beats Transformer" in findings.takeaways(pos, tr)[0]
+
+
+def test_the_ngram_counts_by_hand():
+    from core.training import ngram
+
+    m = ngram.NGram(2).fit([b"abab"])
+    p_b = (2 + 2 / 256) / (4 + 2)  # unigram: c(b) = 2 of N = 4, two distinct bytes, under a uniform floor
+    p_a = (2 + 2 / 256) / (4 + 2)
+    assert m.probs(b"ab")[0] == pytest.approx((2 + 1 * p_b) / (2 + 1))  # after 'a': 'b' twice, one distinct
+    assert m.probs(b"ba")[0] == pytest.approx((1 + 1 * p_a) / (1 + 1))  # after 'b': 'a' once (the end cuts one)
+    assert m.probs(b"zb")[0] == pytest.approx(p_b)  # an unseen context: the unigram stands
+    assert m.probs(b"a")[0:0].shape == (0,)
+    whole = [ngram.NGram(3).fit([b"abracadabra"]).probs(b"ab" + bytes([c]))[-1] for c in range(256)]
+    assert sum(whole) == pytest.approx(1.0)  # a distribution over the next byte
+    two = ngram.NGram(2).fit([b"xyz", b"abc"])
+    assert two.probs(b"za")[0] == pytest.approx((1 + 6 / 256) / (6 + 6))  # nothing follows 'z' across a file's end
+
+
+class Copier:
+    """A bits function that copies by construction: a byte that the 8 bytes before it predict from an earlier match
+    costs −log₂ 0.999; anything else costs 8 bits."""
+
+    def __call__(self, windows):
+        out = np.full((len(windows), windows.shape[1] - 1), 8.0)
+        for i, w in enumerate(windows):
+            b = bytes(w)
+            for t in range(8, len(b)):
+                s = b.rfind(b[t - 8 : t], 0, t - 1)
+                if s >= 0 and b[s + 8] == b[t]:
+                    out[i, t - 1] = -math.log2(0.999)
+        return out
+
+
+def test_the_copy_probe_on_a_copier_and_on_counting():
+    from core.training import ngram
+
+    _, held = text.stdlib_split()
+    windows = text.offset_windows(held, 256, 4, seed=3)
+    assert text_lm.copy_distances(256) == [64, 128]
+    first, repeat = text_lm.copy_bits(Copier(), windows, 128)
+    # the repeat is nearly free to a copier: it pays only while its 8-byte context still reaches before the span
+    assert float(repeat.mean()) < 1.5 < 5 < float(first.mean())
+    unigram = ngram.NGram(1).fit([bytes(range(256)) * 4, b"hello world"])
+    first, repeat = text_lm.copy_bits(unigram.bits, windows, 128)
+    assert torch.allclose(first, repeat)  # the same bytes, no context used: the same cost
+    with pytest.raises(ValueError, match="^distance"):
+        text_lm.copy_windows(windows, 200)
+
+
+def test_evaluation_windows_are_never_file_heads():
+    texts = [bytes([65 + i]) + bytes(range(97, 123)) * 40 for i in range(5)]  # each file's head byte is unique
+    windows = text.offset_windows(texts, 64, 200, seed=0)
+    assert windows.shape == (200, 65) and not np.isin(windows[:, 0], list(range(65, 70))).any()
+    assert (text.offset_windows(texts, 64, 200, seed=0) == windows).all()  # the same for the same seed
 
 
 def test_the_effective_context_is_the_shortest_within_one_percent():
@@ -172,7 +236,9 @@ def test_the_cosine_decay_ends_at_its_floor():
 def test_the_shipped_models_are_matched_in_size_and_bytes():
     metas = [text_lm.load_meta(m, s) for m in text_lm.models() for s in text_lm.SEEDS]
     assert {m["d_model"] for m in metas} == {text_lm.TRAIN["d_model"]}
-    assert {m["bytes_trained"] for m in metas} == {text_lm.TRAIN["steps"] * 8 * 1024}
+    spec = text_lm.TRAIN
+    assert {m["bytes_trained"] for m in metas} == {spec["steps"] * spec["batch_size"] * spec["window"]}
+    assert spec["steps"] * spec["batch_size"] * spec["window"] >= 16_000_000
     params = [m["params"] for m in metas]
     assert max(params) / min(params) < 1.05 and abs(np.mean(params) - text_lm.PARAM_BUDGET) < 0.05e6
 
@@ -212,4 +278,5 @@ def test_the_tiny_preset_reads_every_measure():
     assert set(df["measure"]) == set(real_text.MEASURES) and (df["status"] == "ok").all()
     pos = df[df["measure"] == "position"]
     assert sorted(pos["x"].unique()) == list(range(1, 257))
-    assert len(findings.effective_context(df)) == 2 and len(findings.recall_split(df)) == 2
+    assert len(findings.effective_context(df)) == 3 and len(findings.recall_split(df)) == 3  # and the baseline
+    assert set(df[df["measure"] == "copy"]["split"]) == {"first", "repeat"}

@@ -303,3 +303,18 @@ def test_a_long_bad_value_is_not_echoed_whole():
     with pytest.raises(ValueError) as err:
         make_config(serial.SerialConfig, {"d_model": "x" * 100_000})
     assert len(str(err.value)) < 200
+
+
+@pytest.mark.slow
+def test_damaged_text_checkpoints_cost_their_section_not_the_page(tmp_path, monkeypatch):
+    from core.experiments import text_lm
+
+    for name in text_lm.models():
+        for seed in text_lm.SEEDS:
+            text_lm.path_for(name, seed, tmp_path).write_bytes(os.urandom(4096))
+    monkeypatch.setattr(text_lm, "CHECKPOINT_DIR", tmp_path)
+    at = _open("pages/long_range.py", {"predict.long_range.text": "show"})
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error if "text\\_" in e.value and ".pt" in e.value]
+    assert errors, [e.value for e in at.error]
+    assert len(at.get("vega_lite_chart")) >= 2  # the sections that need no text model are drawn

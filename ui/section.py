@@ -19,7 +19,7 @@ import streamlit as st
 
 from ui.data import caption_source_ui, chart_ui, gpu_reference, shown_data, status_ui, table_ui, takeaways_ui
 from ui.form import config_form_ui
-from ui.frame import heading_ui, method_ui
+from ui.frame import heading_ui, literal, method_ui
 from ui.live import run_ui
 from ui.predict import Prediction, predict_ui, revealed_now, verdict_ui
 
@@ -113,7 +113,12 @@ def section_ui(tr, s: Section, views: dict | None = None, prediction: Prediction
         st.caption(tr("ui.live_intro"))
     else:
         st.markdown("**" + tr(f"{s.text}.live_header") + "**")
-    live = run_ui(tr, s.experiment, config_form_ui(tr, s.experiment, s.key, list(s.fields)), s.key)
+    try:
+        cfg = config_form_ui(tr, s.experiment, s.key, list(s.fields))
+    except ValueError as err:  # a shipped file the run needs is damaged: it costs this section's run, not the page
+        st.error(tr("ui.bad_input", error=literal(str(err))))
+        cfg = None
+    live = run_ui(tr, s.experiment, cfg, s.key)
     with shown:
         both, primary = view.both, view.primary = shown_data(tr, s.experiment.name, live)
         view.lines = s.takeaways(primary, tr) if s.takeaways and len(primary) else []

@@ -20,9 +20,14 @@ TEXT_COLUMNS = 64  # characters per line of a shaded text; longer lines wrap
 SURPRISE_MAX = 8.0  # bits: the darkest shade (a uniform guess over 256 bytes)
 
 
+BASELINE_COLOR = "#444444"  # the count baseline: dark grey, no model's colour
+
+
 def model_color(models, tr) -> alt.Color:
-    """One colour per model, from its record (as on every page); the legend says each name in the page's language."""
+    """One colour per model, from its record (as on every page), the count baseline grey; the legend says each name
+    in the page's language."""
     domain, colors = registry.colors(list(dict.fromkeys(models)))
+    colors = [BASELINE_COLOR if m == findings.NGRAM else c for m, c in zip(domain, colors)]
     label = "".join(f"datum.label === {json.dumps(m)} ? {json.dumps(tr(f'model.{m}'))} : " for m in domain)
     return alt.Color("model:N", title=None, scale=alt.Scale(domain=domain, range=colors),
                      legend=alt.Legend(labelExpr=label + "datum.label", orient="bottom"))  # fmt: skip
@@ -40,6 +45,27 @@ def _detail(d: pd.DataFrame) -> list:
 def drawn_positions(window: int, most: int = POSITIONS_DRAWN) -> np.ndarray:
     """About `most` positions of 1..window, evenly spaced on a log axis (every one of the first few)."""
     return np.unique(np.geomspace(1, window, most).round().astype(int))
+
+
+def copy_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
+    """Bits per byte on a span's first copy (dashed) and its second (solid) against the distance between them, a
+    line per (model, seed, copy): the section's picture."""
+    d = _measure(df, "copy")
+    if not len(d):
+        return None
+    d = d.assign(copy=d["split"].map(lambda s: tr(f"long_range.text.split.{s}")))
+    order = [tr("long_range.text.split.repeat"), tr("long_range.text.split.first")]
+    x = alt.X("x:Q", scale=alt.Scale(type="log", base=2), title=tr("long_range.text.axis.distance"),
+              axis=alt.Axis(values=sorted(d["x"].unique().tolist()), format="d"))  # fmt: skip
+    y = alt.Y("bits_per_byte:Q", scale=alt.Scale(zero=True), title=tr("long_range.text.axis.bits"))
+    dash = alt.StrokeDash("copy:N", title=None, sort=order, scale=alt.Scale(domain=order, range=[[1, 0], [5, 4]]),
+                          legend=dash_legend(orient="bottom"))  # fmt: skip
+    line = Chart(d).mark_line(point=True, strokeWidth=2).encode(
+        x=x, y=y, color=model_color(d["model"], tr), strokeDash=dash, detail=["seed", "copy"] + _detail(d)[1:],
+        tooltip=tips(d, ["model", "seed", "copy", "x", "bits_per_byte", "n_bytes"]))  # fmt: skip
+    windows = int(d["n_bytes"].max() // 63) if "n_bytes" in d else 0
+    sub = [tr("long_range.text.chart.copy_sub", windows=f"{windows:,}"), device_subtitle(d, tr)]
+    return titled(line, tr("long_range.text.chart.copy"), sub, height=320)
 
 
 def position_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
@@ -131,16 +157,22 @@ def recall_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
 
 
 def curves_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
-    """The shipped models' held-out bits per byte against bytes trained on, a line per (model, seed)."""
+    """The shipped models' held-out bits per byte against bytes trained on (solid), and the copy probe's second copy
+    (dotted), a line per (model, seed, what)."""
     d = _measure(df, "train_curve")
-    d = d[d["split"] == "heldout"] if len(d) else d
+    d = d[d["split"].isin(["heldout", "copy_repeat"])] if len(d) else d
     if not len(d):
         return None
+    d = d.assign(what=d["split"].map({"heldout": tr("long_range.text.curve.heldout"),
+                                      "copy_repeat": tr("long_range.text.curve.copy")}))  # fmt: skip
+    order = [tr("long_range.text.curve.heldout"), tr("long_range.text.curve.copy")]
     x = alt.X("x:Q", title=tr("long_range.text.axis.bytes"), axis=alt.Axis(format="~s"))
     y = alt.Y("bits_per_byte:Q", scale=alt.Scale(zero=False), title=tr("long_range.text.axis.bits"))
-    line = Chart(d).mark_line(point=True, strokeWidth=1.5).encode(
-        x=x, y=y, color=model_color(d["model"], tr), detail=_detail(d),
-        tooltip=tips(d, ["model", "seed", "x", "seconds", "bits_per_byte"]))  # fmt: skip
+    dash = alt.StrokeDash("what:N", title=None, sort=order, scale=alt.Scale(domain=order, range=[[1, 0], [2, 2]]),
+                          legend=dash_legend(orient="bottom"))  # fmt: skip
+    line = Chart(d).mark_line(strokeWidth=1.5).encode(
+        x=x, y=y, color=model_color(d["model"], tr), strokeDash=dash, detail=["seed", "what"] + _detail(d)[1:],
+        tooltip=tips(d, ["model", "seed", "what", "x", "seconds", "bits_per_byte"]))  # fmt: skip
     return titled(line, tr("long_range.text.chart.curves"), tr("long_range.text.chart.curves_sub"))
 
 
@@ -160,7 +192,7 @@ def race_chart(race: pd.DataFrame, shipped: pd.DataFrame, tr) -> alt.Chart | Non
         s = s[(s["split"] == "heldout") & s["model"].isin(models) & (s["seed"] == s["seed"].min())]
         s = s[s["seconds"] <= max(r["seconds"].max() * 1.5, s["seconds"].min() + 1)]
         parts.append(pd.DataFrame({"model": s["model"], "seconds": s["seconds"], "bits": s["bits_per_byte"],
-                                   "line": tr("long_range.race.run_shipped"), "step": s["x"] // (1024 * 8)}))  # fmt: skip
+                                   "line": tr("long_range.race.run_shipped"), "step": None}))  # fmt: skip
     d = pd.concat(parts, ignore_index=True)
     x = alt.X("seconds:Q", title=tr("long_range.text.axis.seconds"))
     y = alt.Y("bits:Q", scale=alt.Scale(zero=False), title=tr("long_range.text.axis.bits"))

@@ -1,21 +1,27 @@
-"""Bottleneck 2 on real text: does a model use its far context? The shipped byte-level models (core.experiments.
-text_lm), read on text none of them trained on, per position (Kaplan et al. 2020, Fig. 7; Khandelwal et al. 2018).
+"""Bottleneck 2 on real text: what a model keeps of something read d bytes ago. The shipped byte-level models
+(core.experiments.text_lm) and the count baseline (core.training.ngram), read on text none of them trained on.
 
-Four measures, one row each per (model, seed, x):
-- `position`: bits per byte at each position x of the window (x bytes of context read), averaged over windows;
+Five measures, one row each per (model, seed, x), every one holding the scored bytes fixed or saying which:
+- `copy`: bits per byte on a span of real text (`split` first) and on the same span repeated x bytes later
+  (`split` repeat), the text around both real too (text_lm.copy_bits). A model that copies pays far less the
+  second time; one whose state has forgotten the span pays the same (Olsson et al. 2022, induction heads);
+- `position`: bits per byte at each position x of windows taken at random offsets in the files (so x is how much
+  context was read, not a place in a file), averaged over windows (Kaplan et al. 2020, Fig. 7);
 - `context`: bits per byte on each window's last `tail` bytes when the model reads only the x bytes before them
   (x = 0, 8, 16, … up to the whole window), from which a model's effective context is read (findings.real_text);
 - `recall_split`: bits per byte on the window's recall bytes (core.training.text.recall_mask: a copy of a span more
   than FAR bytes back predicts them, nothing nearer does) and on all the others, x empty;
-- `train_curve`: the shipped training curves, x = bytes trained on, with the seconds it took (`seconds`) and the
-  split the loss was read on (`split`: train or heldout).
+- `train_curve`: the shipped training curves, x = bytes trained on, with the seconds it took (`seconds`) and what
+  was read (`split`: train, heldout, or the copy probe's copy_first and copy_repeat).
 
-The text: the standard library's held-out files (a fixed rule of their paths), or every UTF-8 file of `text_dir`.
+The baseline's rows have model NGRAM and seed 0 (it has no training curve). The text: the standard library's
+held-out files (a fixed rule of their paths), or every UTF-8 file of `text_dir`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from pathlib import Path
 
@@ -31,11 +37,12 @@ from core.harness.device import DEVICES, environment, resolve_device
 from core.store import files
 from core.store.results import tidy
 from core.terms import status
-from core.training import text
+from core.training import ngram, text
 
 COLUMNS = ("model", "seed", "measure", "x", "bits_per_byte", "n_bytes", "split", "seconds", "text", "window", "tail",
            "status", "note")  # fmt: skip
-MEASURES = ("position", "context", "recall_split", "train_curve")
+MEASURES = ("copy", "position", "context", "recall_split", "train_curve")
+NGRAM = "ngram"  # the `model` of the count baseline's rows
 STDLIB = "stdlib held-out"  # the `text` column for the standard library's held-out files
 
 
@@ -47,6 +54,7 @@ class RealTextConfig:
     windows: int = spec(128, lo=1, hi=4096, help="held-out windows read (each a window of bytes and the next one)")
     window: int = spec(text_lm.TRAIN["window"], lo=128, hi=65536, help="bytes of context per window")
     tail: int = spec(64, lo=8, hi=512, help="context measure: the window's last bytes, scored at every cut-off")
+    baseline: int = spec(ngram.ORDER, lo=0, hi=7, help="the count baseline's order (bytes of context + 1); 0: none")
     text_dir: str = spec("", help="a folder of UTF-8 text files to read instead (empty: the standard library's)")
     checkpoint_dir: str = spec("", help="where the checkpoints are (empty: data/checkpoints)")
     batch_size: int = spec(8, lo=1, hi=256, help="windows per forward pass")
@@ -79,14 +87,10 @@ def shipped_window(folder: Path | None, models, seeds) -> int:
 
 
 PRESETS = {
-    # 48 windows of 1,024 bytes, six models: ~15 s on 2 cores, the process included (scripts/bench_real_text.py)
-    "quick": {"windows": 48},
-    "tiny": {"windows": 2, "window": 256, "seeds": (0,), "tail": 32},  # the command line's and the scripts' tests
-    # scripts/gpu_reference.sh's preset, for its limit of 15 s on a GPU such as an H200: the full preset's reading
-    # (6 models × 256 windows × 10 forward passes of 1,024 bytes, 2 s of work for an H100 at a few % of its peak) in
-    # batches of 64; the process start and reading the standard library (~5 s) are most of it
-    "gpu": {"windows": 256, "batch_size": 64},
-    "full": {"windows": 256},  # the shipped reference: 256 windows, 262,144 bytes of held-out text per model
+    "quick": {"windows": 24, "seeds": (0,)},  # the page's Run: one seed, a few windows (scripts/bench_real_text.py)
+    "tiny": {"windows": 2, "window": 256, "seeds": (0,), "tail": 32, "baseline": 2},  # the CLI's and scripts' tests
+    "gpu": {"windows": 256, "batch_size": 64},  # scripts/gpu_reference.sh's preset: the full reading, larger batches
+    "full": {"windows": 256},  # the shipped reference: 256 windows of held-out text per model
 }
 
 
@@ -113,47 +117,79 @@ def recall_rows(bits: torch.Tensor, masks: np.ndarray) -> list[dict]:
     return out
 
 
+CURVE_SPLITS = {"train": "train_bits", "heldout": "heldout_bits", "copy_first": "copy_first",
+                "copy_repeat": "copy_repeat"}  # fmt: skip
+
+
 def curve_rows(meta: dict) -> list[dict]:
     rows = []
     for point in meta["curve"]:
         p = dict(zip(text_lm.CURVE_FIELDS, point))
-        for split, key in (("train", "train_bits"), ("heldout", "heldout_bits")):
-            if p[key] is not None and math.isfinite(p[key]):
+        for split, key in CURVE_SPLITS.items():
+            if p.get(key) is not None and math.isfinite(p[key]):
                 rows.append({"x": p["bytes"], "seconds": p["seconds"], "split": split, "bits_per_byte": p[key],
                              "n_bytes": p["bytes"]})  # fmt: skip
     return rows
+
+
+def copy_rows(bits_fn, windows: np.ndarray) -> list[dict]:
+    """First occurrence and repeat, one row each per distance (text_lm.copy_distances)."""
+    rows = []
+    for d in text_lm.copy_distances(windows.shape[1] - 1):
+        first, repeat = text_lm.copy_bits(bits_fn, windows, d)
+        n = len(windows) * (text_lm.COPY_SPAN - 1)
+        rows += [{"x": d, "split": "first", "bits_per_byte": float(first.mean()), "n_bytes": n},
+                 {"x": d, "split": "repeat", "bits_per_byte": float(repeat.mean()), "n_bytes": n}]  # fmt: skip
+    return rows
+
+
+@functools.cache
+def counted(order: int) -> ngram.NGram:
+    """The count baseline, counted once per process on the standard library's training files."""
+    return ngram.NGram(order).fit(text.stdlib_split()[0])
+
+
+def read_rows(bits_fn, windows: np.ndarray, masks, measures, xs: list[int], tail: int, meta: dict | None):
+    """(measure, rows) for each measure a bits function can answer (`train_curve` needs a checkpoint's meta)."""
+    bits = None
+    for measure in measures:
+        if measure in ("position", "recall_split") and bits is None:
+            bits = torch.as_tensor(bits_fn(windows))
+        if measure == "position":
+            yield measure, position_rows(bits)
+        elif measure == "recall_split":
+            yield measure, recall_rows(bits, masks)
+        elif measure == "context":
+            yield measure, [{"x": x, "bits_per_byte": float(text_lm.tail_bits(bits_fn, windows, x, tail).mean()),
+                             "n_bytes": len(windows) * tail} for x in xs]  # fmt: skip
+        elif measure == "copy":
+            yield measure, copy_rows(bits_fn, windows)
+        elif meta is not None:
+            yield measure, curve_rows(meta)
 
 
 def run(cfg: RealTextConfig, on_progress=None) -> pd.DataFrame:
     device = resolve_device(cfg.device)
     env = environment(device)
     texts, source = _texts(cfg)
-    windows = text_lm.as_tokens(text.eval_windows(texts, cfg.window, cfg.windows))
-    masks = np.stack([text.recall_mask(w) for w in windows.numpy().astype(np.uint8)]) if len(windows) else None
+    windows = text.offset_windows(texts, cfg.window, cfg.windows, seed=0)
+    masks = np.stack([text.recall_mask(w) for w in windows]) if len(windows) else None
     xs = text_lm.context_lengths(cfg.window, cfg.tail)
-    pairs = [(m, s) for m in cfg.models for s in cfg.seeds]
+    pairs = [(m, s) for m in cfg.models for s in cfg.seeds] + ([(NGRAM, 0)] if cfg.baseline else [])
     out = Rows(len(pairs) * len(cfg.measures), on_progress)
     base_all = {"text": source, "window": cfg.window, "tail": cfg.tail, "status": status.OK, "note": "", **env}
     for name, seed in pairs:
         base = {"model": name, "seed": seed, **base_all}
-        model, meta = text_lm.load(name, seed, cfg.folder())  # checked by the config: damaged since, it fails the run
-        model = model.to(device)
-        bits = None
-        for measure in cfg.measures:
-            if measure in ("position", "recall_split") and bits is None:
-                bits = text_lm.byte_bits(model, windows.to(device), cfg.batch_size)
-            if measure == "position":
-                rows = position_rows(bits)
-            elif measure == "recall_split":
-                rows = recall_rows(bits, masks)
-            elif measure == "context":
-                w = windows.to(device)
-                rows = [{"x": x, "bits_per_byte": float(text_lm.tail_bits(model, w, x, cfg.tail, cfg.batch_size)
-                                                          .double().mean()), "n_bytes": len(windows) * cfg.tail}
-                        for x in xs]  # fmt: skip
-            else:
-                rows = curve_rows(meta)
+        if name == NGRAM:
+            model, meta = counted(cfg.baseline), None
+            bits_fn = model.bits
+        else:  # checked by the config: damaged since, it fails the run
+            model, meta = text_lm.load(name, seed, cfg.folder())
+            bits_fn = text_lm.model_bits(model.to(device), cfg.batch_size, device)
+        for measure, rows in read_rows(bits_fn, windows, masks, cfg.measures, xs, cfg.tail, meta):
             out.add([{**base, "measure": measure, **r} for r in rows], f"{name} seed {seed}: {measure}", advance=1)
+        if meta is None and "train_curve" in cfg.measures:
+            out.add([], f"{name}: no training curve", advance=1)
     return tidy(out.rows, COLUMNS)
 
 

@@ -32,10 +32,10 @@ TAG = "real_text"
 PARAM_BUDGET = 1_000_000  # each model's layer count brings it closest to this many parameters
 SEEDS = (0, 1)
 LN2 = math.log(2.0)
-# The shipped models' training: the same bytes for every model (steps × batch × window), not the same seconds. On
-# this lab's CPU the models differ in speed by up to 1.7×; the question is what each makes of the same text, and
-# seconds on one laptop would answer a question about that laptop. The seconds are recorded beside the bytes.
-TRAIN = {"d_model": 192, "window": 1024, "batch_size": 8, "steps": 1000, "lr": 2e-3, "warmup_steps": 100,
+# The shipped models' recipe, the same for every model: the same bytes (steps × batch × window) in the same windows,
+# not the same seconds, since the question is what each makes of the same text. AdamW, a warm-up, a cosine decay
+# (nanoGPT's), one torch thread per model so two train side by side on two cores.
+TRAIN = {"d_model": 192, "window": 512, "batch_size": 8, "steps": 4000, "lr": 2e-3, "warmup_steps": 100,
          "decay_to": 0.1, "clip": 1.0, "threads": 1}  # fmt: skip
 
 
@@ -44,8 +44,12 @@ def models() -> tuple[str, ...]:
 
 
 def build(name: str, d_model: int, n_layers: int) -> torch.nn.Module:
-    """The language model over bytes: a chapter model as the chapter's pages build it, a mixer as page 5 stacks it."""
+    """The language model over bytes, each family as its own field builds a small one: the chapter's recurrence as
+    the chapter's pages build it (the fused LSTM as it is); attention as small modern Transformers are built (a
+    short causal convolution in front, rotary relative positions); a page-5 mixer as page 5 stacks it."""
     record = registry.get(name)
+    if record.positions:
+        return record.stack(text.VOCAB, Spec(d_model), n_layers, rope=True)
     if CHAPTER in record.tags:
         return record.build(text.VOCAB, d_model, n_layers)
     return record.stack(text.VOCAB, Spec(d_model), n_layers)
@@ -76,7 +80,8 @@ def save(model: torch.nn.Module, meta: dict, path: Path) -> Path:
 # What `load` needs of a checkpoint's meta, and the type each must have (bool is not taken for a number)
 META_TYPES = {"model": str, "seed": int, "d_model": int, "n_layers": int, "window": int, "params": int,
               "steps": int, "batch_size": int, "bytes_trained": int, "train_s": float, "curve": list}  # fmt: skip
-CURVE_FIELDS = ("step", "bytes", "seconds", "train_bits", "heldout_bits")  # one list per point of meta['curve']
+# one list per point of meta['curve']; copy_*: the copy probe (`copy_bits`) at meta['copy_probe'] bytes
+CURVE_FIELDS = ("step", "bytes", "seconds", "train_bits", "heldout_bits", "copy_first", "copy_repeat")
 
 
 def _checked(blob, file: str, name: str) -> tuple[dict, dict]:
@@ -153,6 +158,47 @@ def byte_bits(model: torch.nn.Module, windows: torch.Tensor, batch_size: int = 8
     return torch.cat(out).cpu()
 
 
+COPY_SPAN = 64  # bytes of real text that the copy probe repeats
+
+
+def copy_distances(window: int, span: int = COPY_SPAN) -> list[int]:
+    """Repeat distances span, 2·span, 4·span, … and the longest that leaves the first occurrence `span` bytes of
+    context before it (window − 2·span)."""
+    longest, xs, d = window - 2 * span, [], span
+    while d < longest:
+        xs.append(d)
+        d *= 2
+    return xs + [longest] if longest >= span else xs
+
+
+def copy_windows(windows: np.ndarray, distance: int, span: int = COPY_SPAN) -> np.ndarray:
+    """The windows with their last `span` input bytes replaced by a copy of the `span` bytes `distance` earlier:
+    real text, its span, real text between, the same span again, then the window's real last byte."""
+    end = windows.shape[1] - 1  # the repeat ends at the last input byte
+    start = end - span
+    if not span <= distance <= start:
+        raise ValueError(f"distance: {distance} must be between the span ({span}) and {start}")
+    out = windows.copy()
+    out[:, start:end] = windows[:, start - distance : end - distance]
+    return out
+
+
+def model_bits(model: torch.nn.Module, batch_size: int = 8, device: torch.device | str = "cpu"):
+    """A bits function: (N, L) uint8 windows → (N, L − 1) bits, read by `model` (`byte_bits`)."""
+    return lambda w: byte_bits(model, as_tokens(w, device), batch_size)
+
+
+def copy_bits(bits_fn, windows: np.ndarray, distance: int, span: int = COPY_SPAN):
+    """(first, repeat): (N,) mean bits per byte on a span's first occurrence and on its copy `distance` bytes later,
+    each span's first byte left out (nothing before it says a copy begins). `bits_fn`: see `model_bits`."""
+    end = windows.shape[1] - 1
+    start = end - span
+    bits = torch.as_tensor(bits_fn(copy_windows(windows, distance, span)))  # index j: byte j + 1
+    repeat = bits[:, start : end - 1]
+    first = bits[:, start - distance : end - 1 - distance]
+    return first.double().mean(dim=1), repeat.double().mean(dim=1)
+
+
 def context_lengths(window: int, tail: int) -> list[int]:
     """0, 8, 16, 32, … doubling, and the longest there is (window − tail): how much before the scored tail a
     model is given."""
@@ -163,16 +209,15 @@ def context_lengths(window: int, tail: int) -> list[int]:
     return xs + [window - tail]
 
 
-@torch.no_grad()
-def tail_bits(model: torch.nn.Module, windows: torch.Tensor, x: int, tail: int, batch_size: int = 8) -> torch.Tensor:
+def tail_bits(bits_fn, windows: np.ndarray, x: int, tail: int) -> torch.Tensor:
     """(N,) mean bits per byte on each window's last `tail` target bytes when the model reads only the x bytes before
     them (and the tail's own earlier bytes, causally): the input is the window's last x + tail bytes before its
-    final one, positions counted from 0 there."""
+    final one, positions counted from 0 there. `bits_fn`: see `model_bits`."""
     L = windows.shape[1]  # window + 1 bytes
     if not 0 <= x <= L - 1 - tail:
         raise ValueError(f"context: {x} bytes before a tail of {tail} do not fit a window of {L - 1}")
     cut = windows[:, L - 1 - tail - x :]  # (N, x + tail + 1): the inputs and the last target
-    return byte_bits(model, cut, batch_size)[:, -tail:].mean(dim=1)
+    return torch.as_tensor(bits_fn(cut))[:, -tail:].double().mean(dim=1)
 
 
 def effective_context(losses: dict[int, float], within: float) -> int:

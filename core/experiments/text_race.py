@@ -4,7 +4,7 @@ per byte against seconds of training (beside the shipped models' curves, core.ex
 The models take turns: each trains for about `turn_s` seconds, then the next, until each has trained for `seconds`;
 so a background load that comes and goes falls on all of them alike. Their held-out loss is read after every round
 (not counted in the seconds). Same width, the layer count that brings each nearest 1 M parameters, the same batch,
-window, learning rate and warm-up (text_lm.TRAIN's, at a shorter window: a minute is ~100 steps of 1,024 bytes), and
+window, learning rate and warm-up (text_lm.TRAIN's), and
 no decay: how long a model trains is a clock's business here, not a schedule's.
 """
 
@@ -119,7 +119,7 @@ def run(cfg: TextRaceConfig, on_progress=None) -> pd.DataFrame:
     device = resolve_device(cfg.device)
     base = {"seed": cfg.seed, "window": cfg.window, **environment(device)}
     train_texts, held_texts = text.stdlib_split()
-    held = text_lm.as_tokens(text.eval_windows(held_texts, cfg.window, cfg.eval_windows), device)
+    held = text_lm.as_tokens(text.offset_windows(held_texts, cfg.window, cfg.eval_windows), device)
     runners = [Runner(name, cfg, device, train_texts) for name in cfg.models]
     rounds = math.ceil(cfg.seconds / cfg.turn_s)
     out = Rows(rounds, on_progress)

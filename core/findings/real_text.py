@@ -1,7 +1,9 @@
-"""What the real-text rows say (core.experiments.real_text): where each model's loss stops falling along the window,
-its effective context, and where the Transformer's lead lives (recall bytes or the rest). Torch-free.
+"""What the real-text rows say (core.experiments.real_text): whether each model beats the count baseline, what a
+span's repeat costs against its first occurrence (the copy probe), each model's effective context, and where the
+Transformer's lead lives (recall bytes or the rest). Torch-free.
 
-Kaplan et al. 2020 (Fig. 7, §3.2.1): an LSTM matches a Transformer of its size early in the context and plateaus
+Olsson et al. 2022: once a Transformer forms induction heads, the second occurrence of a span costs a fraction of
+the first; before, "loss largely stops improving around token 50". Kaplan et al. 2020 (Fig. 7, §3.2.1): an LSTM matches a Transformer of its size early in the context and plateaus
 after fewer than 100 tokens, while the Transformer keeps improving through its whole context; per-token loss falls
 as a power law in position (App. D.5). Khandelwal et al. 2018: an LSTM language model's effective context is about
 200 word tokens. Theirs are word or BPE tokens, ours bytes (a token of English is ~4 bytes).
@@ -18,9 +20,10 @@ from core.harness.fit import loglog_fit
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
 from core.terms import status
-from core.terms.rules import BYTES_PER_TOKEN, CONTEXT_WITHIN, FAR_FROM, FAR_GAIN_BITS
+from core.terms.rules import BYTES_PER_TOKEN, CONTEXT_WITHIN, COPY_GAIN_BITS
 
 SAME_SPEED = 0.1  # a race's two models read "about the same bytes a second" when their rates differ by less than this
+NGRAM = "ngram"  # the count baseline's rows (core.experiments.real_text)
 FIT_FROM = 8  # the power-law fit reads positions from here on (the first bytes of a window are a different regime)
 # Published marks drawn over our curves: (source, the paper's position in its tokens, its label's key); drawn at
 # BYTES_PER_TOKEN bytes a token (marks(), and the chart's subtitle says so)
@@ -45,19 +48,33 @@ def pair(names) -> tuple[str | None, str | None]:
     return registry.representative(ATTENTION, names), registry.representative(RECURRENT, names)
 
 
-def far_gain(df: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, seed): mean bits per byte at positions [FAR_FROM, 2·FAR_FROM) ('early'), over the window's last
-    quarter ('late'), and gain = early − late (positive: the far context still helped)."""
+def copy_gain(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, seed, x = distance): bits per byte on the span's first occurrence, on its repeat, and gain =
+    first − repeat (what having read it x bytes earlier saved)."""
+    cp = _ok(df, "copy")
+    if not len(cp):
+        return pd.DataFrame(columns=["model", "seed", "x", "first", "repeat", "gain"])
+    wide = cp.pivot_table(index=["model", "seed", "x"], columns="split", values="bits_per_byte", sort=False)
+    wide = wide.reset_index().rename_axis(None, axis=1)
+    return wide.assign(gain=wide["first"] - wide["repeat"])
+
+
+def longest_copy(df: pd.DataFrame) -> pd.DataFrame:
+    """copy_gain's rows at the longest distance measured."""
+    g = copy_gain(df)
+    return g[g["x"] == g["x"].max()] if len(g) else g
+
+
+def against_baseline(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, seed): mean bits per byte over every position of the windows read (`bits`), the count
+    baseline's on the same windows (`baseline`), and whether the model beats it (`beats`)."""
     pos = _ok(df, "position")
-    rows = []
-    for (model, seed), g in pos.groupby(["model", "seed"], sort=False):
-        W = int(g["x"].max())
-        early = g[(g["x"] >= FAR_FROM) & (g["x"] < 2 * FAR_FROM)]["bits_per_byte"].mean()
-        late = g[g["x"] > 0.75 * W]["bits_per_byte"].mean()
-        rows.append(
-            {"model": model, "seed": int(seed), "early": early, "late": late, "gain": early - late, "window": W}
-        )
-    return pd.DataFrame(rows)
+    if not len(pos) or NGRAM not in set(pos["model"]):
+        return pd.DataFrame(columns=["model", "seed", "bits", "baseline", "beats"])
+    mean = pos.groupby(["model", "seed"], sort=False)["bits_per_byte"].mean().reset_index(name="bits")
+    base = float(mean[mean["model"] == NGRAM]["bits"].mean())
+    out = mean[mean["model"] != NGRAM].assign(baseline=base)
+    return out.assign(beats=out["bits"] < out["baseline"])
 
 
 def power_law(df: pd.DataFrame) -> pd.DataFrame:
@@ -96,26 +113,25 @@ def recall_split(df: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def pair_gains(df: pd.DataFrame) -> dict | None:
-    """The chapter's pair's far gains as the verdict and the home page say them: each model's span over the seeds
-    (`att`, `rec`, text), the seeds counted, far_gain's rows, and the question's option ('Which model still gets
-    better after ~100 bytes of context?', 0 the Transformer, 1 the LSTM, 2 both, 3 neither: a model does if its far
-    gain is at least FAR_GAIN_BITS in every seed, does not if below in every seed; None when a seed disagrees).
-    None without both models."""
-    gains = far_gain(df)
-    att, rec = pair(gains["model"]) if len(gains) else (None, None)
+def pair_copy(df: pd.DataFrame) -> dict | None:
+    """The chapter's pair on the copy probe at the longest distance, as the verdict and the home page say them:
+    each model's first → repeat over the seeds (`att`, `rec`, text), the distance, the seeds counted, and the
+    question's option ('A span repeats x bytes later: which model reads it cheaper the second time?', 0 the
+    Transformer, 1 the LSTM, 2 both: a model does if its gain is at least COPY_GAIN_BITS in every seed, does not if
+    below in every seed; None when a seed disagrees or neither does). None without both models."""
+    g = longest_copy(df)
+    att, rec = pair(g["model"]) if len(g) else (None, None)
     if att is None or rec is None:
         return None
-    of = {role: gains[gains["model"] == m]["gain"] for role, m in (("att", att), ("rec", rec))}
+    of = {role: g[g["model"] == m] for role, m in (("att", att), ("rec", rec))}
 
-    def gains_more(g) -> bool | None:
-        return True if (g >= FAR_GAIN_BITS).all() else False if (g < FAR_GAIN_BITS).all() else None
+    def copies(rows) -> bool | None:
+        return True if (rows["gain"] >= COPY_GAIN_BITS).all() else False if (rows["gain"] < COPY_GAIN_BITS).all() else None
 
-    a, r = gains_more(of["att"]), gains_more(of["rec"])
-    option = None if a is None or r is None else {(True, False): 0, (False, True): 1, (True, True): 2,
-                                                  (False, False): 3}[(a, r)]  # fmt: skip
-    return {**{role: span(g) for role, g in of.items()}, "seeds": gains["seed"].nunique(), "gains": gains,
-            "option": option}  # fmt: skip
+    a, r = copies(of["att"]), copies(of["rec"])
+    option = None if a is None or r is None else {(True, False): 0, (False, True): 1, (True, True): 2}.get((a, r))
+    said = {role: f"{span(rows['first'])} → {span(rows['repeat'])}" for role, rows in of.items()}
+    return {**said, "distance": int(g["x"].max()), "seeds": g["seed"].nunique(), "rows": g, "option": option}
 
 
 def span(values, fmt: str = "{:.2f}") -> str:
@@ -126,23 +142,26 @@ def span(values, fmt: str = "{:.2f}") -> str:
 
 
 def takeaways(df: pd.DataFrame, tr) -> list[str]:
+    """The plain sentence on the baseline first (a model that counting beats has not learned the language), then the
+    copy probe, the effective context, the recall split and whether training had flattened."""
     out = []
-    gains = far_gain(df)
-    if len(gains):
-        att, rec = pair(gains["model"])
-        parts = [tr("long_range.text.take.gain_part", model=tr(f"model.{m}"), gain=span(g["gain"]),
-                    late=span(g["late"])) for m, g in gains.groupby("model", sort=False)]  # fmt: skip
-        out.append(tr("long_range.text.take.gain", parts=listing(parts, tr), seeds=gains["seed"].nunique()))
-        if att is not None and rec is not None:
-            d = (
-                gains[gains["model"] == att].set_index("seed")["gain"]
-                - gains[gains["model"] == rec].set_index("seed")["gain"]
-            ).dropna()
-            if len(d):
-                key = "more" if (d > 0).all() else "less" if (d < 0).all() else "mixed"
-                out.append(tr(f"long_range.text.take.gain_{key}", att=tr(f"model.{att}"), rec=tr(f"model.{rec}"),
-                              diff=span(d.abs())))  # fmt: skip
+    vs = against_baseline(df)
+    if len(vs):
+        parts = [tr("long_range.text.take.base_part", model=tr(f"model.{m}"), bits=span(g["bits"]))
+                 for m, g in vs.groupby("model", sort=False)]  # fmt: skip
+        losers = [tr(f"model.{m}") for m, g in vs.groupby("model", sort=False) if not g["beats"].all()]
+        key = "long_range.text.take.base_all" if not losers else "long_range.text.take.base_some"
+        out.append(tr(key, parts=listing(parts, tr), base=f"{vs['baseline'].iloc[0]:.2f}", losers=listing(losers, tr),
+                      ngram=tr(f"model.{NGRAM}")))  # fmt: skip
+    g = longest_copy(df)
+    g = g[g["model"] != NGRAM] if len(g) else g
+    if len(g):
+        parts = [tr("long_range.text.take.copy_part", model=tr(f"model.{m}"), first=span(r["first"]),
+                    repeat=span(r["repeat"])) for m, r in g.groupby("model", sort=False)]  # fmt: skip
+        out.append(tr("long_range.text.take.copy", parts=listing(parts, tr), d=int(g["x"].max()),
+                      seeds=g["seed"].nunique()))  # fmt: skip
     eff = effective_context(df)
+    eff = eff[eff["model"] != NGRAM] if len(eff) else eff
     if len(eff):
         parts = [tr("long_range.text.take.context_part", model=tr(f"model.{m}"), x=span(g["x_eff"], "{:,.0f}"))
                  for m, g in eff.groupby("model", sort=False)]  # fmt: skip

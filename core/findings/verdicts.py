@@ -207,15 +207,14 @@ def recall(df: pd.DataFrame) -> Verdict | None:
 
 
 def long_range_text(df: pd.DataFrame) -> Verdict | None:
-    """'Which model still gets better after ~100 bytes of context?' (0 only the Transformer, 1 only the LSTM, 2
-    both): a model does when its loss falls by FAR_GAIN_BITS or more from positions [FAR_FROM, 2·FAR_FROM) to the
-    window's last quarter in every seed (core.findings.real_text.pair_gains); neither, or seeds that disagree: no
-    option."""
-    said = text_findings.pair_gains(df) if len(df) else None
+    """'A span repeats x bytes later: which model reads it cheaper the second time?' (0 only the Transformer, 1 only
+    the LSTM, 2 both): a model does when the repeat costs COPY_GAIN_BITS or more less than the first occurrence in
+    every seed (core.findings.real_text.pair_copy); neither, or seeds that disagree: no option."""
+    said = text_findings.pair_copy(df) if len(df) else None
     if said is None:
         return None
-    values = {k: said[k] for k in ("att", "rec", "seeds")}
-    return Verdict(said["option"] if said["option"] in (0, 1, 2) else None, "long_range.text.verdict.measured", values)
+    values = {k: said[k] for k in ("att", "rec", "seeds", "distance")}
+    return Verdict(said["option"], "long_range.text.verdict.measured", values)
 
 
 QUESTIONS = {"serial": serial, "serial.scaling": scaling, "serial.ckpt": checkpoint, "long_range": long_range,

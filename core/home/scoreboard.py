@@ -205,11 +205,11 @@ def long_range_finding(frames: dict, tr) -> str | None:
 
 
 def real_text_finding(frames: dict, tr) -> str | None:
-    """Real text: how far each of the chapter's pair still gained from far context (the numbers its verdict reads)."""
-    said = real_text_findings.pair_gains(frames.get("real_text"))
+    """Real text: what a span's repeat cost the chapter's pair against its first occurrence (the verdict's numbers)."""
+    said = real_text_findings.pair_copy(frames.get("real_text"))
     if said is None:
         return None
-    return tr("home.find.real_text", att=said["att"], rec=said["rec"], seeds=said["seeds"])
+    return tr("home.find.real_text", att=said["att"], rec=said["rec"], seeds=said["seeds"], d=said["distance"])
 
 
 def depth_finding(frames: dict, tr) -> str | None:

@@ -159,13 +159,25 @@ def sdpa(q, k, v, backend: str = "auto", causal: bool = False) -> torch.Tensor:
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
-class SelfAttention(nn.Module):
-    """Multi-head causal self-attention; `impl` is 'sdpa' (fused kernels) or 'naive' (explicit, keeps probs)."""
+def rotary(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+    """Rotary position embedding (Su et al. 2021, RoFormer) of (B, H, T, hs) queries or keys: each pair of channels
+    turned by an angle proportional to its position, so q·k depends on the positions' difference alone."""
+    T, hs = x.shape[-2], x.shape[-1]
+    inv = base ** (-torch.arange(0, hs, 2, device=x.device, dtype=torch.float32) / hs)  # (hs/2,)
+    ang = torch.arange(T, device=x.device, dtype=torch.float32)[:, None] * inv  # (T, hs/2)
+    cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
 
-    def __init__(self, d_model: int, n_heads: int, impl: str = "sdpa", causal: bool = True):
+
+class SelfAttention(nn.Module):
+    """Multi-head causal self-attention; `impl` is 'sdpa' (fused kernels) or 'naive' (explicit, keeps probs);
+    `rope` turns queries and keys by their positions (relative positions, no codes added to the input)."""
+
+    def __init__(self, d_model: int, n_heads: int, impl: str = "sdpa", causal: bool = True, rope: bool = False):
         super().__init__()
         assert d_model % n_heads == 0, "d_model must be divisible by n_heads"
-        self.n_heads, self.causal = n_heads, causal
+        self.n_heads, self.causal, self.rope = n_heads, causal, rope
         self.keeps_probs = impl == "naive"  # the explicit path; its probabilities can be read after a forward
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.proj = nn.Linear(d_model, d_model)
@@ -173,6 +185,8 @@ class SelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         q, k, v = split_heads(self.qkv(x), self.n_heads)  # (B, H, T, hs)
+        if self.rope:
+            q, k = rotary(q), rotary(k)
         if self.keeps_probs:
             y, probs = naive_attention(q, k, v, self.causal)
             self.last_probs = probs.detach()

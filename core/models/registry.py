@@ -151,19 +151,23 @@ class Model:
         make = lambda: self.layer(s, form)
         return LanguageModel(vocab_size, s.d_model, n_layers, make, self.positions, self.final_norm)
 
-    def stack(self, vocab_size: int, spec: Spec, n_layers: int, form: str | None = None) -> nn.Module:
+    def stack(
+        self, vocab_size: int, spec: Spec, n_layers: int, form: str | None = None, rope: bool = False
+    ) -> nn.Module:
         """A deep language model: `n_layers` residual blocks of this mixer with a short convolution in front
         (core.models.stack), the same block for every mixer so the mixer is the only difference: the chapter's
-        fused LSTM as it is, its Transformer as causal softmax attention (sinusoidal positions added)."""
+        fused LSTM as it is, its Transformer as causal softmax attention (sinusoidal positions added, or with
+        `rope` rotary positions inside attention)."""
         from core.models.layers import LanguageModel, SelfAttention
         from core.models.stack import MixerBlock
 
         if self.positions:  # the chapter's attention: attention alone, which has no order of its own
-            make = lambda: SelfAttention(spec.d_model, spec.heads)
+            make = lambda: SelfAttention(spec.d_model, spec.heads, rope=rope)
         else:
             make = lambda: self.layer(spec, form)
         block = lambda: MixerBlock(spec.d_model, make())
-        return LanguageModel(vocab_size, spec.d_model, n_layers, block, positions=self.positions, final_norm=True)
+        sinusoids = self.positions and not rope
+        return LanguageModel(vocab_size, spec.d_model, n_layers, block, positions=sinusoids, final_norm=True)
 
     def stack_state_floats(self, n: int, spec: Spec, n_layers: int) -> int:
         """Numbers a `stack` keeps per sequence between tokens after n tokens: every layer's state (for attention

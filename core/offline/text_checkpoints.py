@@ -2,11 +2,15 @@
 
 Each model tagged `real_text` (core.experiments.text_lm) learns to predict the next byte of the standard library's
 training files, for the same number of bytes (TRAIN's steps × batch × window), on one torch thread, with AdamW, a
-linear warm-up and a cosine decay (a Transformer trained here with no warm-up learned nothing in 7 minutes).
-Every 10 steps the curve records the bytes read, the seconds spent training and the mean training loss; every
-`eval_every` steps, and before the first, the loss on EVAL_WINDOWS held-out windows too (not counted in the
-seconds). Two processes of one thread each, one per seed, are the fair way to train on 2 cores: `--seeds 0` in one,
-`--seeds 1` in the other.
+linear warm-up and a cosine decay. Every CURVE_EVERY steps the curve records the bytes read, the seconds spent
+training and the mean training loss; every `eval_every` steps, and before the first, the held-out loss on windows at
+random offsets and the copy probe (text_lm.copy_bits at the longest distance), not counted in the seconds.
+
+A run resumes: every `save_every` steps it writes its whole state (float32 weights, the optimiser, the curve, the
+step) to STATE_DIR, git-ignored; the training windows of step s are a function of (seed, s), so a resumed run reads
+what an unbroken one would have. At each evaluation the half-precision checkpoint is written too, its meta saying
+how far it got (`bytes_trained`) and how far it is going (`planned_steps`). Two processes of one thread each, one
+per seed, are the fair way to train on 2 cores: `--seeds 0` in one, `--seeds 1` in the other.
 """
 
 from __future__ import annotations
@@ -24,80 +28,123 @@ import torch.nn.functional as F
 from core.experiments import text_lm
 from core.harness.device import torch_threads
 from core.models.layers import n_params
-from core.terms import status
 from core.training import loop as train_loop
 from core.training import text
 
 EVAL_WINDOWS = 32  # held-out windows scored along the way (the shipped reference scores many more)
 CURVE_EVERY = 10  # steps between curve points
+STATE_DIR = text_lm.CHECKPOINT_DIR / "training"  # resume states, git-ignored
 
 
-def _bits_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+def state_path(name: str, seed: int, folder: Path | None = None) -> Path:
+    return Path(folder or STATE_DIR) / f"text_{name}_seed{seed}.state.pt"
 
 
-def train_one(name: str, seed: int, spec: dict = text_lm.TRAIN, eval_every: int = 100, log=None):
-    """Train one model from scratch; (model, meta) with its curve. RuntimeError if it diverges."""
+def _save_atomic(blob: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save(blob, tmp)
+    tmp.replace(path)
+
+
+def train_one(
+    name: str,
+    seed: int,
+    spec: dict = text_lm.TRAIN,
+    eval_every: int = 200,
+    save_every: int = 50,
+    log=None,
+    state_dir: Path | None = None,
+    out_dir: Path | None = None,
+):
+    """Train one model, resuming from its saved state if there is one; (model, meta). RuntimeError if it diverges."""
     train_texts, held_texts = text.stdlib_split()
-    W, B = spec["window"], spec["batch_size"]
+    W, B, steps = spec["window"], spec["batch_size"], spec["steps"]
     sampler = text.Sampler(train_texts, W, seed)
-    held = text_lm.as_tokens(text.eval_windows(held_texts, W, EVAL_WINDOWS))
+    held = text.offset_windows(held_texts, W, EVAL_WINDOWS, seed=0)
+    probe = max(text_lm.copy_distances(W))
     n_layers = text_lm.n_layers_for(name, spec["d_model"])
     torch.manual_seed(seed)
     model = text_lm.build(name, spec["d_model"], n_layers)
+    opt = torch.optim.AdamW(model.parameters(), lr=spec["lr"])
+    spath = state_path(name, seed, state_dir)
+    curve: list[list] = []
+    step, train_s = 0, 0.0
+    if spath.exists():
+        state = torch.load(spath, map_location="cpu", weights_only=True)
+        if state["spec"] != dict(spec):
+            raise ValueError(f"{spath.name}: saved with another recipe; delete it to start again")
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        curve, step, train_s = state["curve"], state["step"], state["train_s"]
+        if log:
+            log(f"{name} seed {seed}: resumed at step {step}/{steps}")
 
-    def heldout() -> float:
+    def evaluate() -> tuple[float, float, float]:
         model.eval()
-        bits = float(text_lm.byte_bits(model, held).mean())
+        bits = float(text_lm.byte_bits(model, text_lm.as_tokens(held)).mean())
+        first, repeat = text_lm.copy_bits(text_lm.model_bits(model), held, probe)
         model.train()
-        return bits
+        return bits, float(first.mean()), float(repeat.mean())
 
-    curve = [[0, 0, 0.0, math.nan, heldout()]]
+    def meta() -> dict:
+        return {
+            "model": name, "seed": seed, "n_layers": n_layers, "params": n_params(model),
+            "bytes_trained": max(step, 1) * B * W, "train_s": train_s, "curve": curve, "planned_steps": steps,
+            "copy_probe": probe,
+            "corpus": f"Python {platform.python_version()} standard library, {len(train_texts)} files for training, "
+            f"{len(held_texts)} held out (crc32(path) % {text.HELD_OUT_EVERY} == 0)",
+            "torch_version": str(torch.__version__), "cpu": platform.processor() or platform.machine(),
+            "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            **spec, "steps": max(step, 1),
+        }  # fmt: skip
+
+    def save_state() -> None:
+        _save_atomic({"model": model.state_dict(), "optimizer": opt.state_dict(), "curve": curve, "step": step,
+                      "train_s": train_s, "spec": dict(spec)}, spath)  # fmt: skip
+
+    if not curve:
+        curve.append([0, 0, 0.0, math.nan, *evaluate()])
+    bound = train_loop.loss_bound(text.VOCAB)
     losses: list[float] = []
-
-    def batch():
-        xy = text_lm.as_tokens(sampler.batch(B))
-        return xy[:, :-1], xy[:, 1:]
-
-    def on_chunk(steps_done: int, train_s: float):
-        step = curve[-1][0] + steps_done
-        point = [step, step * B * W, round(train_s, 3), sum(losses) / len(losses) / text_lm.LN2, math.nan]
-        losses.clear()
-        if step % eval_every == 0 or step == spec["steps"]:
-            point[4] = heldout()
-            if log is not None:
-                log(f"{name} seed {seed}: step {step}/{spec['steps']}, {train_s:.0f} s, train {point[3]:.3f}, "
-                    f"held-out {point[4]:.3f} bits per byte")  # fmt: skip
-        curve.append(point)
-
-    plan = train_loop.TrainSpec(
-        spec["steps"], spec["lr"], optimizer="adamw", warmup_steps=spec["warmup_steps"], decay_to=spec["decay_to"],
-        clip=spec["clip"], max_loss=train_loop.loss_bound(text.VOCAB), chunk_steps=CURVE_EVERY,
-    )  # fmt: skip
+    model.train()
     with torch_threads(spec["threads"]):
-        out = train_loop.train(model, batch, _bits_loss, plan, lambda s: losses.append(s.loss), on_chunk)
-    if out.status != status.OK:
-        raise RuntimeError(f"{name} seed {seed}: training diverged ({out.note}); nothing was written")
-    meta = {
-        "model": name,
-        "seed": seed,
-        "n_layers": n_layers,
-        "params": n_params(model),
-        "bytes_trained": spec["steps"] * B * W,
-        "train_s": out.train_s,
-        "curve": curve,
-        "corpus": f"Python {platform.python_version()} standard library, {len(train_texts)} files for training, "
-        f"{len(held_texts)} held out (crc32(path) % {text.HELD_OUT_EVERY} == 0)",
-        "torch_version": str(torch.__version__),
-        "cpu": platform.processor() or platform.machine(),
-        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        **spec,
-    }
-    return model.eval(), meta
+        while step < steps:
+            t0 = time.perf_counter()
+            step += 1
+            for group in opt.param_groups:
+                group["lr"] = train_loop.lr_at(step, spec["lr"], spec["warmup_steps"], steps, spec["decay_to"])
+            xy = text_lm.as_tokens(sampler.batch(B, step))
+            logits = model(xy[:, :-1])
+            loss = F.cross_entropy(logits.reshape(-1, text.VOCAB), xy[:, 1:].reshape(-1))
+            loss_v = float(loss.detach())
+            if not math.isfinite(loss_v) or loss_v > bound:
+                raise RuntimeError(f"{name} seed {seed}: training diverged at step {step} (loss {loss_v:.3g})")
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), spec["clip"])
+            opt.step()
+            train_s += time.perf_counter() - t0
+            losses.append(loss_v)
+            if step % CURVE_EVERY == 0 or step == steps:
+                point = [step, step * B * W, round(train_s, 3), sum(losses) / len(losses) / text_lm.LN2]
+                losses.clear()
+                evals = evaluate() if step % eval_every == 0 or step == steps else (math.nan,) * 3
+                curve.append(point + list(evals))
+                if not math.isnan(evals[0]):
+                    text_lm.save(model, meta(), text_lm.path_for(name, seed, out_dir))
+                    if log:
+                        log(f"{name} seed {seed}: step {step}/{steps}, {train_s:.0f} s, train {point[3]:.3f}, "
+                            f"held-out {evals[0]:.3f}, copy at {probe} bytes {evals[1]:.3f} → {evals[2]:.3f} "
+                            "bits per byte")  # fmt: skip
+            if step % save_every == 0 or step == steps:
+                save_state()
+    return model.eval(), meta()
 
 
 def cli(args) -> int:
-    """`python -m core text-checkpoints [--models M …] [--seeds S …] [--steps N] [--out-dir DIR]`."""
+    """`python -m core text-checkpoints [--models M …] [--seeds S …] [--steps N] [--out-dir DIR] [--state-dir DIR]`:
+    trains (or resumes) each model for each seed."""
     spec = dict(text_lm.TRAIN)
     if args.steps is not None:
         if not str(args.steps).isdigit() or int(args.steps) < 1:
@@ -114,6 +161,7 @@ def cli(args) -> int:
             raise ValueError(f"--seeds: {s!r} must be a non-negative integer")
         seeds.append(int(s))
     folder = Path(args.out_dir) if args.out_dir else None
+    state_dir = Path(args.state_dir) if getattr(args, "state_dir", None) else None
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -121,7 +169,7 @@ def cli(args) -> int:
     for seed in seeds:
         for name in names:
             t0 = time.perf_counter()
-            model, meta = train_one(name, seed, spec, log=log)
+            model, meta = train_one(name, seed, spec, log=log, state_dir=state_dir, out_dir=folder)
             path = text_lm.save(model, meta, text_lm.path_for(name, seed, folder))
             log(f"{name} seed {seed}: {meta['params']:,} parameters, {meta['n_layers']} layers, "
                 f"{time.perf_counter() - t0:.0f} s; {path.stat().st_size / 1024:.0f} KiB → {path}")  # fmt: skip

@@ -25,9 +25,9 @@ UNDERFLOW = 1e-30  # gradients below this have met float32's floor (~1e-38 norma
 # Real text (core.findings.real_text): a model's effective context is the shortest context whose loss on a window's
 # tail is within this share of its loss with the whole window (Khandelwal et al. 2018 use 1% of perplexity) …
 CONTEXT_WITHIN = 0.01
-# … and a model "still gains from far context" when its loss falls by at least this many bits per byte from
-# positions [FAR_FROM, 2·FAR_FROM) to the window's last quarter, in every seed
-FAR_FROM, FAR_GAIN_BITS = 64, 0.05
+# … and a model "reads a repeat cheaper" when a span's copy costs at least this many bits per byte less than its
+# first occurrence, in every seed (core.experiments.text_lm.copy_bits)
+COPY_GAIN_BITS = 0.25
 # The recall rule (core.training.text.recall_mask): a copied span of RECALL_SPAN bytes, from more than RECALL_FAR back
 RECALL_SPAN, RECALL_FAR = 8, 64
 # Published positions in tokens are drawn over byte positions at this many bytes a token (GPT-2's BPE averages about
@@ -57,9 +57,7 @@ def catalogue_values() -> dict[str, str]:
         "gpu_width": f"{GPU_SMS * GPU_SCHEDULERS_PER_SM}",
         "gpu_sms": f"{GPU_SMS}",
         "context_within_pct": _pct(CONTEXT_WITHIN),
-        "far_from": f"{FAR_FROM}",
-        "far_to": f"{2 * FAR_FROM}",
-        "far_gain_bits": f"{FAR_GAIN_BITS:.2f}",
+        "copy_gain_bits": f"{COPY_GAIN_BITS:.2f}",
         "recall_span": f"{RECALL_SPAN}",
         "recall_far": f"{RECALL_FAR}",
         "bytes_per_token": f"{BYTES_PER_TOKEN}",

@@ -5,9 +5,9 @@ checked without a download. Which files are held out is a fixed rule of each fil
 machine happens to have: `crc32(relative path) % HELD_OUT_EVERY == 0`. A file held out on one Python version is
 held out on every other, and no held-out file is ever trained on.
 
-Windows never cross a file's end. Training takes windows at random offsets inside a file, chosen in proportion to
-its length; evaluation tiles each file from its first byte (offsets 0, W, 2W, …) and takes the files' first
-windows, then their second windows, and so on, so a few windows already come from many files.
+Windows never cross a file's end. Training and evaluation take windows at random offsets inside a file, chosen in
+proportion to its length (`Sampler`, `offset_windows`), so a position in a window is how much context a model has,
+not a place in a file; `eval_windows` tiles each file from its first byte, for the context measure.
 
 The recall rule (`recall_mask`), in words: the byte at position t of a window is a *recall* byte when the
 SPAN bytes just before it occurred earlier in the window, followed by this same byte, at a match that ends more
@@ -133,13 +133,31 @@ class Sampler:
         starts = np.array([len(t) - self.size + 1 for t in self.texts], dtype=np.float64)
         self.weights = starts / starts.sum()
         self.starts = starts.astype(np.int64)
+        self.seed = seed
         self.rng = np.random.default_rng(seed)
 
-    def batch(self, batch_size: int) -> np.ndarray:
-        """(batch_size, window + 1) uint8."""
+    def batch(self, batch_size: int, step: int | None = None) -> np.ndarray:
+        """(batch_size, window + 1) uint8; with `step`, the same windows for the same (seed, step), so a resumed
+        run reads what it would have read."""
+        if step is not None:
+            self.rng = np.random.default_rng((self.seed, step))
         files = self.rng.choice(len(self.texts), size=batch_size, p=self.weights)
         offsets = (self.rng.random(batch_size) * self.starts[files]).astype(np.int64)
         return np.stack([self.texts[f][o : o + self.size] for f, o in zip(files, offsets)])
+
+
+def offset_windows(texts: list[bytes], window: int, n: int, seed: int = 0) -> np.ndarray:
+    """(n, window + 1) uint8 windows at random offsets ≥ 1 inside the files (never a file's head), a file chosen in
+    proportion to its windows; the same for the same seed."""
+    size = window + 1
+    arrays = [np.frombuffer(t, dtype=np.uint8) for t in texts if len(t) > size]
+    if not arrays:
+        return np.zeros((0, size), dtype=np.uint8)
+    starts = np.array([len(a) - size for a in arrays], dtype=np.int64)  # offsets 1 … len − size
+    rng = np.random.default_rng(seed)
+    files = rng.choice(len(arrays), size=n, p=starts / starts.sum())
+    offsets = 1 + (rng.random(n) * starts[files]).astype(np.int64)
+    return np.stack([arrays[f][o : o + size] for f, o in zip(files, offsets)])
 
 
 def recall_mask(window: bytes | np.ndarray, span: int = SPAN, far: int = FAR) -> np.ndarray:
