@@ -23,10 +23,8 @@ ui.register(
         why=lambda v: v.lines[1:2],  # the headline's reason
         takeaways=findings.speed_takeaways,
         charts=(
-            (
-                (ui.both(charts.time_chart), ui.both(charts.steps_chart)),
-                (ui.both(charts.speedup_chart), ui.both(charts.memory_chart)),
-            ),
+            (ui.both(charts.speedup_chart),),
+            (ui.both(charts.time_chart), (ui.both(charts.steps_chart), ui.both(charts.memory_chart))),
             # the recurrence alone beside the whole step (this run's rows)
             (lambda b, p, tr: charts.amdahl_chart(p, tr) if len(findings.amdahl(p)) else None,),
         ),
@@ -37,7 +35,7 @@ ui.register(
         ("mixers", "context_lens", "d_model", "gen_tokens", "window", "device"),
         text="answers.decode",
         takeaways=findings.decode_takeaways,
-        charts=((ui.both(charts.decode_memory_chart), ui.both(charts.decode_time_chart)),),
+        charts=((ui.both(charts.decode_memory_chart),), (ui.both(charts.decode_time_chart),)),
     ),
     ui.Section(  # gradient reach: Table 1's maximum path length for every row
         f"{PAGE}:reach",
@@ -47,7 +45,6 @@ ui.register(
         takeaways=findings.reach_takeaways,
         charts=((lambda b, p, tr: charts.reach_chart(p, tr),),),
         method=PAGE,
-        method_at="below_form",
     ),
     ui.Section(  # what the fixed state costs: recall against the size of the state
         f"{PAGE}:recall",
@@ -59,7 +56,8 @@ ui.register(
         why=lambda v: [line for line in [recall_findings.fall_line(v.primary, tr)] if line],
         takeaways=recall_findings.takeaways,
         charts=(
-            (ui.both(recall_charts.frontier_chart), ui.both(recall_charts.pairs_chart)),
+            (ui.both(recall_charts.frontier_chart),),
+            (ui.both(recall_charts.pairs_chart),),
             (lambda b, p, tr: recall_charts.copy_chart(b, tr) if len(recall_findings.copying(b)) else None,),
         ),
         legend="recall.chart.legend",
@@ -67,4 +65,4 @@ ui.register(
         measured=recall_findings.final,
     ),
 )
-ui.sections_ui(tr, PAGE)
+ui.sections_ui(tr, PAGE, tabs=True)

@@ -81,74 +81,73 @@ MAIN = ui.Section(
     verdict=verdicts.attention_cost,
     takeaways=findings.takeaways,
     charts=(
-        ("attention_cost.memory",),
-        (
-            (lambda b, p, tr: charts.memory_chart(b, tr, "saved_bytes"), ui.both(charts.time_chart)),
-            (lambda b, p, tr: charts.memory_chart(b, tr, "peak_bytes"), slopes),
-        ),
+        (lambda b, p, tr: charts.memory_chart(b, tr, "peak_bytes"),),
+        (lambda b, p, tr: charts.memory_chart(b, tr, "saved_bytes"), ui.both(charts.time_chart)),
+        (slopes,),
         (wall_tables,),
     ),
-    table=False,  # drawn below, after the KV cache and the remedies
+    method=PAGE,
     no_data="attention_cost.no_sweep",
 )
-both = ui.section_ui(tr, MAIN).both
+train_tab, kv_tab, remedies_tab = st.tabs([tr(f"attention_cost.tab.{t}") for t in ("train", "kv", "remedies")])
+with train_tab:
+    ui.section_ui(tr, MAIN)
 
 # ---- inference: the KV cache ---------------------------------------------------------------------------------
-ui.heading_ui(tr, "attention_cost.kv")
-st.markdown("#### " + tr("attention_cost.kv.calc_header"))
-custom = tr("attention_cost.kv.custom")
-c1, c2, c3 = st.columns(3)
-name = c1.selectbox(tr("attention_cost.kv.model"), [*MODEL_PRESETS, custom], index=2, key="kv_model")
-kv_dtype = c2.selectbox(tr("attention_cost.kv.dtype"), list(DTYPE_BYTES), index=1, key="kv_dtype")
-batch = int(c3.number_input(tr("attention_cost.kv.batch"), min_value=1, max_value=4096, value=1, key="kv_batch"))
-if name == custom:
-    c = st.columns(4)
-    layers = int(c[0].number_input(tr("attention_cost.kv.layers"), 1, 1000, 32, key="kv_layers"))
-    heads = int(c[1].number_input(tr("attention_cost.kv.heads"), 1, 1024, 32, key="kv_heads"))
-    n_kv = int(c[2].number_input(tr("attention_cost.kv.kv_heads"), 1, 1024, 8, key="kv_kv_heads"))
-    head_dim = int(c[3].number_input(tr("attention_cost.kv.head_dim"), 1, 1024, 128, key="kv_head_dim"))
-    if n_kv > heads or heads % n_kv:
-        st.error(tr("attention_cost.kv.bad_custom", kv=n_kv, heads=heads))
-        n_kv = heads
-    shape = ModelShape(custom, layers, heads, n_kv, head_dim, 131072, "")
-else:
-    shape = MODEL_PRESETS[name]
-    st.caption(tr("attention_cost.kv.source", source=shape.source))
-e = DTYPE_BYTES[kv_dtype]
-memory = total_memory_bytes(resolve_device("auto"))
-per_token = kv_cache_bytes(shape.n_layers, shape.n_kv_heads, shape.head_dim, 1, batch, e)
-st.markdown(
-    tr(
-        "attention_cost.kv.result",
-        model=shape.name,
-        per_token=format_bytes(per_token),
-        scheme=shape.scheme.upper(),
-        kv=shape.n_kv_heads,
-        layers=shape.n_layers,
-        head_dim=shape.head_dim,
-        at_max=format_bytes(per_token * shape.max_context),
-        max_context=f"{shape.max_context:,}",
-        memory=format_bytes(memory),
-        cross=f"{kv.crossing_tokens(shape, e, batch, memory):,.0f}",
+with kv_tab:
+    ui.heading_ui(tr, "attention_cost.kv")
+    st.markdown("#### " + tr("attention_cost.kv.calc_header"))
+    custom = tr("attention_cost.kv.custom")
+    c1, c2, c3 = st.columns(3)
+    name = c1.selectbox(tr("attention_cost.kv.model"), [*MODEL_PRESETS, custom], index=2, key="kv_model")
+    kv_dtype = c2.selectbox(tr("attention_cost.kv.dtype"), list(DTYPE_BYTES), index=1, key="kv_dtype")
+    batch = int(c3.number_input(tr("attention_cost.kv.batch"), min_value=1, max_value=4096, value=1, key="kv_batch"))
+    if name == custom:
+        c = st.columns(4)
+        layers = int(c[0].number_input(tr("attention_cost.kv.layers"), 1, 1000, 32, key="kv_layers"))
+        heads = int(c[1].number_input(tr("attention_cost.kv.heads"), 1, 1024, 32, key="kv_heads"))
+        n_kv = int(c[2].number_input(tr("attention_cost.kv.kv_heads"), 1, 1024, 8, key="kv_kv_heads"))
+        head_dim = int(c[3].number_input(tr("attention_cost.kv.head_dim"), 1, 1024, 128, key="kv_head_dim"))
+        if n_kv > heads or heads % n_kv:
+            st.error(tr("attention_cost.kv.bad_custom", kv=n_kv, heads=heads))
+            n_kv = heads
+        shape = ModelShape(custom, layers, heads, n_kv, head_dim, 131072, "")
+    else:
+        shape = MODEL_PRESETS[name]
+        st.caption(tr("attention_cost.kv.source", source=shape.source))
+    e = DTYPE_BYTES[kv_dtype]
+    memory = total_memory_bytes(resolve_device("auto"))
+    per_token = kv_cache_bytes(shape.n_layers, shape.n_kv_heads, shape.head_dim, 1, batch, e)
+    st.markdown(
+        tr(
+            "attention_cost.kv.result",
+            model=shape.name,
+            per_token=format_bytes(per_token),
+            scheme=shape.scheme.upper(),
+            kv=shape.n_kv_heads,
+            layers=shape.n_layers,
+            head_dim=shape.head_dim,
+            at_max=format_bytes(per_token * shape.max_context),
+            max_context=f"{shape.max_context:,}",
+            memory=format_bytes(memory),
+            cross=f"{kv.crossing_tokens(shape, e, batch, memory):,.0f}",
+        )
     )
-)
-contexts = [2**k for k in range(10, 21)]
-ui.chart_ui(charts.kv_models_chart(kv.calculator_frame(shape, e, batch, contexts), tr, memory))
+    contexts = [2**k for k in range(10, 21)]
+    ui.chart_ui(charts.kv_models_chart(kv.calculator_frame(shape, e, batch, contexts), tr, memory))
 
-st.markdown("#### " + tr("attention_cost.kv.demo_header"))
-st.markdown(tr("attention_cost.kv.demo_intro"))
-pressed = st.button(tr("attention_cost.kv.demo_run"), key="kv_run")
-kv_live = ui.run_ui(tr, kv.EXPERIMENT, kv.EXPERIMENT.config("quick") if pressed else None, "kv_cache")
-kv_both, kv_primary = ui.shown_data(tr, "kv_cache", kv_live)
-if len(kv_primary):
-    ui.chart_ui(charts.kv_measured_chart(kv_primary, tr))
-    ui.takeaways_ui(tr, kv.takeaways(kv_primary, tr))
-    st.caption(tr("attention_cost.kv.table"))
-    ui.table_ui(tr, kv_both, "kv_cache")
+    st.markdown("#### " + tr("attention_cost.kv.demo_header"))
+    st.markdown(tr("attention_cost.kv.demo_intro"))
+    pressed = st.button(tr("attention_cost.kv.demo_run"), key="kv_run")
+    kv_live = ui.run_ui(tr, kv.EXPERIMENT, kv.EXPERIMENT.config("quick") if pressed else None, "kv_cache")
+    kv_both, kv_primary = ui.shown_data(tr, "kv_cache", kv_live)
+    if len(kv_primary):
+        ui.chart_ui(charts.kv_measured_chart(kv_primary, tr))
+        ui.takeaways_ui(tr, kv.takeaways(kv_primary, tr))
+        st.caption(tr("attention_cost.kv.table"))
+        ui.table_ui(tr, kv_both, "kv_cache")
 
-st.subheader(tr("attention_cost.remedies_header"))
-st.markdown(tr("attention_cost.remedies"))
-ui.method_ui(tr, PAGE)
-if len(both) and ui.revealed_now():
-    st.caption(tr("attention_cost.table"))
-ui.table_ui(tr, both, PAGE)
+
+with remedies_tab:
+    st.subheader(tr("attention_cost.remedies_header"))
+    st.markdown(tr("attention_cost.remedies"))

@@ -11,8 +11,8 @@ PAGE = "depth"
 tr = ui.page_ui(PAGE)
 
 
-def depth_charts(both, primary, tr):
-    """At initialisation (a depth picked), then in training (a run picked by depth, warm-up and seed)."""
+def init_charts(both, primary, tr):
+    """At initialisation: the gradient each layer gets, at a depth picked, and the first layer's against depth."""
     ui.heading_ui(tr, "depth.init")
     init = both[(both["phase"] == "init") & (both["status"] == "ok")]
     left, right = st.columns(2)
@@ -27,6 +27,9 @@ def depth_charts(both, primary, tr):
     with right:
         ui.chart_ui(charts.first_layer_chart(both, tr))
 
+
+def train_charts(both, primary, tr):
+    """In training: outcomes, curves, and the per-layer gradients of a run picked by depth, warm-up and seed."""
     ui.heading_ui(tr, "depth.train")
     train = primary[(primary["phase"] == "train") & (primary["status"] == "ok")]
     if len(train):
@@ -57,7 +60,7 @@ ui.register(
         question=PAGE,
         verdict=verdicts.depth,
         takeaways=depth.takeaways,
-        charts=((depth_charts,),),
+        charts=((init_charts,), (train_charts,)),
         method=PAGE,
         gate=False,  # the headings and pickers stay before an answer; the charts, as always, wait for it
     )

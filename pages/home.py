@@ -8,6 +8,9 @@ from core.home import summary as home_summary
 from ui import common as ui
 
 tr = ui.page_ui("home")
+with st.container(border=True):  # the first thing to do, and how every page works
+    st.markdown(tr("home.start"))
+    st.page_link(ui.PAGES[0][1], label=tr(f"home.card.{ui.PAGES[0][0]}.title"), icon=":material/arrow_forward:")
 st.markdown(tr("home.story"))
 
 # Without a live run in this session the page shows the shipped reference, whose numbers core.home.summary keeps
@@ -29,9 +32,15 @@ for i, (key, page) in enumerate(ui.PAGES):
     with cols[i % 2].container(border=True):
         st.page_link(page, label=tr(f"home.card.{key}.title"), icon=":material/arrow_forward:")
         st.markdown(tr(f"home.card.{key}.text"))
-        said = [findings[r.key] for r in home.RECORDS.values() if r.page == key and r.key in findings]
-        for text in said or [tr("home.find.none")]:
-            st.markdown("**" + tr("home.finding") + "** " + text)
+        mine = [r for r in home.RECORDS.values() if r.page == key]
+        said = [findings[r.key] for r in mine if r.key in findings and ui.answered(r.asks)]
+        if said:  # a finding answers its page's question: it waits until the learner has answered it
+            for text in said:
+                st.markdown("**" + tr("home.finding") + "** " + text)
+        elif any(r.key in findings for r in mine):
+            st.caption(tr("home.find.locked"))
+        else:
+            st.caption(tr("home.find.none"))
 
 st.subheader(tr("home.tally.title"))
 tally = ui.tally_rows(tr)
@@ -72,6 +81,5 @@ peak = (
 )
 if peak is not None:
     st.caption(tr("home.peak", gflops=f"{peak / 1e9:.0f}"))
-st.markdown(tr("home.after"))
 
 ui.warm_up_torch()  # after the page is drawn: the next page will not wait for `import torch`

@@ -87,14 +87,15 @@ ui.register(
         why=serial_why,
         takeaways=findings.takeaways,
         charts=(
+            (ui.both(charts.time_chart),),
             (
-                (ui.both(charts.time_chart), ui.both(charts.steps_chart), ui.both(charts.memory_chart)),
-                (ui.both(charts.tokens_chart), ui.both(charts.utilization_chart), slopes_table),
+                (ui.both(charts.steps_chart), ui.both(charts.memory_chart)),
+                (ui.both(charts.tokens_chart), ui.both(charts.utilization_chart)),
             ),
+            (slopes_table,),
             (roofline,),
         ),
         method=PAGE,
-        method_at="below_table",
     ),
     ui.Section(  # more cores: who gets faster? The same step at 1, 2, 4, … threads
         SCALING,
@@ -125,4 +126,4 @@ ui.register(
         measured=checkpoint_findings.measured,
     ),
 )
-ui.sections_ui(tr, PAGE)
+ui.sections_ui(tr, PAGE, tabs=True)

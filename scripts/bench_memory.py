@@ -5,7 +5,7 @@
 
 Starts `streamlit run dashboard.py`; for each page, `--runs` times: a new browser tab (a new visitor) opens the
 page, presses the main form's Run (the quick preset), waits for the run to end, and closes. The server's resident
-set size is read after every run. Prints one Markdown row per page for the README: RSS after the 2nd and the last
+set size is read after every run. Prints one Markdown row per page for docs/BENCHMARKS.md: RSS after the 2nd and the last
 run, and their difference (the issue's bar: within 150 MiB), and the RSS of the worker processes the server
 started (a live run measures in one of those, core.server.jobs, not in the server). Each tab opens its page as a revealed link
 (`?predict.<page>=show`, the prediction question answered "just show me"), so the reference charts show at once.
@@ -111,7 +111,7 @@ def main() -> int:
     print("|---|---|---|---|" + ("---|" if settle else "") + "---|")
     for key, rss, _, settled, workers in rows:
         later = (f" {settled:.0f} MiB |" if math.isfinite(settled) else " – |") if settle else ""
-        growth = f"{rss[-1] - rss[1]:+.0f}".replace("-", "\u2212")  # a minus sign, as the README writes it
+        growth = f"{rss[-1] - rss[1]:+.0f}".replace("-", "\u2212")  # a minus sign, as docs/BENCHMARKS.md writes it
         print(f"| `{key}` | {rss[1]:.0f} MiB | {rss[-1]:.0f} MiB | {growth} MiB |{later} {workers[-1]:.0f} MiB |")
     return 0
 

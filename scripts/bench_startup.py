@@ -9,7 +9,7 @@ page's first chart drawn (reference data, no measuring); on a first visit the pa
 the benchmark answers "Just show me" as soon as it appears (that click is in the time), a later visit in the same
 session is already revealed. Memory = resident set size of the server process after visiting every page. Every
 server it starts is stopped (its whole process group), also when a step fails. Prints a Markdown table, with the
-date, for the README.
+date, for docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations

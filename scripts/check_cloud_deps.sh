@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Try the Pipfile (what Streamlit Community Cloud installs; see README) as far as this machine allows: pipenv locks
+# Try the Pipfile (what Streamlit Community Cloud installs; see docs/INSTALL.md) as far as this machine allows: pipenv locks
 # it and installs the lock into a fresh virtualenv in a temporary folder, then the check reads what was installed:
 # torch at the pinned version built for the CPU (torch.version.cuda is None), no nvidia-*, triton or cuda-* package,
 # every pin as in requirements.txt. A negative control follows: with the CPU index emptied, the lock must fail

@@ -3,6 +3,7 @@ Chromium that every browser test module shares (session fixtures: each costs sec
 
 import contextlib
 import os
+import re
 import pathlib
 import signal
 import socket
@@ -113,8 +114,20 @@ def unescaped(markdown: str) -> str:
 
 APP = os.path.join(ROOT, "dashboard.py")
 # Every page's predict-first question; a test that looks at results opens the app as a shared, revealed link does.
-QUESTIONS = ("serial", "serial.scaling", "serial.ckpt", "long_range", "depth", "attention_cost", "answers", "recall")
+QUESTIONS = ("serial", "serial.scaling", "serial.ckpt", "long_range", "long_range.text", "depth", "attention_cost", "answers",
+             "recall")  # fmt: skip
 REVEALED = {f"predict.{q}": "show" for q in QUESTIONS}
+
+
+FORM = re.compile("Measure it yourself|亲手测一测")  # a section's collapsed form (ui.measure_yourself)
+
+
+def press_run(page, label: str = "Run") -> None:
+    """In a real browser: open the page's first "measure it yourself" if its Run is hidden, then press Run."""
+    button = page.get_by_role("button", name=label, exact=True).first
+    if not button.is_visible():
+        page.locator("[data-testid='stExpander'] summary").filter(has_text=FORM).first.click()
+    button.click(timeout=60000)
 
 
 def app_test(default_timeout: float = 60, revealed: bool = True):

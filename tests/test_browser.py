@@ -12,7 +12,7 @@ import time
 import urllib.parse
 
 import pytest
-from conftest import REVEALED
+from conftest import REVEALED, press_run
 
 from core.terms.i18n import translator
 from ui.common import PAGES
@@ -62,8 +62,9 @@ def test_no_chart_shows_until_the_learner_answers_then_the_page_is_drawn_whole(a
     page.locator("[data-testid='stRadio'] [role='radiogroup'] label").first.click()  # first question, first option
     page.wait_for_selector(CHART, timeout=60000)
     _settle(page)
-    verdict = page.locator("[data-testid='stMarkdown']").filter(has_text=re.compile("Measured here|本机测得")).first
-    assert re.search(r"\d", verdict.inner_text())  # the verdict quotes a number
+    verdict = page.locator("[data-testid='stMarkdown']").filter(has_text=re.compile("Reference, measured on")).first
+    assert re.search(r"\d", verdict.inner_text())  # the verdict quotes a number, and says it is the reference's
+    assert "Measured here" not in verdict.inner_text()  # nothing was measured in this session
     _drawn_whole(page, key, lang)
     page.close()
 
@@ -74,6 +75,26 @@ def test_the_home_page_renders_in_a_real_browser(app_url, browser, lang):
     page.goto(f"{app_url}/?lang={lang}&{SHOWN}")
     _settle(page)
     _drawn_whole(page, "home", lang)
+    page.close()
+
+
+def test_the_home_page_shows_a_finding_only_once_its_question_is_answered(app_url, browser):
+    tr = translator("en")
+    page = browser.new_page()
+    page.goto(f"{app_url}/?lang=en")
+    _settle(page)
+    page.wait_for_selector("[data-testid='stSidebarNav'] a", timeout=30000)
+    body = page.inner_text("[data-testid='stMain']")
+    assert "Finding:" not in body and "Answer this page's question" in body  # no answer given away
+    page.locator("[data-testid='stSidebarNav'] a").filter(has_text=tr("nav.serial")).first.click()
+    _settle(page)
+    page.locator("[data-testid='stRadio'] [role='radiogroup'] label").first.click()  # the serial question answered
+    page.wait_for_selector(CHART, timeout=60000)
+    _settle(page)
+    page.locator("[data-testid='stSidebarNav'] a").filter(has_text=tr("nav.home")).first.click()
+    _settle(page)
+    body = page.inner_text("[data-testid='stMain']")
+    assert body.count("Finding:") == 1 and "dependent steps" in body  # serial's finding, and only serial's
     page.close()
 
 
@@ -144,7 +165,7 @@ def test_a_live_run_on_every_chinese_page_shows_no_english(app_url, browser, key
     _settle(page)
     _drawn_whole(page, key, "zh")  # the reference's charts and words, before the run
     assert translator("zh")("ui.bad_url", error="\x00").split("\x00")[0] not in page.inner_text("body")  # tiny, taken
-    page.get_by_role("button", name="运行", exact=True).first.click(timeout=60000)  # the page's main form: tiny
+    press_run(page, "运行")  # the page's main form: tiny
     page.wait_for_timeout(1500)
     _settle(page, 180)
     assert "你的运行" in page.inner_text("body")  # the run's rows are drawn

@@ -11,7 +11,7 @@ import time
 import urllib.parse
 
 import pytest
-from conftest import REVEALED
+from conftest import REVEALED, press_run
 from test_browser import _settle
 
 from core.terms.i18n import translator
@@ -92,7 +92,7 @@ def _type_lengths(page, text: str) -> None:
 
 
 def _run(page) -> None:
-    page.get_by_role("button", name="Run", exact=True).first.click(timeout=60000)
+    press_run(page)
 
 
 def _no_exception(page) -> None:

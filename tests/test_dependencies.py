@@ -96,10 +96,19 @@ def test_pipfile_takes_torch_from_the_cpu_index_only(pipfile):
     assert all(s["verify_ssl"] is True and s["url"].startswith("https://") for s in pipfile["source"])
 
 
+def test_the_readme_is_short_and_leads_with_the_two_commands():
+    lines = _read("README.md").splitlines()
+    assert len(lines) <= 120
+    first_screen = "\n".join(lines[:30])
+    assert "streamlit run dashboard.py" in first_screen and "bash scripts/test.sh" in first_screen
+    for doc in re.findall(r"\((docs/[A-Z]+\.md)\)", "\n".join(lines)):
+        assert _read(doc), doc
+
+
 def test_readme_install_lines_use_the_pinned_versions():
-    """Every `NAME==VERSION` in the README is a pin of requirements.txt (torch on a GPU machine included)."""
+    """Every `NAME==VERSION` in the install guide is a pin of requirements.txt (torch on a GPU machine included)."""
     pins = _pins("requirements.txt") | _pins("requirements-dev.txt")
-    readme = _read("README.md")
+    readme = _read("docs/INSTALL.md")
     mentioned = re.findall(r"\b([a-z][a-z0-9_-]*)==([0-9][0-9A-Za-z.+!-]*[0-9A-Za-z])", readme)
     assert any(name == "torch" for name, _ in mentioned)
     for name, version in mentioned:
@@ -107,7 +116,7 @@ def test_readme_install_lines_use_the_pinned_versions():
 
 
 def test_readme_cites_the_deploy_documentation():
-    readme = _read("README.md")
+    readme = _read("docs/INSTALL.md")
     section = readme.split("## Share it on Streamlit Community Cloud", 1)[1].split("\n## ", 1)[0]
     for needle in (
         "docs.streamlit.io/deploy/streamlit-community-cloud/deploy-your-app/app-dependencies",

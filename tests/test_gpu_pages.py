@@ -92,9 +92,9 @@ def test_the_serial_verdict_names_what_the_gpu_rows_measured(with_gpu_reference)
     at = with_gpu_reference
     at.switch_page("pages/serial.py").run()
     text = _verdict(at)
-    assert "**Measured here** (cpu" in text  # the CPU reference still answers the question …
+    assert "**Reference, measured on cpu" in text  # the CPU reference still answers the question …
     assert "On a GPU, the same measurement points to:** The Transformer" in text  # … and the GPU rows beside it
-    assert "Measured on a GPU (shipped reference)** (cuda · NVIDIA H200" in text
+    assert "**Measured on a GPU (shipped reference), cuda · NVIDIA H200" in text
     assert "Roofline model (an estimate" not in text  # a measurement replaces the model's prediction
 
 
@@ -103,9 +103,9 @@ def test_the_page5_verdict_names_what_the_gpu_rows_measured(with_gpu_reference):
     at = with_gpu_reference
     at.switch_page("pages/answers.py").run()
     text = _verdict(at)
-    assert "**Measured here** (cpu" in text
+    assert "**Reference, measured on cpu" in text
     assert "On a GPU, the same measurement points to:** Tens of times" in text
-    assert "Measured on a GPU (shipped reference)** (cuda · NVIDIA H200" in text
+    assert "**Measured on a GPU (shipped reference), cuda · NVIDIA H200" in text
 
 
 @pytest.mark.slow

@@ -122,8 +122,8 @@ def test_results_wait_for_an_answer_then_the_verdict_quotes_a_number(key, path):
     assert _charts(at) == 0 and not [m for m in at.markdown if "What these numbers say" in m.value]
     at.radio(key=f"predict:{key}").set_value(0).run()
     assert not at.exception and _charts(at) >= 1
-    verdict = [m.value for m in at.markdown if "Measured here" in m.value]
-    assert verdict and any(ch.isdigit() for ch in verdict[0]) and "You predicted" in verdict[0]
+    verdict = [m.value for m in at.markdown if "Reference, measured on" in m.value]
+    assert verdict and any(ch.isdigit() for ch in verdict[0]) and "You said" in verdict[0]
     assert at.query_params[f"predict.{key}"] == "1"  # the answer is in the link
 
 

@@ -14,7 +14,6 @@ from ui import section
 TEXTS = {
     "toy.header": "Toy section header",
     "toy.intro": "What the toy section measures.",
-    "toy.live_header": "Measure the toy yourself",
     "toy.predict.q": "Which toy wins?",
     "toy.predict.o1": "the first",
     "toy.predict.o2": "the second",
@@ -48,7 +47,10 @@ def toy(monkeypatch):
     )
     monkeypatch.setitem(section.SECTIONS, record.key, record)
     finding = home.Home(
-        record.key, ("answers_reach",), lambda frames, tr: tr("toy.home", n=len(frames["answers_reach"]))
+        record.key,
+        ("answers_reach",),
+        lambda frames, tr: tr("toy.home", n=len(frames["answers_reach"])),
+        question="toy",
     )
     monkeypatch.setitem(home.RECORDS, record.key, finding)
     return record
@@ -72,7 +74,7 @@ def test_a_registered_section_is_drawn_on_its_page_behind_its_question(toy):
     at = _depth_page()
     texts = _texts(at)
     assert "Toy section header" in texts and "What the toy section measures." in texts
-    assert "**Measure the toy yourself**" in texts
+    assert "Measure it yourself on this machine" in [e.label for e in at.expander]  # the form, collapsed
     assert any(r.label == "Which toy wins?" for r in at.radio)
     assert not any(t.startswith("toy cell") for t in texts)  # its results wait for an answer
     assert "The toy's legend." not in texts
@@ -97,7 +99,9 @@ def _findings(at):
 
 
 def test_a_registered_sections_home_finding_is_on_the_home_page(toy):
-    at = app_test(default_timeout=120).run()
+    at = app_test(default_timeout=120)
+    at.query_params["predict.toy"] = "show"  # its finding waits for its question, as every finding does
+    at.run()
     assert not at.exception, at.exception
     findings = _findings(at)
     toy = [f for f in findings if "the toy read" in f]
@@ -114,3 +118,15 @@ def test_the_home_page_has_no_toy_finding_once_it_is_gone():
     assert not at.exception, at.exception
     findings = _findings(at)
     assert len(findings) == 6 and not any("the toy read" in f for f in findings)
+
+
+def test_the_home_page_keeps_each_finding_until_its_question_is_answered():
+    at = app_test(default_timeout=120, revealed=False).run()
+    assert not at.exception, at.exception
+    assert _findings(at) == []  # no page's answer before the learner commits
+    locked = [c.value for c in at.caption if "Answer this page's question" in c.value]
+    assert len(locked) == 5
+    at = app_test(default_timeout=120, revealed=False)
+    at.query_params["predict.serial"] = "2"
+    at.run()
+    assert [f for f in _findings(at) if "dependent steps" in f] and len(_findings(at)) == 1

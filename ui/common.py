@@ -25,9 +25,19 @@ from ui.data import (
     yes_no,
 )
 from ui.form import pick_ui
-from ui.frame import PAGES, current_lang, device_card_ui, heading_ui, language_ui, literal, method_ui, warm_up_torch
+from ui.frame import (
+    PAGES,
+    current_lang,
+    device_card_ui,
+    has_key,
+    heading_ui,
+    language_ui,
+    literal,
+    method_ui,
+    warm_up_torch,
+)
 from ui.live import run_ui
-from ui.predict import open_gate, predict_ui, revealed_now, tally_rows
+from ui.predict import answered, open_gate, predict_ui, revealed_now, tally_rows
 from ui.section import Section, both, register, section_ui, sections_ui
 from ui.upload import upload_ui
 
@@ -53,6 +63,11 @@ def page_ui(page: str):
     tr = translator(st.session_state.get("lang") or current_lang())
     st.title(tr(f"{page}.title"))
     st.markdown(tr(f"{page}.claim"))
+    if has_key(
+        f"{page}.glossary", st.session_state.get("lang") or current_lang()
+    ):  # the terms a learner meets on this page, explained once, on demand
+        with st.popover(tr("ui.glossary"), icon=":material/menu_book:"):
+            st.markdown(tr(f"{page}.glossary"))
     device_card_ui(tr)
     if page != "home":  # the home page stays torch-free; its scoreboard reads this machine's runs
         upload_ui(tr)

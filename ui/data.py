@@ -167,12 +167,17 @@ def _readable(tr, df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def table_ui(tr, df: pd.DataFrame, name: str) -> None:
-    """The results table and its CSV download (what was shown, environment columns included)."""
+def table_ui(tr, df: pd.DataFrame, name: str, inline: bool = False) -> None:
+    """The results table and its CSV download (what was shown, environment columns included); the table in an
+    expander of its own, or `inline` (inside a section's Details)."""
     if df is None or not len(df) or not revealed_now():
         return
-    with st.expander(tr("ui.table"), expanded=False):
-        st.dataframe(_readable(tr, df.drop(columns=["run"], errors="ignore")), hide_index=True)
+    if inline:
+        st.markdown(f"**{tr('ui.table')}**")
+        st.dataframe(_readable(tr, df.drop(columns=["run"], errors="ignore")), hide_index=True, height=240)
+    else:
+        with st.expander(tr("ui.table"), expanded=False):
+            st.dataframe(_readable(tr, df.drop(columns=["run"], errors="ignore")), hide_index=True)
     from core.store.spreadsheet import csv_text
 
     st.download_button(

@@ -127,6 +127,11 @@ def heading_ui(tr, part: str) -> None:
     st.markdown(tr(f"{part}_intro"))
 
 
-def method_ui(tr, page: str) -> None:
+def method_ui(tr, page: str, inline: bool = False) -> None:
+    """The method: in an expander of its own, or `inline` (inside a section's Details, which cannot nest one)."""
+    if inline:
+        st.markdown(f"**{tr('ui.method')}**")
+        st.markdown(tr(f"{page}.method"))
+        return
     with st.expander(tr("ui.method")):
         st.markdown(tr(f"{page}.method"))

@@ -119,3 +119,7 @@ def _follow_ui(tr, r, job, page: str) -> None:
         time.sleep(POLL_S)
     bar.empty()
     stop.empty()
+    if job.state == "done":  # said where the learner is looking: under the Run button, and as a toast
+        done = tr("ui.run_done", n=f"{len(job.rows):,}")
+        st.success(done)
+        st.toast(done)

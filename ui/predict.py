@@ -85,11 +85,29 @@ def predict_ui(tr, page: str, n_options: int) -> Prediction:
     return Prediction(page, choice, revealed, slot)
 
 
-def verdict_ui(tr, prediction: Prediction, verdict, why: list[str], gpu=None) -> None:
-    """Under the question, once revealed: what the learner predicted, what this device measured (the verdict's
-    sentence, with its number), whether they agree, and why (the page's first computed takeaway). `gpu`: the same
-    question's verdict from a shipped GPU reference when the run shown is not on a GPU; its measured line then
-    replaces any model's or paper's word on what a GPU would answer."""
+def where_words(tr, primary) -> str:
+    """Where the rows a verdict reads come from, in words: 'Measured here' only for this session's run on this
+    machine; 'Reference, measured on <device>' for shipped rows; 'Uploaded: <file>' for a visitor's file."""
+    from core.terms.i18n import device_words
+    from ui.frame import literal
+
+    if primary is None or not len(primary) or "source" not in primary:
+        return tr("ui.verdict.where.here")
+    source = primary["source"].iloc[0]
+    device = literal(device_words(str(primary["device"].iloc[0]), tr)) if "device" in primary else ""
+    if source == "live":
+        return tr("ui.verdict.where.here")
+    if source == "reference":
+        return tr("ui.verdict.where.reference", device=device)
+    name = str(primary["file"].iloc[0]) if "file" in primary else device
+    return tr("ui.verdict.where.uploaded", file=literal(name))
+
+
+def verdict_ui(tr, prediction: Prediction, verdict, why: list[str], gpu=None, primary=None) -> None:
+    """Under the question, once revealed, two sentences: what was measured (the verdict's sentence, led by where
+    the rows come from), and how it meets the learner's prediction. `gpu`: the same question's verdict from a
+    shipped GPU reference when the run shown is not on a GPU, or the model's word on what another device would
+    answer, as a third line. `why` is drawn by the section among its takeaways, not here."""
     tally = st.session_state.setdefault("predict_tally", {})
     tally[prediction.page] = {
         "choice": prediction.choice,
@@ -104,32 +122,39 @@ def verdict_ui(tr, prediction: Prediction, verdict, why: list[str], gpu=None) ->
         return tr(f"{page}.predict.o{i + 1}")
 
     from core.findings import verdicts
+    from core.terms.i18n import device_words
+    from ui.frame import literal
 
     with prediction.slot:
         if verdict is None:
             st.caption(tr("ui.verdict.none"))
             return
-        skipped = prediction.choice is None
-        said = tr("ui.verdict.skipped") if skipped else tr("ui.verdict.you", choice=option(prediction.choice))
-        lines = [said, verdicts.sentence(verdict, tr)]
+        lines = [verdicts.sentence(verdict, tr, where_text=where_words(tr, primary))]
         if verdict.option is None:
             lines.append(tr("ui.verdict.unclear"))
         elif prediction.choice is None:
             lines.append(tr("ui.verdict.supports", answer=option(verdict.option)))
         elif prediction.choice == verdict.option:
-            lines.append(tr("ui.verdict.agree"))
+            lines.append(tr("ui.verdict.agree", choice=option(prediction.choice)))
         else:
-            lines.append(tr("ui.verdict.disagree", answer=option(verdict.option)))
-        if gpu is not None:
+            lines.append(tr("ui.verdict.disagree", choice=option(prediction.choice), answer=option(verdict.option)))
+        if gpu is not None:  # a shipped GPU reference beside the run shown: what it measured, with its number
             answer = option(gpu.option) if gpu.option is not None else tr("ui.verdict.gpu_unclear")
             lines.append(tr("ui.verdict.gpu", answer=answer))
-            lines.append(verdicts.sentence(gpu, tr, where="gpu"))
+            device = gpu.values.get("device")
+            where = tr("ui.verdict.where.gpu") + (f", {literal(device_words(device, tr))}" if device else "")
+            lines.append(verdicts.sentence(gpu, tr, where_text=where))
         elif verdict.other_device:
             lines.append(tr(verdict.other_device))
-        if why:
-            lines.append(tr("ui.verdict.why", why=why[0]))
         with st.container(border=True):  # not an alert: a verdict is a result, not a warning about the page
             st.markdown("  \n".join(lines))
+
+
+def answered(question: str) -> bool:
+    """Has the learner answered `question` (or asked to just see it) in this session, or opened a link that did?"""
+    if st.session_state.get("predict_tally", {}).get(question, {}).get("answered"):
+        return True
+    return st.query_params.get(_param(question)) in {SHOW, *map(str, range(1, 10))}
 
 
 def tally_rows(tr) -> list[dict]:

@@ -1,8 +1,9 @@
 """One record per section of a page (`Section`), and the one function that draws any of them (`section_ui`).
 
-A section reads: header and intro → its question (if it asks one) → the reference results, drawn at once above the
-live run → "measure it yourself" (form, progress, Stop). Its results: the verdict under the question, then a status
-banner, its charts, legend, source caption and takeaways (all behind the question's gate), its method and its table.
+A section reads, picture first: header and intro → its question (if it asks one) → the verdict under it → the
+section's first chart row → at most IN_VIEW takeaways → one collapsed Details (status banners, the other charts and
+takeaways, the source, the method, the table and its CSV) → a collapsed "measure it yourself" (form, progress,
+Stop). Results wait behind the question's gate; a live run's rows are drawn over the reference.
 A page registers its records (`register`) and draws them in order (`sections_ui`); what is truly its own (the serial
 page's slopes table, the scaling section's length picker…) is a chart cell that draws itself, or the record's
 `special` hook, drawn after the takeaways; what stands around a section (the long-range page's attention map, the
@@ -31,7 +32,7 @@ class Section:
     key: str
     experiment: Any  # core.config.Experiment: the run, its config and presets
     fields: tuple[str, ...]  # the form's fields, in order
-    text: str | None = None  # catalogue prefix of '<text>.header', '.intro' and '.live_header'; None: no header
+    text: str | None = None  # catalogue prefix of '<text>.header' and '.intro'; None: no header
     question: str | None = None  # the predict key ('serial.scaling'), None: no question of its own
     verdict: Callable | None = None  # primary rows → core.findings.verdicts.Verdict | None
     gpu_verdict: bool = False  # also set the question against a shipped GPU reference's rows
@@ -43,7 +44,6 @@ class Section:
     charts: tuple = ()
     legend: str | None = None  # catalogue key of the caption under the charts
     method: str | None = None  # the method expander's key; None: the page draws it elsewhere
-    method_at: str = "above_table"  # where the method sits: above_table, below_table, or below_form (the very end)
     table: bool = True  # draw the results table (named after the experiment) here
     measured: Callable | None = None  # the rows that count as results (no_data otherwise); None: all of them
     no_data: str = "ui.no_data"
@@ -66,6 +66,7 @@ class View:
     lines: list = dataclasses.field(default_factory=list)
 
 
+IN_VIEW = 2  # takeaways in view under a section's chart; the rest wait in its Details
 SECTIONS: dict[str, Section] = {}  # every registered section by key, in the order its page draws them
 
 
@@ -74,11 +75,19 @@ def register(*sections: Section) -> None:
         SECTIONS[s.key] = s
 
 
-def sections_ui(tr, page: str) -> dict[str, View]:
-    """Draw every registered section of `page`, in order; returns what each drew, by key."""
+def sections_ui(tr, page: str, tabs: bool = False) -> dict[str, View]:
+    """Draw every registered section of `page`, in order, each in a tab of its own if `tabs` (labelled
+    '<text>.tab', or '<key>.tab' for a section without a header); returns what each drew, by key."""
     views: dict[str, View] = {}
-    for s in [s for s in SECTIONS.values() if s.page == page]:
-        views[s.key] = section_ui(tr, s, views)
+    mine = [s for s in SECTIONS.values() if s.page == page]
+    places = (
+        st.tabs([tr(f"{s.text or s.key}.tab") for s in mine])
+        if tabs and len(mine) > 1
+        else [st.container()] * len(mine)
+    )
+    for s, place in zip(mine, places):
+        with place:
+            views[s.key] = section_ui(tr, s, views)
     return views
 
 
@@ -98,9 +107,17 @@ def both(chart: Callable) -> Callable:
     return lambda both, primary, tr: chart(both, tr)
 
 
+def _takeaways_in_view(lines: list[str]) -> tuple[list[str], list[str]]:
+    """(the takeaways in view, the rest for Details): the first IN_VIEW."""
+    return lines[:IN_VIEW], lines[IN_VIEW:]
+
+
 def section_ui(tr, s: Section, views: dict | None = None, prediction: Prediction | None = None) -> View:
-    """Draw section `s`; `prediction`: its question, when the page drew it already (above what it draws first)."""
-    main = ":" not in s.key  # a page's main section: its question first, then the usual "measure it yourself"
+    """Draw section `s`, picture first: its question, the verdict, *the* chart that answers it and at most IN_VIEW
+    takeaways; everything else (the other charts, takeaways and notes, the method, the table) in one collapsed
+    Details expander, and the form in a collapsed "measure it yourself". `prediction`: its question, when the page
+    drew it already (above what it draws first)."""
+    main = ":" not in s.key  # a page's main section: its question first
     view = View(prediction or (predict_ui(tr, s.question, 3) if s.question and main else None), views or {})
     if s.text:
         st.subheader(tr(f"{s.text}.header"))
@@ -108,17 +125,14 @@ def section_ui(tr, s: Section, views: dict | None = None, prediction: Prediction
     if s.question and not main:
         view.prediction = predict_ui(tr, s.question, 3)
     shown = st.container()  # filled below, once the live run (if any) has added its rows
-    if main:  # the 'measure it yourself' section every page has
-        st.subheader(tr("ui.live_header"))
+    with st.expander(tr("ui.measure_yourself")):
         st.caption(tr("ui.live_intro"))
-    else:
-        st.markdown("**" + tr(f"{s.text}.live_header") + "**")
-    try:
-        cfg = config_form_ui(tr, s.experiment, s.key, list(s.fields))
-    except ValueError as err:  # a shipped file the run needs is damaged: it costs this section's run, not the page
-        st.error(tr("ui.bad_input", error=literal(str(err))))
-        cfg = None
-    live = run_ui(tr, s.experiment, cfg, s.key)
+        try:
+            cfg = config_form_ui(tr, s.experiment, s.key, list(s.fields))
+        except ValueError as err:  # a shipped file the run needs is damaged: it costs this section's run, not the page
+            st.error(tr("ui.bad_input", error=literal(str(err))))
+            cfg = None
+        live = run_ui(tr, s.experiment, cfg, s.key)
     with shown:
         both, primary = view.both, view.primary = shown_data(tr, s.experiment.name, live)
         view.lines = s.takeaways(primary, tr) if s.takeaways and len(primary) else []
@@ -126,24 +140,30 @@ def section_ui(tr, s: Section, views: dict | None = None, prediction: Prediction
             gpu = gpu_reference(both, primary) if s.gpu_verdict else ()
             verdict = s.verdict(primary) if len(primary) else None
             why = s.why(view) if s.why else view.lines
-            verdict_ui(tr, view.prediction, verdict, why, s.verdict(gpu) if len(gpu) else None)
+            verdict_ui(tr, view.prediction, verdict, why, s.verdict(gpu) if len(gpu) else None, primary)
         if not len(s.measured(both) if s.measured else both):
             st.info(tr(s.no_data))
-        elif revealed_now() or not s.gate:
-            status_ui(tr, both)
-            _charts_ui(tr, s.charts, both, primary)
-            if s.legend:
-                st.caption(tr(s.legend))
-            caption_source_ui(tr, primary)
-            takeaways_ui(tr, view.lines)
-            if s.special:
-                s.special(tr, view)
-        if s.method and s.method_at == "above_table":
-            method_ui(tr, s.method)
-        if s.table:
-            table_ui(tr, both, s.experiment.name)
-        if s.method and s.method_at == "below_table":
-            method_ui(tr, s.method)
-    if s.method and s.method_at == "below_form":
-        method_ui(tr, s.method)
+            return view
+        revealed = revealed_now() or not s.gate
+        first, rest = (s.charts[:1], s.charts[1:]) if revealed else ((), ())
+        _charts_ui(tr, first, both, primary)
+        in_view, later = _takeaways_in_view(view.lines)
+        if revealed and s.verdict is not None and s.why is not None:
+            in_view = (s.why(view) or [])[:1] + in_view[: IN_VIEW - 1]
+            later = [line for line in view.lines if line not in in_view]
+        takeaways_ui(tr, in_view)
+        with st.expander(tr("ui.details")):
+            if revealed:
+                status_ui(tr, both)
+                _charts_ui(tr, rest, both, primary)
+                if s.legend:
+                    st.caption(tr(s.legend))
+                caption_source_ui(tr, primary)
+                takeaways_ui(tr, later)
+                if s.special:
+                    s.special(tr, view)
+            if s.method:
+                method_ui(tr, s.method, inline=True)
+            if s.table:
+                table_ui(tr, both, s.experiment.name, inline=True)
     return view

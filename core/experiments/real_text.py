@@ -210,9 +210,11 @@ def test_moving_average():
 '''
 
 
-def own_text(data: bytes, models, seed: int = 0, folder: Path | None = None) -> pd.DataFrame:
-    """A visitor's text read by the shipped models: one row per byte (`i`, `char` as text.show_bytes draws it) and a
-    column of bits per model (−log₂ p of that byte given every byte before it; the first byte, with nothing before
+def own_text(
+    data: bytes, models, seed: int = 0, folder: Path | None = None, baseline: int = ngram.ORDER
+) -> pd.DataFrame:
+    """A visitor's text read by the shipped models and the count baseline (column NGRAM; `baseline` its order, 0
+    none): one row per byte (`i`, `char` as text.show_bytes draws it) and a column of bits per model (−log₂ p of that byte given every byte before it; the first byte, with nothing before
     it, is not scored). ValueError naming `text` for an empty text or one over OWN_MAX_BYTES; DamagedFile for a
     damaged checkpoint."""
     if not data:
@@ -225,6 +227,9 @@ def own_text(data: bytes, models, seed: int = 0, folder: Path | None = None) -> 
         model, _ = text_lm.load(name, seed, folder)
         bits = text_lm.byte_bits(model, x)[0].double().numpy() if len(data) > 1 else np.zeros(0)
         out[name] = np.concatenate([[math.nan], bits])
+    if baseline:
+        bits = -np.log2(counted(baseline).probs(data)) if len(data) > 1 else np.zeros(0)
+        out[NGRAM] = np.concatenate([[math.nan], bits])
     return out
 
 

@@ -172,14 +172,17 @@ def copy_distances(window: int, span: int = COPY_SPAN) -> list[int]:
 
 
 def copy_windows(windows: np.ndarray, distance: int, span: int = COPY_SPAN) -> np.ndarray:
-    """The windows with their last `span` input bytes replaced by a copy of the `span` bytes `distance` earlier:
-    real text, its span, real text between, the same span again, then the window's real last byte."""
-    end = windows.shape[1] - 1  # the repeat ends at the last input byte
+    """The windows with one span of real text pasted twice: its first copy `distance` bytes before its second, which
+    ends at the last input byte. The span comes from another window (the next one, cyclically), so both copies break
+    into the text around them alike and differ only in whether the model has read the span before."""
+    end = windows.shape[1] - 1  # the second copy ends at the last input byte
     start = end - span
     if not span <= distance <= start:
         raise ValueError(f"distance: {distance} must be between the span ({span}) and {start}")
+    spans = np.roll(windows, 1, axis=0)[:, start:end]  # (N, span)
     out = windows.copy()
-    out[:, start:end] = windows[:, start - distance : end - distance]
+    out[:, start - distance : end - distance] = spans
+    out[:, start:end] = spans
     return out
 
 

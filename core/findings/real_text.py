@@ -126,7 +126,9 @@ def pair_copy(df: pd.DataFrame) -> dict | None:
     of = {role: g[g["model"] == m] for role, m in (("att", att), ("rec", rec))}
 
     def copies(rows) -> bool | None:
-        return True if (rows["gain"] >= COPY_GAIN_BITS).all() else False if (rows["gain"] < COPY_GAIN_BITS).all() else None
+        return (
+            True if (rows["gain"] >= COPY_GAIN_BITS).all() else False if (rows["gain"] < COPY_GAIN_BITS).all() else None
+        )
 
     a, r = copies(of["att"]), copies(of["rec"])
     option = None if a is None or r is None else {(True, False): 0, (False, True): 1, (True, True): 2}.get((a, r))

@@ -52,11 +52,11 @@ class Verdict:
     terms: dict = dataclasses.field(default_factory=dict)
 
 
-def sentence(verdict: Verdict, tr, where: str = "here") -> str:
+def sentence(verdict: Verdict, tr, where: str = "here", where_text: str | None = None) -> str:
     """The verdict's measured sentence, led by where it was measured: 'here' (the run shown) or 'gpu' (a shipped GPU
-    reference read beside it)."""
+    reference read beside it), or by `where_text` as given."""
     terms = {name: tr(key) for name, key in verdict.terms.items()}
-    return tr(verdict.key, where=tr(f"ui.verdict.where.{where}"), **verdict.values, **terms)
+    return tr(verdict.key, where=where_text or tr(f"ui.verdict.where.{where}"), **verdict.values, **terms)
 
 
 def serial(df: pd.DataFrame) -> Verdict | None:

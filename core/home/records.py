@@ -19,10 +19,16 @@ class Home:
     experiments: tuple[str, ...]  # the experiments whose rows it reads (live rows are kept under these names)
     finding: Callable | None = None  # (frames, tr) → a sentence for its page's card, or None (no rows to say it from)
     cells: Callable | None = None  # (frames, tr) → {Table 1 row: (cost, steps, path)}, None for a cell not its own
+    # the question its finding answers, shown only once answered; None: the key's ('long_range:text' → 'long_range.text')
+    question: str | None = None
 
     @property
     def page(self) -> str:
         return self.key.split(":")[0]
+
+    @property
+    def asks(self) -> str:
+        return self.question or self.key.replace(":", ".")
 
 
 RECORDS: dict[str, Home] = {}  # by key, in the order the home page draws their findings

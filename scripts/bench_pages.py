@@ -1,0 +1,136 @@
+"""How much a learner must read: every page's height, visible words and first chart, in each language.
+
+    python scripts/bench_pages.py [--langs en zh] [--pages home serial …] [--shots DIR]
+
+Starts the app, opens each page in headless Chromium (Debian's /usr/bin/chromium, through Playwright) at 1280×800
+with every question answered "just show me" and every expander closed, and prints one row per page and language:
+the page's height in px, its visible words (English: runs of letters and digits; 中文: CJK characters), its charts,
+and the top of its first chart in px from the page's top. The budgets a page should keep are printed beside them.
+`--shots DIR` also saves each page's first screen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_startup import ARGS, CHART, ROOT, start, stop_all
+
+QUESTIONS = ("serial", "serial.scaling", "serial.ckpt", "long_range", "long_range.text", "depth", "attention_cost",
+             "answers", "recall")  # fmt: skip
+PAGES = ("home", "serial", "long_range", "depth", "attention_cost", "answers")
+BUDGET = {"height": 4000, "en": 1000, "zh": 1400, "first_chart": 1200}  # px; visible words; CJK characters; px
+VIEW = {"width": 1280, "height": 800}
+MAIN = "[data-testid='stMainBlockContainer']"
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
+# what the browser counts: the main column's height, its text and charts as shown (nothing inside a closed expander,
+# a hidden tab or anything not displayed)
+MEASURE_JS = """([main, chart]) => {
+  const box = document.querySelector(main);
+  if (!box) return null;
+  const shown = el => {
+    for (let e = el; e && e !== box; e = e.parentElement) {
+      if (e.tagName === 'DETAILS' && !e.open && !el.closest('summary')) return false;
+      if (getComputedStyle(e).display === 'none' || e.hidden) return false;
+    }
+    return true;
+  };
+  const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+  const parts = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (el && !['SCRIPT', 'STYLE'].includes(el.tagName) && !el.closest('svg, canvas') && shown(el)) parts.push(n.nodeValue);
+  }
+  const top = box.getBoundingClientRect().top;
+  const charts = [...document.querySelectorAll(chart)].filter(c => !c.parentElement.closest(chart) && shown(c));
+  const first = charts.length ? Math.min(...charts.map(c => c.getBoundingClientRect().top - top)) : null;
+  return {height: box.scrollHeight, text: parts.join(' '), charts: charts.length, first_chart: first};
+}"""
+
+
+def settle(page, timeout_s: float = 90) -> None:
+    """Until the script has run and stayed idle for three looks in a row."""
+    page.wait_for_selector("[data-testid='stAppViewContainer']", timeout=60000)
+    deadline, idle = time.time() + timeout_s, 0
+    while time.time() < deadline and idle < 3:
+        quiet = page.query_selector(IDLE) is not None and page.query_selector("[data-testid='stStatusWidget']") is None
+        idle = idle + 1 if quiet else 0
+        page.wait_for_timeout(300)
+    page.wait_for_timeout(1500)  # charts finish drawing after the script ends
+
+
+def words(text: str, lang: str) -> int:
+    if lang == "zh":
+        return len(re.findall(r"[\u3400-\u9fff]", text))
+    return len(re.findall(r"[A-Za-z0-9][A-Za-z0-9'’.,-]*", text))
+
+
+def measure(browser, url: str, key: str, lang: str, shots: Path | None) -> dict:
+    query = {"lang": lang, **{f"predict.{q}": "show" for q in QUESTIONS}}
+    path = "" if key == "home" else key
+    page = browser.new_page(viewport=VIEW)
+    page.goto(f"{url}/{path}?{urllib.parse.urlencode(query)}")
+    settle(page)
+    if key != "home":
+        if page.query_selector(CHART) is None:  # charts draw after the script: wait for one, at most 30 s
+            page.wait_for_timeout(3000)
+        settle(page, 20)
+    got = page.evaluate(MEASURE_JS, [MAIN, CHART]) or {"height": 0, "text": "", "charts": 0, "first_chart": None}
+    if shots is not None:
+        shots.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shots / f"{key}-{lang}.png"))
+    page.close()
+    return {"page": key, "lang": lang, "height": int(got["height"]), "words": words(got["text"], lang),
+            "charts": got["charts"], "first_chart": got["first_chart"]}  # fmt: skip
+
+
+def verdict(row: dict) -> str:
+    over = []
+    if row["height"] > BUDGET["height"]:
+        over.append("height")
+    if row["words"] > BUDGET[row["lang"]]:
+        over.append("words")
+    if row["page"] != "home" and (row["first_chart"] is None or row["first_chart"] > BUDGET["first_chart"]):
+        over.append("first chart")
+    return "ok" if not over else "over: " + ", ".join(over)
+
+
+def main() -> int:
+    from playwright.sync_api import sync_playwright
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--langs", nargs="*", default=["en", "zh"])
+    ap.add_argument("--pages", nargs="*", default=list(PAGES))
+    ap.add_argument("--shots", default=None, help="a folder for each page's first screen (PNG)")
+    args = ap.parse_args()
+    shots = Path(args.shots) if args.shots else None
+    rows = []
+    try:
+        _, url, _ = start("dashboard.py", ROOT)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+            for lang in args.langs:
+                for key in args.pages:
+                    rows.append(measure(browser, url, key, lang, shots))
+            browser.close()
+    finally:
+        stop_all()
+    print(f"budgets: height ≤ {BUDGET['height']:,} px; ≤ {BUDGET['en']:,} words (en) or ≤ {BUDGET['zh']:,} CJK "
+          f"characters (zh); first chart's top ≤ {BUDGET['first_chart']:,} px")  # fmt: skip
+    print(f"{'page':<16}{'lang':<6}{'height px':>10}{'words':>8}{'charts':>8}{'1st chart px':>14}  verdict")
+    for r in rows:
+        first = "—" if r["first_chart"] is None else f"{r['first_chart']:,.0f}"
+        print(f"{r['page']:<16}{r['lang']:<6}{r['height']:>10,}{r['words']:>8,}{r['charts']:>8}{first:>14}  "
+              f"{verdict(r)}")  # fmt: skip
+    return 0 if all(verdict(r) == "ok" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
