@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -60,6 +61,50 @@ def _title_lines_too_long(spec: dict) -> list[str]:
     return found
 
 
+LEGEND_PX_PER_CHAR = 5.6  # a legend label's letters at Vega's 10 px font (~0.55 em each), a CJK character two
+LEGEND_LIMIT = 160  # Vega's default labelLimit, in px: a longer label is cut off with "…"
+
+
+def _legend_labels_too_long(chart) -> list[str]:
+    """The legend labels of a drawn chart (each value of a field a legend lists, named by its labelExpr if any) that
+    Vega would cut off at their legend's labelLimit."""
+    import pyarrow as pa
+
+    from core.charts.common import _width
+
+    spec = json.loads(chart.proto.spec)
+    frames = {d.name: pa.ipc.open_stream(d.data.data).read_pandas() for d in chart.proto.datasets}
+    found = []
+
+    def walk(node, data: str | None = None):
+        if isinstance(node, list):
+            for v in node:
+                walk(v, data)
+        if not isinstance(node, dict):
+            return
+        data = (node.get("data") or {}).get("name", data) if isinstance(node.get("data"), dict) else data
+        frame = frames.get(data, pd.DataFrame())
+        for channel, enc in (node.get("encoding") or {}).items():
+            if channel not in ("color", "strokeDash", "shape", "opacity", "size") or not isinstance(enc, dict):
+                continue
+            if "field" not in enc or "legend" in enc and enc["legend"] is None:
+                continue
+            legend = enc.get("legend") or {}
+            pairs = re.findall(r'datum\.label === ("[^"]*") \? ("[^"]*")', legend.get("labelExpr", ""))
+            names = {json.loads(k): json.loads(v) for k, v in pairs}  # JSON strings: a CJK name is escaped
+            field = enc["field"].split(":")[0]
+            domain = (enc.get("scale") or {}).get("domain") or (frame[field].dropna().unique() if field in frame else ())
+            limit = legend.get("labelLimit", LEGEND_LIMIT)
+            found.extend(
+                label for v in domain if _width(label := names.get(str(v), str(v))) * LEGEND_PX_PER_CHAR > limit
+            )
+        for v in node.values():
+            walk(v, data)
+
+    walk(spec)
+    return found
+
+
 def _frames() -> list[pd.DataFrame]:
     gc.collect()
     return [o for o in gc.get_objects() if isinstance(o, pd.DataFrame) and len(o) >= 20]
@@ -71,8 +116,9 @@ def _strict_json(spec: str, fmt: str) -> bytes:
     return b""
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("page", ["serial", "long_range", "depth", "attention_cost", "answers"])
-def test_a_drawn_page_leaves_no_table_in_its_session_and_its_dash_legends_show_dashes(page, monkeypatch):
+def test_a_drawn_page_leaves_no_table_in_its_session_and_its_dash_legends_show_dashes(page, lang, monkeypatch):
     from streamlit.runtime.media_file_manager import MediaFileManager
 
     import ui.data
@@ -86,7 +132,9 @@ def test_a_drawn_page_leaves_no_table_in_its_session_and_its_dash_legends_show_d
     monkeypatch.setattr(MediaFileManager, "add_deferred", kept)
     monkeypatch.setattr(ui.data, "_export", _strict_json)
     before = {id(f): f for f in _frames()}  # another test's (a cache of reference rows in this worker): not the page's
-    at = app_test(default_timeout=120).run()
+    at = app_test(default_timeout=120)
+    at.query_params["lang"] = lang
+    at.run()
     at.switch_page(f"pages/{page}.py").run()
     assert not at.exception, at.exception
     charts = len(at.get("vega_lite_chart"))
@@ -100,6 +148,8 @@ def test_a_drawn_page_leaves_no_table_in_its_session_and_its_dash_legends_show_d
     long = [line for c in at.get("vega_lite_chart") for line in _title_lines_too_long(json.loads(c.proto.spec))]
     assert not long, f"the {page} page's chart titles hold lines Vega would cut off with '…': {long[:3]}"
     specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    cut = sorted({label for c in at.get("vega_lite_chart") for label in _legend_labels_too_long(c)})
+    assert not cut, f"the {page} page's legends hold labels Vega would cut off with '…': {cut[:5]}"
     bare = [str(sp["title"])[:60] for sp in specs if sp.get("title") and sp.get("padding", {}).get("top", 0) < 10]
     assert not bare, f"titles without room above them (a label over the plot pushes them off the top): {bare[:3]}"
     kept = [f"{len(f)} rows × {', '.join(map(str, f.columns[:4]))}…" for f in _frames() if id(f) not in before]

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from core.findings import depth_text
+from core.findings import depth_sentences
 from core.home import records as home
 from core.terms.i18n import translator
 
@@ -106,7 +106,7 @@ def test_reach_and_depth_facts():
     )
     found = home.findings({"depth": depth}, tr)["depth"]
     assert "4-layer" in found and "0.001" in found and "while its last layer got 1" in found and "0.5" in found
-    lines = depth_text.takeaways(depth, tr)
+    lines = depth_sentences.takeaways(depth, tr)
     assert "0.001" in lines[0] and "**1/10 as much for every layer added**" in lines[0]  # (0.1 / 0.001)^(1/2)
     assert "0.5" in lines[1]
 

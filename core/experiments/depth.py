@@ -21,7 +21,7 @@ from torch import nn
 from core.config import Experiment, spec
 from core.experiments.common import Rows, copied, tagged
 from core.findings.depth import COLUMNS, LEARNED_FRACTION, UNDERFLOW, chain_entropy, to_frame  # noqa: F401
-from core.findings.depth_text import takeaways
+from core.findings.depth_sentences import takeaways
 from core.harness import guard
 from core.harness.device import DEVICES, environment, resolve_device, torch_threads
 from core.models import registry

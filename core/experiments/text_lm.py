@@ -84,42 +84,19 @@ META_TYPES = {"model": str, "seed": int, "d_model": int, "n_layers": int, "windo
 CURVE_FIELDS = ("step", "bytes", "seconds", "train_bits", "heldout_bits", "copy_first", "copy_repeat")
 
 
-def _checked(blob, file: str, name: str) -> tuple[dict, dict]:
-    """(meta, state_dict), or DamagedFile('wrong_kind') naming what does not fit."""
+def _curve_problem(name: str):
+    def check(meta: dict) -> str | None:
+        if meta["model"] != name:
+            return f"meta 'model' is {meta['model']!r}, not {name!r}"
+        if not all(isinstance(p, list) and len(p) == len(CURVE_FIELDS) for p in meta["curve"]):
+            return f"meta 'curve' is not a list of {len(CURVE_FIELDS)}-number points"
+        return None
 
-    def wrong(detail: str):
-        return files.DamagedFile(files.FileProblem(file, "wrong_kind", detail))
-
-    if (
-        not isinstance(blob, dict)
-        or not isinstance(blob.get("meta"), dict)
-        or not isinstance(blob.get("state_dict"), dict)
-    ):
-        raise wrong(f"a {type(blob).__name__}, not a dict of 'meta' and 'state_dict'")
-    meta, state = blob["meta"], blob["state_dict"]
-    for key, kind in META_TYPES.items():
-        v = meta.get(key)
-        ok = isinstance(v, (int, float) if kind is float else kind) and not isinstance(v, bool)
-        if not ok or (kind is int and v < 1 and key != "seed"):
-            raise wrong(f"meta {key!r} is {type(v).__name__}")
-    if meta["model"] != name:
-        raise wrong(f"meta 'model' is {meta['model']!r}, not {name!r}")
-    curve = meta["curve"]
-    if not all(isinstance(p, list) and len(p) == len(CURVE_FIELDS) for p in curve):
-        raise wrong(f"meta 'curve' is not a list of {len(CURVE_FIELDS)}-number points")
-    if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
-        raise wrong("'state_dict' holds something other than named tensors")
-    return meta, state
+    return check
 
 
 def _read(name: str, seed: int, folder: Path | None) -> tuple[dict, dict]:
-    path = path_for(name, seed, folder)
-    files.check_torch_archive(path)
-    try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # noqa: BLE001 - a damaged member, or objects a weights-only load refuses
-        raise files.DamagedFile(files.FileProblem(path.name, "unreadable", type(err).__name__)) from None
-    return _checked(blob, path.name, name)
+    return files.load_checkpoint(path_for(name, seed, folder), META_TYPES, _curve_problem(name))
 
 
 def load_meta(name: str, seed: int, folder: Path | None = None) -> dict:

@@ -111,30 +111,11 @@ META_TYPES = {"seq_len": int, "n_keys": int, "d_model": int, "n_layers": int, "v
               "steps": int, "seed": int, "lr": float, "forget_bias": float, "accuracy_by_distance": list}  # fmt: skip
 
 
-def _checked(blob, file: str) -> tuple[dict, dict]:
-    """(meta, state_dict) of a loaded checkpoint, or DamagedFile('wrong_kind') naming what does not fit."""
-
-    def wrong(detail: str):
-        return files.DamagedFile(files.FileProblem(file, "wrong_kind", detail))
-
-    if (
-        not isinstance(blob, dict)
-        or not isinstance(blob.get("meta"), dict)
-        or not isinstance(blob.get("state_dict"), dict)
-    ):
-        raise wrong(f"a {type(blob).__name__}, not a dict of 'meta' and 'state_dict'")
-    meta, state = blob["meta"], blob["state_dict"]
-    for key, kind in META_TYPES.items():
-        v = meta.get(key)
-        ok = isinstance(v, (int, float) if kind is float else kind) and not isinstance(v, bool)
-        if not ok or (kind is int and v < 1 and key != "seed"):
-            raise wrong(f"meta {key!r} is {type(v).__name__}")
+def _accuracies_problem(meta: dict) -> str | None:
     acc = meta["accuracy_by_distance"]
     if not acc or not all(isinstance(a, (int, float)) and 0 <= a <= 1 for a in acc):
-        raise wrong("meta 'accuracy_by_distance' is not a list of accuracies")
-    if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
-        raise wrong("'state_dict' holds something other than named tensors")
-    return meta, state
+        return "meta 'accuracy_by_distance' is not a list of accuracies"
+    return None
 
 
 def load(name: str, folder: Path | None = None) -> tuple[torch.nn.Module, dict]:
@@ -144,12 +125,7 @@ def load(name: str, folder: Path | None = None) -> tuple[torch.nn.Module, dict]:
     checkpoint of this model (wrong type, keys or shapes): the page shows that one problem and goes on.
     """
     path = path_for(name, folder)
-    files.check_torch_archive(path)
-    try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # noqa: BLE001 - a damaged member, or objects a weights-only load refuses
-        raise files.DamagedFile(files.FileProblem(path.name, "unreadable", type(err).__name__)) from None
-    meta, state = _checked(blob, path.name)
+    meta, state = files.load_checkpoint(path, META_TYPES, _accuracies_problem)
     model = build_model(name, _config(meta), meta["vocab_size"], impl="naive")
     try:
         model.load_state_dict(state)

@@ -76,3 +76,45 @@ def ends_mid_line(path: Path) -> bool:
             return False
         f.seek(-1, os.SEEK_END)
         return f.read(1) not in (b"\n", b"\r")
+
+
+def checked_checkpoint(blob, file: str, meta_types: dict, check=None) -> tuple[dict, dict]:
+    """(meta, state_dict) of a loaded {'meta', 'state_dict'} checkpoint, or DamagedFile('wrong_kind') naming what
+    does not fit: each of `meta_types` in meta with its type (a bool is no number; an int ≥ 1 but the seed), then
+    `check(meta)` (a problem in words, or None), then named tensors."""
+
+    def wrong(detail: str):
+        return DamagedFile(FileProblem(file, "wrong_kind", detail))
+
+    if (
+        not isinstance(blob, dict)
+        or not isinstance(blob.get("meta"), dict)
+        or not isinstance(blob.get("state_dict"), dict)
+    ):
+        raise wrong(f"a {type(blob).__name__}, not a dict of 'meta' and 'state_dict'")
+    meta, state = blob["meta"], blob["state_dict"]
+    for key, kind in meta_types.items():
+        v = meta.get(key)
+        ok = isinstance(v, (int, float) if kind is float else kind) and not isinstance(v, bool)
+        if not ok or (kind is int and v < 1 and key != "seed"):
+            raise wrong(f"meta {key!r} is {type(v).__name__}")
+    problem = check(meta) if check is not None else None
+    if problem:
+        raise wrong(problem)
+    if not all(isinstance(k, str) and hasattr(v, "shape") for k, v in state.items()):
+        raise wrong("'state_dict' holds something other than named tensors")
+    return meta, state
+
+
+def load_checkpoint(path: Path, meta_types: dict, check=None) -> tuple[dict, dict]:
+    """A shipped checkpoint read with `torch.load(weights_only=True)` and checked (`checked_checkpoint`); DamagedFile
+    for a file that is missing, empty, cut off, unreadable or of another kind."""
+    import torch
+
+    path = Path(path)
+    check_torch_archive(path)
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # noqa: BLE001 - a damaged member, or objects a weights-only load refuses
+        raise DamagedFile(FileProblem(path.name, "unreadable", type(err).__name__)) from None
+    return checked_checkpoint(blob, path.name, meta_types, check)
