@@ -22,8 +22,9 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_startup import ARGS, CHART, ROOT, start, stop_all
 
-QUESTIONS = ("serial", "serial.scaling", "serial.ckpt", "long_range", "long_range.text", "depth", "attention_cost",
-             "answers", "recall")  # fmt: skip
+from core.findings import verdicts
+
+QUESTIONS = tuple(verdicts.QUESTIONS)  # every page's question, answered "just show me"
 PAGES = ("home", "serial", "long_range", "depth", "attention_cost", "answers")
 BUDGET = {"height": 4000, "en": 1000, "zh": 1400, "first_chart": 1200}  # px; visible words; CJK characters; px
 VIEW = {"width": 1280, "height": 800}

@@ -3,8 +3,8 @@ Chromium that every browser test module shares (session fixtures: each costs sec
 
 import contextlib
 import os
-import re
 import pathlib
+import re
 import signal
 import socket
 import subprocess
@@ -19,6 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from core.findings import verdicts
 
 # The fast tier (`pytest -m "not slow"`) leaves out tests marked `slow`: a browser, a subprocess that imports torch,
 # training or measuring beyond a second, an AppTest that presses Run. A test says so itself (@pytest.mark.slow, or
@@ -114,8 +115,7 @@ def unescaped(markdown: str) -> str:
 
 APP = os.path.join(ROOT, "dashboard.py")
 # Every page's predict-first question; a test that looks at results opens the app as a shared, revealed link does.
-QUESTIONS = ("serial", "serial.scaling", "serial.ckpt", "long_range", "long_range.text", "depth", "attention_cost", "answers",
-             "recall")  # fmt: skip
+QUESTIONS = tuple(verdicts.QUESTIONS)
 REVEALED = {f"predict.{q}": "show" for q in QUESTIONS}
 
 

@@ -93,7 +93,9 @@ def _legend_labels_too_long(chart) -> list[str]:
             pairs = re.findall(r'datum\.label === ("[^"]*") \? ("[^"]*")', legend.get("labelExpr", ""))
             names = {json.loads(k): json.loads(v) for k, v in pairs}  # JSON strings: a CJK name is escaped
             field = enc["field"].split(":")[0]
-            domain = (enc.get("scale") or {}).get("domain") or (frame[field].dropna().unique() if field in frame else ())
+            domain = (enc.get("scale") or {}).get("domain") or (
+                frame[field].dropna().unique() if field in frame else ()
+            )
             limit = legend.get("labelLimit", LEGEND_LIMIT)
             found.extend(
                 label for v in domain if _width(label := names.get(str(v), str(v))) * LEGEND_PX_PER_CHAR > limit

@@ -161,11 +161,6 @@ def _reference(name: str):
     return ref[ref["device"] == ref["device"].iloc[0]] if len(ref) else ref
 
 
-QUESTION_DATA = {"serial": "serial", "serial.scaling": "scaling", "serial.ckpt": "checkpoint", "long_range": "long_range",
-                 "depth": "depth", "attention_cost": "attention_cost", "answers_speed": "answers_speed",
-                 "recall": "recall_frontier", "long_range.text": "real_text"}  # fmt: skip
-
-
 def rendered(tr) -> dict[str, str]:
     """Every sentence code assembles from the shipped references: takeaways, the verdicts' reasons and sentences,
     and the home page's findings and Table 1."""
@@ -181,8 +176,7 @@ def rendered(tr) -> dict[str, str]:
     hw = serial_findings.measured_hardware(frames["serial"], tr)
     for i, line in enumerate(serial_findings.explanation(c, hw, tr) if c else []):
         out[f"serial why {i}"] = line
-    assert set(QUESTION_DATA) == set(verdicts.QUESTIONS)
-    for question, name in QUESTION_DATA.items():
+    for question, name in verdicts.EXPERIMENT_OF.items():
         v = verdicts.QUESTIONS[question](frames[name])
         if v is not None:
             out[f"verdict {question}"] = verdicts.sentence(v, tr)

@@ -217,6 +217,11 @@ def long_range_text(df: pd.DataFrame) -> Verdict | None:
     return Verdict(said["option"], "long_range.text.verdict.measured", values)
 
 
+# Every page's question (its predict key) → its verdict, and the experiment whose rows that verdict reads: the one map
+# the pages' tests, the browser tests and scripts/bench_pages.py read
 QUESTIONS = {"serial": serial, "serial.scaling": scaling, "serial.ckpt": checkpoint, "long_range": long_range,
              "long_range.text": long_range_text, "depth": depth,
-             "attention_cost": attention_cost, "answers_speed": answers, "recall": recall}  # fmt: skip
+             "attention_cost": attention_cost, "answers": answers, "recall": recall}  # fmt: skip
+EXPERIMENT_OF = {"serial": "serial", "serial.scaling": "scaling", "serial.ckpt": "checkpoint", "long_range": "long_range",
+                 "long_range.text": "real_text", "depth": "depth", "attention_cost": "attention_cost",
+                 "answers": "answers_speed", "recall": "recall_frontier"}  # fmt: skip
