@@ -74,7 +74,7 @@ def test_the_recall_rule_on_hand_made_strings():
     assert not text.recall_mask(b"ABCDEFGHZ" + filler + b"ABCDEFGHQ").any()  # the far match predicts another byte
 
 
-def _copy_rows(gains: dict, d: int = 384) -> pd.DataFrame:
+def _copy_rows(gains: dict, d: int = 128) -> pd.DataFrame:
     """Copy rows at one distance: first = 3, repeat = 3 − gain for each (model, seed)."""
     return pd.DataFrame([{"model": m, "seed": s, "measure": "copy", "x": d, "status": "ok", "split": split,
                           "bits_per_byte": 3.0 - (g if split == "repeat" else 0.0)}
@@ -83,11 +83,11 @@ def _copy_rows(gains: dict, d: int = 384) -> pd.DataFrame:
 
 def test_the_copy_verdict_reads_first_minus_repeat_at_the_longest_distance():
     df = _copy_rows({("transformer", 0): 1.0, ("transformer", 1): 0.6, ("lstm", 0): 0.0, ("lstm", 1): 0.01})
-    near = _copy_rows({("transformer", 0): 0.0, ("transformer", 1): 0.0, ("lstm", 0): 2.0, ("lstm", 1): 2.0}, d=64)
+    far = _copy_rows({("transformer", 0): 0.0, ("transformer", 1): 0.0, ("lstm", 0): 2.0, ("lstm", 1): 2.0}, d=384)
     g = findings.copy_gain(df).set_index(["model", "seed"])["gain"]
     assert g["transformer", 0] == pytest.approx(1.0) and g["lstm", 1] == pytest.approx(0.01)
-    v = verdicts.long_range_text(pd.concat([df, near]))  # the LSTM's gain at 64 bytes does not count
-    assert v.option == 0 and v.values["att"] == "3.00 → 2.00–2.40" and v.values["distance"] == 384
+    v = verdicts.long_range_text(pd.concat([df, far]))  # the question asks about 128 bytes: 384's rows do not count
+    assert v.option == 0 and v.values["att"] == "3.00 → 2.00–2.40" and v.values["distance"] == 128
     both = _copy_rows({("transformer", 0): 1.0, ("transformer", 1): 0.6, ("lstm", 0): 0.3, ("lstm", 1): 0.5})
     assert verdicts.long_range_text(both).option == 2
     split = _copy_rows({("transformer", 0): 1.0, ("transformer", 1): 0.1, ("lstm", 0): 0.0, ("lstm", 1): 0.0})

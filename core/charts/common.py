@@ -81,6 +81,9 @@ def log_y(field: str, title: str) -> alt.Y:
     return alt.Y(f"{field}:Q", scale=alt.Scale(type="log"), title=title)
 
 
+SOURCE_WIDTH = {"live": 3.0, "uploaded": 2.0, "reference": 1.2}  # line widths: this session's run stands out
+
+
 def lines(df: pd.DataFrame, x, y, color: str, color_title: str, dash: str = "run", tooltip=()) -> alt.Chart:
     """Lines with points, one per (colour, dash) pair; the dash legend tells live from reference and device."""
     enc = {"x": x, "y": y, "color": alt.Color(f"{color}:N", title=color_title)}
@@ -88,6 +91,9 @@ def lines(df: pd.DataFrame, x, y, color: str, color_title: str, dash: str = "run
     if dash in df.columns and df[dash].nunique() > 1:
         enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None, legend=dash_legend(orient="right", labelLimit=240))
         enc["shape"] = alt.Shape(f"{dash}:N", title=None, legend=None)
+    if "source" in df.columns and df["source"].nunique() > 1:  # this session's run bold, the reference thin
+        enc["strokeWidth"] = alt.StrokeWidth("source:N", legend=None, scale=alt.Scale(domain=list(SOURCE_WIDTH),
+                                                                                      range=list(SOURCE_WIDTH.values())))  # fmt: skip
     return Chart(df).mark_line(point=True).encode(**enc)
 
 

@@ -20,7 +20,7 @@ from core.harness.fit import loglog_fit
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
 from core.terms import status
-from core.terms.rules import BYTES_PER_TOKEN, CONTEXT_WITHIN, COPY_GAIN_BITS
+from core.terms.rules import BYTES_PER_TOKEN, CONTEXT_WITHIN, COPY_ASKED_AT, COPY_GAIN_BITS, FLAT_BITS
 
 SAME_SPEED = 0.1  # a race's two models read "about the same bytes a second" when their rates differ by less than this
 NGRAM = "ngram"  # the count baseline's rows (core.experiments.real_text)
@@ -63,6 +63,16 @@ def longest_copy(df: pd.DataFrame) -> pd.DataFrame:
     """copy_gain's rows at the longest distance measured."""
     g = copy_gain(df)
     return g[g["x"] == g["x"].max()] if len(g) else g
+
+
+def asked_copy(df: pd.DataFrame) -> pd.DataFrame:
+    """copy_gain's rows at the distance the question asks about (COPY_ASKED_AT), else the longest measured below it,
+    else the shortest."""
+    g = copy_gain(df)
+    if not len(g):
+        return g
+    below = g[g["x"] <= COPY_ASKED_AT]["x"]
+    return g[g["x"] == (below.max() if len(below) else g["x"].min())]
 
 
 def against_baseline(df: pd.DataFrame) -> pd.DataFrame:
@@ -114,12 +124,13 @@ def recall_split(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def pair_copy(df: pd.DataFrame) -> dict | None:
-    """The chapter's pair on the copy probe at the longest distance, as the verdict and the home page say them:
+    """The chapter's pair on the copy probe at the question's distance (`asked_copy`), as the verdict and the home
+    page say them:
     each model's first → repeat over the seeds (`att`, `rec`, text), the distance, the seeds counted, and the
     question's option ('A span repeats x bytes later: which model reads it cheaper the second time?', 0 the
     Transformer, 1 the LSTM, 2 both: a model does if its gain is at least COPY_GAIN_BITS in every seed, does not if
     below in every seed; None when a seed disagrees or neither does). None without both models."""
-    g = longest_copy(df)
+    g = asked_copy(df)
     att, rec = pair(g["model"]) if len(g) else (None, None)
     if att is None or rec is None:
         return None
@@ -155,12 +166,13 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         key = "long_range.text.take.base_all" if not losers else "long_range.text.take.base_some"
         out.append(tr(key, parts=listing(parts, tr), base=f"{vs['baseline'].iloc[0]:.2f}", losers=listing(losers, tr),
                       ngram=tr(f"model.{NGRAM}")))  # fmt: skip
-    g = longest_copy(df)
-    g = g[g["model"] != NGRAM] if len(g) else g
-    if len(g):
+    for g, key in ((asked_copy(df), "copy"), (longest_copy(df), "copy_far")):
+        g = g[g["model"] != NGRAM] if len(g) else g
+        if not len(g) or (key == "copy_far" and int(g["x"].max()) == int(asked_copy(df)["x"].max())):
+            continue
         parts = [tr("long_range.text.take.copy_part", model=tr(f"model.{m}"), first=span(r["first"]),
                     repeat=span(r["repeat"])) for m, r in g.groupby("model", sort=False)]  # fmt: skip
-        out.append(tr("long_range.text.take.copy", parts=listing(parts, tr), d=int(g["x"].max()),
+        out.append(tr(f"long_range.text.take.{key}", parts=listing(parts, tr), d=int(g["x"].max()),
                       seeds=g["seed"].nunique()))  # fmt: skip
     eff = effective_context(df)
     eff = eff[eff["model"] != NGRAM] if len(eff) else eff
@@ -172,7 +184,9 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     if len(falling):
         parts = [tr("long_range.text.take.falling_part", model=tr(f"model.{m}"), fall=span(g["fall"]),
                     final=span(g["final"])) for m, g in falling.groupby("model", sort=False)]  # fmt: skip
-        out.append(tr("long_range.text.take.falling", parts=listing(parts, tr),
+        still = [tr(f"model.{m}") for m, g in falling.groupby("model", sort=False) if (g["fall"] >= FLAT_BITS).any()]
+        key = "long_range.text.take.falling" if still else "long_range.text.take.flat"
+        out.append(tr(key, parts=listing(parts, tr), still=listing(still, tr),
                       share=f"{100 * falling['share'].iloc[0]:.0f}"))  # fmt: skip
     rs = recall_split(df)
     if len(rs):

@@ -28,6 +28,9 @@ CONTEXT_WITHIN = 0.01
 # … and a model "reads a repeat cheaper" when a span's copy costs at least this many bits per byte less than its
 # first occurrence, in every seed (core.experiments.text_lm.copy_bits)
 COPY_GAIN_BITS = 0.25
+# A training run has flattened when its held-out loss fell by less than this over the last FINAL_FRACTION of it
+FLAT_BITS = 0.02
+COPY_ASKED_AT = 128  # the distance, in bytes, between the two copies that the real-text question asks about
 # The recall rule (core.training.text.recall_mask): a copied span of RECALL_SPAN bytes, from more than RECALL_FAR back
 RECALL_SPAN, RECALL_FAR = 8, 64
 # Published positions in tokens are drawn over byte positions at this many bytes a token (GPT-2's BPE averages about
@@ -58,6 +61,8 @@ def catalogue_values() -> dict[str, str]:
         "gpu_sms": f"{GPU_SMS}",
         "context_within_pct": _pct(CONTEXT_WITHIN),
         "copy_gain_bits": f"{COPY_GAIN_BITS:.2f}",
+        "copy_asked_at": f"{COPY_ASKED_AT}",
+        "flat_bits": f"{FLAT_BITS:.2f}",
         "recall_span": f"{RECALL_SPAN}",
         "recall_far": f"{RECALL_FAR}",
         "bytes_per_token": f"{BYTES_PER_TOKEN}",
