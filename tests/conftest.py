@@ -168,14 +168,16 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve():
-    """`streamlit run dashboard.py` on a free port until the block ends: (its URL, the server's pid)."""
+def serve(env: dict | None = None):
+    """`streamlit run dashboard.py` on a free port until the block ends: (its URL, the server's pid); `env`: added
+    to its environment."""
     assert os.path.exists(CHROMIUM), f"no browser at {CHROMIUM}: install Debian's chromium (scripts/test.sh does)"
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.headless", "true", "--server.port",
          str(port)],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env={**os.environ, **(env or {})},
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:

@@ -12,7 +12,7 @@ import time
 import urllib.parse
 
 import pytest
-from conftest import REVEALED, press_run
+from conftest import REVEALED, press_run, serve
 
 from core.terms.i18n import translator
 from ui.common import PAGES
@@ -96,6 +96,28 @@ def test_the_home_page_shows_a_finding_only_once_its_question_is_answered(app_ur
     body = page.inner_text("[data-testid='stMain']")
     assert body.count("Finding:") == 1 and "dependent steps" in body  # serial's finding, and only serial's
     page.close()
+
+
+def test_damaged_text_checkpoints_cost_their_section_not_the_page(browser, tmp_path):
+    from core.experiments import text_lm
+
+    for name in text_lm.models():
+        for seed in text_lm.SEEDS:
+            text_lm.path_for(name, seed, tmp_path).write_bytes(os.urandom(4096))  # every text model: random bytes
+    with serve({"LAB_TEXT_CHECKPOINTS": str(tmp_path)}) as (url, _):
+        page = browser.new_page()
+        page.goto(f"{url}/long_range?lang=en&{SHOWN}")
+        _settle(page)
+        page.wait_for_selector(CHART, timeout=60000)
+        page.get_by_role("tab").filter(has_text="Real text").first.click()
+        _settle(page)
+        assert not page.query_selector_all("[data-testid='stException']")
+        errors = [e.inner_text() for e in page.query_selector_all("[data-testid='stAlertContentError']")]
+        assert any("text_linear_attention_seed0.pt" in e for e in errors), errors  # one message naming the file
+        page.get_by_role("tab").filter(has_text="The recall task").first.click()
+        _settle(page)
+        assert len([c for c in page.query_selector_all(CHART) if c.is_visible()]) >= 1  # the other sections drawn
+        page.close()
 
 
 def _drawn_whole(page, key: str, lang: str) -> None:

@@ -125,15 +125,17 @@ def section_ui(tr, s: Section, views: dict | None = None, prediction: Prediction
     if s.question and not main:
         view.prediction = predict_ui(tr, s.question, 3)
     shown = st.container()  # filled below, once the live run (if any) has added its rows
+    damaged = None
     with st.expander(tr("ui.measure_yourself")):
         st.caption(tr("ui.live_intro"))
         try:
             cfg = config_form_ui(tr, s.experiment, s.key, list(s.fields))
         except ValueError as err:  # a shipped file the run needs is damaged: it costs this section's run, not the page
-            st.error(tr("ui.bad_input", error=literal(str(err))))
-            cfg = None
+            damaged, cfg = err, None
         live = run_ui(tr, s.experiment, cfg, s.key)
     with shown:
+        if damaged is not None:  # said where the learner looks, not inside the closed form
+            st.error(tr("ui.bad_input", error=literal(str(damaged))))
         both, primary = view.both, view.primary = shown_data(tr, s.experiment.name, live)
         view.lines = s.takeaways(primary, tr) if s.takeaways and len(primary) else []
         if s.verdict is not None:

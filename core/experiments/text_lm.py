@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,8 @@ from core.store import files
 from core.store.results import DATA_DIR
 from core.training import text
 
-CHECKPOINT_DIR = DATA_DIR / "checkpoints"
+# the shipped text models; LAB_TEXT_CHECKPOINTS points a server (a browser test, your own models) at another folder
+CHECKPOINT_DIR = Path(os.environ.get("LAB_TEXT_CHECKPOINTS") or DATA_DIR / "checkpoints")
 TAG = "real_text"
 PARAM_BUDGET = 1_000_000  # each model's layer count brings it closest to this many parameters
 SEEDS = (0, 1)
