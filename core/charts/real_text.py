@@ -10,7 +10,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.charts.common import Chart, dash_legend, device_subtitle, ok_rows, tips, titled
+from core.charts.common import PADDING, Chart, dash_legend, device_subtitle, ok_rows, tips, titled
 from core.findings import real_text as findings
 from core.models import registry
 from core.terms.rules import CONTEXT_WITHIN
@@ -233,4 +233,4 @@ def surprise_chart(grid: pd.DataFrame, values, title_text: str, diff: bool = Fal
                                     tooltip=[alt.Tooltip("char:N"), alt.Tooltip("v:Q", format=".2f")])  # fmt: skip
     text = base.mark_text(font="monospace", fontSize=11, color="black").encode(text="char:N")
     return (cells + text).properties(title=alt.TitleParams(title_text, anchor="start", fontSize=13),
-                                     width=alt.Step(11), height=alt.Step(16))  # fmt: skip
+                                     width=alt.Step(11), height=alt.Step(16), padding=PADDING)  # fmt: skip

@@ -56,6 +56,9 @@ def copy_gain(df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["model", "seed", "x", "first", "repeat", "gain"])
     wide = cp.pivot_table(index=["model", "seed", "x"], columns="split", values="bits_per_byte", sort=False)
     wide = wide.reset_index().rename_axis(None, axis=1)
+    if not {"first", "repeat"} <= set(wide.columns):  # a run stopped between a span's two readings
+        return pd.DataFrame(columns=["model", "seed", "x", "first", "repeat", "gain"])
+    wide = wide.dropna(subset=["first", "repeat"])
     return wide.assign(gain=wide["first"] - wide["repeat"])
 
 
