@@ -122,12 +122,17 @@ REVEALED = {f"predict.{q}": "show" for q in QUESTIONS}
 FORM = re.compile("Measure it yourself|亲手测一测")  # a section's collapsed form (ui.measure_yourself)
 
 
+def open_form(page) -> None:
+    """In a real browser: open the page's first "measure it yourself" unless it is open (a click would close it)."""
+    form = page.locator("[data-testid='stExpander'] details").filter(has=page.locator("summary", has_text=FORM)).first
+    if form.get_attribute("open") is None:
+        form.locator("summary").first.click()
+
+
 def press_run(page, label: str = "Run") -> None:
-    """In a real browser: open the page's first "measure it yourself" if its Run is hidden, then press Run."""
-    button = page.get_by_role("button", name=label, exact=True).first
-    if not button.is_visible():
-        page.locator("[data-testid='stExpander'] summary").filter(has_text=FORM).first.click()
-    button.click(timeout=60000)
+    """In a real browser: open the page's first "measure it yourself", then press Run."""
+    open_form(page)
+    page.get_by_role("button", name=label, exact=True).first.click(timeout=60000)
 
 
 def app_test(default_timeout: float = 60, revealed: bool = True):

@@ -12,7 +12,7 @@ import time
 import urllib.parse
 
 import pytest
-from conftest import FORM, REVEALED, press_run, serve
+from conftest import REVEALED, open_form, press_run, serve
 
 from core.terms.i18n import translator
 from ui.common import PAGES
@@ -230,7 +230,7 @@ def test_markdown_and_html_in_the_url_stay_text(app_url, browser, key):
     page = browser.new_page()
     page.goto(f"{app_url}/{key}?" + urllib.parse.urlencode(dict.fromkeys(names, EVIL)))
     _settle(page)
-    page.locator("[data-testid='stExpander'] summary").filter(has_text=FORM).first.click()  # the form, opened
+    open_form(page)
     page.wait_for_selector("[data-testid='stAlert']", timeout=30000)  # the link's settings are refused, once
     assert "evil.example" in page.inner_text("body")  # shown, as text
     assert not page.query_selector_all("img[src*='evil.example']")

@@ -11,7 +11,7 @@ import time
 import urllib.parse
 
 import pytest
-from conftest import FORM, REVEALED, press_run
+from conftest import REVEALED, open_form, press_run
 from test_browser import _settle
 
 from core.terms.i18n import translator
@@ -83,8 +83,7 @@ def _open(chromium, url: str, path: str):
 def _type_lengths(page, text: str) -> None:
     """Type the sequence lengths into the main form, as a learner does."""
     box = page.get_by_role("textbox", name="Sequence lengths").first  # the main form comes first
-    if not box.is_visible():  # the form waits, collapsed, under "measure it yourself"
-        page.locator("[data-testid='stExpander'] summary").filter(has_text=FORM).first.click()
+    open_form(page)  # the form waits, collapsed, under "measure it yourself"
     for _ in range(5):  # a rerun of a fresh server's first page can redraw the form and drop what was typed
         box.fill(text)
         page.wait_for_timeout(500)
