@@ -80,7 +80,7 @@ def measure(browser, url: str, key: str, lang: str, shots: Path | None) -> dict:
     page.goto(f"{url}/{path}?{urllib.parse.urlencode(query)}")
     settle(page)
     if key != "home":
-        if page.query_selector(CHART) is None:  # charts draw after the script: wait for one, at most 30 s
+        if page.query_selector(CHART) is None:  # charts draw after the script: give them a moment
             page.wait_for_timeout(3000)
         settle(page, 20)
     got = page.evaluate(MEASURE_JS, [MAIN, CHART]) or {"height": 0, "text": "", "charts": 0, "first_chart": None}
