@@ -7,7 +7,7 @@ held out on every other, and no held-out file is ever trained on.
 
 Windows never cross a file's end. Training and evaluation take windows at random offsets inside a file, chosen in
 proportion to its length (`Sampler`, `offset_windows`), so a position in a window is how much context a model has,
-not a place in a file; `eval_windows` tiles each file from its first byte, for the context measure.
+not a place in a file.
 
 The recall rule (`recall_mask`), in words: the byte at position t of a window is a *recall* byte when the
 SPAN bytes just before it occurred earlier in the window, followed by this same byte, at a match that ends more
@@ -108,20 +108,6 @@ def read_text_dir(folder: str | Path, min_bytes: int) -> list[bytes]:
             f"the longest holds {longest:,}"
         )
     return texts
-
-
-def eval_windows(texts: list[bytes], window: int, n: int) -> np.ndarray:
-    """(≤ n, window + 1) uint8: windows tiled from each file's first byte, taken round-robin over the files."""
-    size = window + 1
-    per_file = [len(t) // size for t in texts]
-    rows = []
-    for k in range(max(per_file, default=0)):
-        for t, m in zip(texts, per_file):
-            if k < m:
-                rows.append(np.frombuffer(t, dtype=np.uint8, count=size, offset=k * size))
-                if len(rows) == n:
-                    return np.stack(rows)
-    return np.stack(rows) if rows else np.zeros((0, size), dtype=np.uint8)
 
 
 class Sampler:
