@@ -1,6 +1,7 @@
-"""A new mixer is one module declaring one record: written here to a file, imported, and then offered — with no
-list of names edited anywhere — in the serial experiment's quick preset and in page 5's (answers_speed), and built
-and run by the serial experiment's own model builder. It unregisters itself afterwards."""
+"""A new mixer is one module: its layer class carries its facts and `@mixer` registers it. Written here to a file,
+imported, and then offered, with no list of names edited anywhere, in the serial experiment's quick preset and in
+page 5's (answers_speed), and built and run by the serial experiment's own model builder. Its only other lines are
+its name in the two catalogues. It unregisters itself afterwards."""
 
 import importlib.util
 import sys
@@ -13,29 +14,43 @@ from core.models import registry
 from core.terms.i18n import catalogue
 
 TOY = '''
-"""A toy mixer: a causal running mean of a linear map of the input (a fixed decay of 1/t), one record."""
+"""A toy mixer: a causal running mean of a linear map of the input (a fixed decay of 1/t)."""
 
 import torch
 
-from core.models import registry
+from core.models.mixers.base import FUSED, MixerLayer, mixer
+from core.models.registry import ANSWERS, RECURRENT, TIME_INVARIANT
 
 
-class RunningMean(torch.nn.Module):
-    def __init__(self, d_model: int):
-        super().__init__()
+@mixer
+class RunningMean(MixerLayer):
+    name, family, color, table1, source = "toy_mean", RECURRENT, "#000000", "recurrent", "a test"
+    tags = frozenset({"serial", ANSWERS, TIME_INVARIANT})
+    forms, activation_floats = (FUSED,), 4
+
+    @staticmethod
+    def steps(n, form, s):
+        return n
+
+    @staticmethod
+    def state_floats(n, s):
+        return s.d_model
+
+    @staticmethod
+    def layer_flops(B, T, d, causal=True):
+        return 2 * B * T * d * d + 2 * B * T * d
+
+    @staticmethod
+    def layer_params(d):
+        return d * d + d
+
+    def __init__(self, d_model: int, form: str = FUSED):
+        super().__init__(form)
         self.proj = torch.nn.Linear(d_model, d_model)
 
-    def forward(self, x):
+    def forward_fused(self, x):
         steps = torch.arange(1, x.shape[1] + 1, device=x.device, dtype=x.dtype)[None, :, None]
         return self.proj(x).cumsum(1) / steps
-
-
-registry.register(registry.Model(
-    "toy_mean", registry.RECURRENT, lambda s, form: RunningMean(s.d_model),
-    frozenset({"serial", registry.ANSWERS, registry.TIME_INVARIANT}), "#000000",
-    layer_flops=lambda B, T, d, causal=True: 2 * B * T * d * d + 2 * B * T * d,
-    layer_params=lambda d: d * d + d, activation_floats=4, steps=lambda n, form, s: n,
-    state_floats=lambda n, s: s.d_model, table1="recurrent", source="a test"))
 '''
 
 

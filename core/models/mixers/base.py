@@ -1,21 +1,27 @@
-"""What every token mixer of page 5 shares: one module interface (forms, decoding) and the log-space scan.
+"""What every token mixer of page 5 shares: one module interface (forms, decoding, facts) and the scans.
 
 A mixer is an `nn.Module` mapping (B, T, d) → (B, T, d) through `forward`, computed in the form it was built with
 (`loop`, `scan`, `chunked` or `fused`; every form of one mixer computes the same function, tested). For inference
 it also reads one token at a time: `init_state(batch, like)` → state, `step(x_t, state)` → (y_t, state), and
 `prefill(x, state)` → state reads a whole chunk (a loop of `step` unless the mixer has a faster exact way).
 A state is a tuple of tensors: everything the mixer keeps per sequence between tokens.
+
+Its facts (name, family, forms, steps, state kept, bytes saved, Table 1 row, source, colour, tags) are class
+attributes named as `core.models.registry.Model`'s fields; `@mixer` registers the class as that record.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-LOOP, SCAN, CHUNKED, FUSED = "loop", "scan", "chunked", "fused"
+from core.models.registry import ANSWERS, CHUNKED, FUSED, LOOP, RECURRENT, SCAN, Model, Spec, register  # noqa: F401
+
 TINY = 1e-30  # keeps a log finite where a ± split leaves a value of exactly 0
 
 
@@ -26,6 +32,11 @@ class MixerLayer(nn.Module):
     def __init__(self, form: str):
         super().__init__()
         self.form = form
+
+    @classmethod
+    def from_spec(cls, s: Spec, form: str) -> MixerLayer:
+        """The layer sized by a Spec (a mixer with more sizes than the width overrides this)."""
+        return cls(s.d_model, form)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         own = getattr(self, f"forward_{self.form}", None)
@@ -60,6 +71,42 @@ class MixerLayer(nn.Module):
         for x_t in x.unbind(1):
             _, state = self.step(x_t, state)
         return state
+
+
+def scan_depth(n: int) -> int:
+    """Dependent steps of a parallel scan over n elements: an up- and a down-sweep of ⌈log₂ n⌉ levels (Blelloch)."""
+    return 2 * max(1, math.ceil(math.log2(max(n, 2))))
+
+
+class LinearRecurrence(MixerLayer):
+    """A state updated linearly, h_t = a_t·h_{t−1} + b_t: n steps as a loop, or a scan of depth 2⌈log₂ n⌉."""
+
+    family, forms, table1 = RECURRENT, (LOOP, SCAN), "scan"
+
+    @staticmethod
+    def steps(n: int, form: str, s: Spec) -> int:
+        return n if form == LOOP else scan_depth(n)
+
+
+def answers_tags(*tags: str) -> frozenset:
+    """Page 5's tags: its own, its gradient reach's and its recall frontier's, plus `tags`."""
+    return frozenset({ANSWERS, "gradient_reach", "answers_reach", "recall_frontier", *tags})
+
+
+def per_form(loop: int, parallel: int) -> Callable[[str, Spec], int]:
+    """A `saved` fact: floats per token and channel kept for backward by the loop form, else the parallel one."""
+    return staticmethod(lambda form, s: (loop if form == LOOP else parallel) * s.d_model)
+
+
+FACTS = tuple(f.name for f in dataclasses.fields(Model) if f.name != "make")
+
+
+def mixer(cls: type[MixerLayer]) -> type[MixerLayer]:
+    """Registers the class as a model: its attributes named as Model's fields are the record's facts."""
+    own = {k: v for klass in reversed(cls.__mro__) if issubclass(klass, MixerLayer) for k, v in vars(klass).items()}
+    facts = {f: getattr(cls, f) for f in FACTS if f in own}
+    register(Model(make=cls.from_spec, **facts))
+    return cls
 
 
 class ChunkMixer(MixerLayer):

@@ -3,11 +3,9 @@ input, so the state update is linear in the state, h_t = a_t ⊙ h_{t−1} + b_t
 
 Both forms compute the same function (tests/test_mixers.py): `loop` walks the n steps one after another (the gates
 of all steps are computed at once first: they never read h), `scan` is the parallel scan of core.models.mixers.base,
-2⌈log₂ n⌉ dependent steps. The paper scans in log space (Heinsen 2023: a cumsum and a logcumsumexp); here the scan is
-in linear space, which the decays in (0, 1) allow: on this lab's 2-core CPU, torch.logcumsumexp's forward and
-backward alone took 44 ms at n = 1024 (batch 8, width 128) against 6 ms for the whole linear scan, and made the
-"parallel" form slower than the loop it replaces. The candidate state still goes through the paper's g (x + 0.5 for
-x ≥ 0, σ(x) below), so the layer is the paper's.
+2⌈log₂ n⌉ dependent steps. The paper scans in log space (Heinsen 2023); here the scan is in linear space, which the
+decays in (0, 1) allow, and which a CPU runs much faster (the answers page's method gives the figures). The candidate
+state still goes through the paper's g, so the layer is the paper's.
 """
 
 from __future__ import annotations
@@ -16,11 +14,20 @@ import torch
 from torch import nn
 
 from core.models.layers import loop
-from core.models.mixers.base import LOOP, MixerLayer, g, scan
+from core.models.mixers.base import LOOP, LinearRecurrence, answers_tags, g, mixer, per_form, scan
+from core.models.registry import SELECTIVE, Spec
+
+FENG = "Feng et al. 2024, Were RNNs All We Needed?"
 
 
-class _MinRNN(MixerLayer):
+class _MinRNN(LinearRecurrence):
     """What minGRU and minLSTM share: a state h of d numbers, one token's step `update(h, *gates_t)` → (h_t, h_t)."""
+
+    source = FENG
+
+    @staticmethod
+    def state_floats(n: int, s: Spec) -> int:
+        return s.d_model
 
     def recur_loop(self, *gates: torch.Tensor) -> torch.Tensor:
         return loop(self.update, self.init_state(gates[0].shape[0], gates[0])[0], *gates)
@@ -33,8 +40,12 @@ class _MinRNN(MixerLayer):
         return h, (h,)
 
 
+@mixer
 class MinGRU(_MinRNN):
     """minGRU: z_t = σ(W_z x_t), h̃_t = g(W_h x_t), h_t = (1 − z_t) ⊙ h_{t−1} + z_t ⊙ h̃_t (Feng et al. 2024, §3.1)."""
+
+    name, color, traditional, saved = "min_gru", "#e6550d", "gru", per_form(10, 14)
+    tags = answers_tags(SELECTIVE, "recall_frontier:quick", "recall_frontier:tiny", "answers_speed.recurrence:quick")
 
     def __init__(self, d_model: int, form: str = LOOP):
         super().__init__(form)
@@ -52,9 +63,13 @@ class MinGRU(_MinRNN):
         return scan(1 - z, z * h_tilde)
 
 
+@mixer
 class MinLSTM(_MinRNN):
     """minLSTM: f_t, i_t = σ(W_f x_t), σ(W_i x_t), h̃_t = g(W_h x_t), normalised f′ = f/(f+i), i′ = i/(f+i),
     h_t = f′_t ⊙ h_{t−1} + i′_t ⊙ h̃_t (Feng et al. 2024, §3.2)."""
+
+    name, color, traditional, saved = "min_lstm", "#fd8d3c", "lstm", per_form(12, 18)
+    tags = answers_tags(SELECTIVE)
 
     def __init__(self, d_model: int, form: str = LOOP):
         super().__init__(form)

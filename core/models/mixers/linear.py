@@ -10,18 +10,42 @@ products tril(QKᵀ)V, across chunks the state S carried from one chunk to the n
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from core.models.layers import loop, merge_heads, split_heads
-from core.models.mixers.base import LOOP, MixerLayer
+from core.models.mixers.base import LOOP, MixerLayer, answers_tags, mixer
+from core.models.registry import ATTENTION, CHUNKED, TIME_INVARIANT, Spec
 
 EPS = 1e-6
 
 
+@mixer
 class LinearAttention(MixerLayer):
     """Multi-head causal linear attention; the state is S (heads × hs × hs) and z (heads × hs) per sequence."""
+
+    name, family, color, table1 = "linear_attention", ATTENTION, "#17becf", "scan"
+    tags = answers_tags(TIME_INVARIANT, "recall_frontier:quick", "real_text")
+    forms, source = (LOOP, CHUNKED), "Katharopoulos et al. 2020, Transformers are RNNs"
+
+    @staticmethod
+    def steps(n: int, form: str, s: Spec) -> int:
+        return n if form == LOOP else math.ceil(n / s.chunk)
+
+    @staticmethod
+    def state_floats(n: int, s: Spec) -> int:
+        return s.d_model * (s.d_model // s.heads) + s.d_model
+
+    @staticmethod
+    def saved(form: str, s: Spec) -> int:
+        return (3 * s.d_model // s.heads + 12 if form == LOOP else 2 * s.chunk + 16) * s.d_model
+
+    @classmethod
+    def from_spec(cls, s: Spec, form: str) -> LinearAttention:
+        return cls(s.d_model, s.heads, form, s.chunk)
 
     def __init__(self, d_model: int, n_heads: int, form: str = LOOP, chunk: int = 64):
         super().__init__(form)

@@ -18,13 +18,22 @@ import torch
 from torch import nn
 
 from core.models.layers import loop
-from core.models.mixers.base import LOOP, TINY, MixerLayer, log_scan
+from core.models.mixers.base import LOOP, TINY, LinearRecurrence, answers_tags, log_scan, mixer, per_form
+from core.models.registry import TIME_INVARIANT, Spec
 
 NEG = -1e38  # the running maximum before any token (the official kernel's start value)
 
 
-class RWKVTimeMix(MixerLayer):
+@mixer
+class RWKVTimeMix(LinearRecurrence):
     """RWKV-4 time-mix; the state between tokens is (a, b, p, x_{t−1}), four vectors per sequence."""
+
+    name, color, tags = "rwkv", "#8c564b", answers_tags(TIME_INVARIANT)
+    source, saved = "Peng et al. 2023, RWKV (RWKV-4 time-mix)", per_form(30, 40)
+
+    @staticmethod
+    def state_floats(n: int, s: Spec) -> int:
+        return 4 * s.d_model
 
     def __init__(self, d_model: int, form: str = LOOP):
         super().__init__(form)

@@ -22,11 +22,28 @@ import torch.nn.functional as F
 from torch import nn
 
 from core.models.layers import loop
-from core.models.mixers.base import LOOP, MixerLayer, scan
+from core.models.mixers.base import LOOP, LinearRecurrence, answers_tags, mixer, scan
+from core.models.registry import SELECTIVE, Spec
 
 
-class SelectiveSSM(MixerLayer):
+@mixer
+class SelectiveSSM(LinearRecurrence):
     """S6-style selective SSM, state d_model × d_state per sequence."""
+
+    name, color, tags = "selective_ssm", "#9467bd", answers_tags(SELECTIVE)
+    source = "Gu & Dao 2023, Mamba (S6, minimal reimplementation)"
+
+    @staticmethod
+    def state_floats(n: int, s: Spec) -> int:
+        return s.d_model * s.d_state
+
+    @staticmethod
+    def saved(form: str, s: Spec) -> int:
+        return (8 if form == LOOP else 24) * s.d_model * s.d_state
+
+    @classmethod
+    def from_spec(cls, s: Spec, form: str) -> SelectiveSSM:
+        return cls(s.d_model, form, s.d_state)
 
     def __init__(self, d_model: int, form: str = LOOP, d_state: int = 16):
         super().__init__(form)

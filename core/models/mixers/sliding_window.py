@@ -1,10 +1,9 @@
-"""The two rows of Vaswani et al.'s Table 1 the other pages do not measure: restricted self-attention (each token
-attends to the r tokens up to itself) and a dilated causal convolution (ByteNet, WaveNet: dilations growing per
-layer, so a stack of L layers of kernel k sees exactly k^L tokens).
+"""Restricted self-attention, the row of Vaswani et al.'s Table 1 the other pages do not measure: each token attends
+to the r tokens up to itself.
 
-Sliding window, `chunked`: queries in blocks of r; a block attends to its own keys and the previous block's, masked
-to the window, so the work is about 2·r·n·d — not n², as a banded mask handed to SDPA over the whole sequence still
-computes (`banded`, kept only as the tests' reference definition).
+`chunked`: queries in blocks of r; a block attends to its own keys and the previous block's, masked to the window,
+so the work is about 2·r·n·d, not the n² that a banded mask handed to SDPA over the whole sequence still computes
+(`banded`, kept only as the tests' reference definition).
 """
 
 from __future__ import annotations
@@ -14,11 +13,33 @@ import torch.nn.functional as F
 from torch import nn
 
 from core.models.layers import merge_heads, split_heads
-from core.models.mixers.base import CHUNKED, FUSED, ChunkMixer, MixerLayer
+from core.models.mixers.base import CHUNKED, MixerLayer, answers_tags, mixer
+from core.models.registry import ATTENTION, Spec
 
 
+@mixer
 class SlidingWindow(MixerLayer):
     """Causal multi-head softmax attention over the last `window` tokens (the token itself included)."""
+
+    name, family, color, tags = "sliding_window", ATTENTION, "#2ca02c", answers_tags()
+    forms, table1, source = (CHUNKED,), "restricted", "Vaswani et al. 2017, restricted self-attention (Table 1)"
+    reach_depth, reference, reference_max_len = 4, "banded", 2048  # its reach in steps of r; a dense check costs n²
+
+    @staticmethod
+    def steps(n: int, form: str, s: Spec) -> int:
+        return 1
+
+    @staticmethod
+    def state_floats(n: int, s: Spec) -> int:
+        return 2 * min(n, s.window) * s.d_model
+
+    @staticmethod
+    def saved(form: str, s: Spec) -> int:
+        return 16 * s.d_model + 4 * s.window * s.heads
+
+    @classmethod
+    def from_spec(cls, s: Spec, form: str) -> SlidingWindow:
+        return cls(s.d_model, s.heads, form, s.window)
 
     def __init__(self, d_model: int, n_heads: int, form: str = CHUNKED, window: int = 32):
         super().__init__(form)
@@ -74,34 +95,3 @@ class SlidingWindow(MixerLayer):
             self.qkv(x[:, -self.window :]), self.n_heads
         )  # only the last r tokens' keys and values are kept
         return self._append(state, k, v)
-
-
-class DilatedConv(ChunkMixer):
-    """`levels` causal convolutions of kernel k, dilation k^i at level i (doubling for k = 2), GELU between:
-    the receptive field is exactly k^levels tokens. The state is each level's last (k−1)·k^i inputs."""
-
-    def __init__(self, d_model: int, form: str = FUSED, kernel: int = 2, levels: int = 6):
-        super().__init__(form)
-        self.kernel = kernel
-        self.convs = nn.ModuleList(nn.Conv1d(d_model, d_model, kernel, dilation=kernel**i) for i in range(levels))
-
-    def _reach(self, i: int) -> int:
-        return (self.kernel - 1) * self.kernel**i  # inputs level i needs from before the current token
-
-    def forward_fused(self, x: torch.Tensor) -> torch.Tensor:
-        h = x.transpose(1, 2)  # (B, d, T): channels first, as Conv1d wants
-        for i, conv in enumerate(self.convs):  # one level after another: `levels` dependent steps
-            h = F.gelu(conv(F.pad(h, (self._reach(i), 0))))
-        return h.transpose(1, 2)
-
-    def init_state(self, batch: int, like: torch.Tensor) -> tuple:
-        d = self.convs[0].in_channels
-        return tuple(like.new_zeros(batch, d, self._reach(i)) for i in range(len(self.convs)))
-
-    def run(self, x: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
-        h, kept = x.transpose(1, 2), []
-        for i, conv in enumerate(self.convs):
-            buf = torch.cat([state[i], h], dim=2)  # the inputs this level still needed, then the new ones
-            kept.append(buf[:, :, buf.shape[2] - self._reach(i) :].clone())
-            h = F.gelu(conv(buf))
-        return h.transpose(1, 2), tuple(kept)
