@@ -6,7 +6,6 @@ from core.charts import recall_frontier as recall_charts
 from core.experiments import answers_decode, answers_reach, answers_speed, recall_frontier
 from core.findings import answers as findings
 from core.findings import recall_frontier as recall_findings
-from core.findings import verdicts
 from ui import common as ui
 
 PAGE = "answers"
@@ -18,7 +17,6 @@ ui.register(
         ("mixers", "forms", "seq_lens", "d_model", "batch_size", "window", "chunk", "device", "seed"),
         text="answers.speed",
         question=PAGE,
-        verdict=verdicts.answers,
         gpu_verdict=True,
         why=lambda v: v.lines[1:2],  # the headline's reason
         takeaways=findings.speed_takeaways,
@@ -52,7 +50,6 @@ ui.register(
         ("tasks", "mixers", "d_models", "n_pairs", "steps", "device", "seed"),
         text="recall",
         question="recall",
-        verdict=verdicts.recall,
         why=lambda v: [line for line in [recall_findings.fall_line(v.primary, tr)] if line],
         takeaways=recall_findings.takeaways,
         charts=(

@@ -8,7 +8,6 @@ from core.charts import attention_cost as charts
 from core.experiments import attention_cost as ac
 from core.experiments import kv_cache as kv
 from core.findings import attention_cost as findings
-from core.findings import verdicts
 from core.harness.device import resolve_device, total_memory_bytes
 from core.harness.fit import exponent_text, tail_fit
 from core.harness.guard import format_bytes
@@ -78,7 +77,6 @@ MAIN = ui.Section(
     ac.EXPERIMENT,
     FIELDS,
     question=PAGE,
-    verdict=verdicts.attention_cost,
     takeaways=findings.takeaways,
     charts=(
         (lambda b, p, tr: charts.memory_chart(b, tr, "peak_bytes"),),

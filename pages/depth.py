@@ -4,7 +4,6 @@ import streamlit as st
 
 from core.charts import depth as charts
 from core.experiments import depth
-from core.findings import verdicts
 from ui import common as ui
 
 PAGE = "depth"
@@ -58,7 +57,6 @@ ui.register(
         depth.EXPERIMENT,
         ("models", "depths", "lr", "warmup_steps", "clip", "steps", "seeds", "d_model", "device", "seed"),
         question=PAGE,
-        verdict=verdicts.depth,
         takeaways=depth.takeaways,
         charts=((init_charts,), (train_charts,)),
         method=PAGE,

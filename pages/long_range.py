@@ -9,7 +9,7 @@ from core.charts import long_range as charts
 from core.charts import real_text as text_charts
 from core.config import make_config
 from core.experiments import gradient_reach, long_range, real_text, text_lm, text_race
-from core.findings import listing, verdicts
+from core.findings import listing
 from core.findings import real_text as text_findings
 from core.models import registry
 from core.offline import checkpoints as ck
@@ -160,7 +160,6 @@ TRAIN = ui.Section(
     ("tasks", "models", "distances", "seq_len", "n_keys", "n_pairs", "steps", "d_model", "device", "seed"),
     text="long_range.train",
     question=PAGE,
-    verdict=verdicts.long_range,
     why=lambda v: gradient_reach.takeaways(reach, tr)[-1:] or v.lines,  # the path-length reason, from section 2
     takeaways=long_range.takeaways,
     charts=((ui.both(charts.accuracy_chart),), (ui.both(charts.curves_chart),)),
@@ -178,7 +177,6 @@ with text_tab:
         ("models", "seeds", "measures", "windows", "window", "tail", "baseline", "device"),
         text="long_range.text",
         question="long_range.text",
-        verdict=verdicts.long_range_text,
         takeaways=real_text.EXPERIMENT.takeaways,
         charts=(
             (ui.both(text_charts.copy_chart),),

@@ -10,7 +10,6 @@ from core.experiments import checkpoint, scaling, serial
 from core.findings import checkpoint as checkpoint_findings
 from core.findings import scaling as scaling_findings
 from core.findings import serial as findings
-from core.findings import verdicts
 from core.harness.fit import exponent_text
 from ui import common as ui
 
@@ -82,7 +81,6 @@ ui.register(
         serial.EXPERIMENT,
         ("models", "seq_lens", "d_model", "n_layers", "batch_size", "device", "seed"),
         question=PAGE,
-        verdict=verdicts.serial,
         gpu_verdict=True,
         why=serial_why,
         takeaways=findings.takeaways,
@@ -103,7 +101,6 @@ ui.register(
         ("models", "seq_lens", "max_threads", "repeats", "d_model", "device"),
         text="serial.scaling",
         question="serial.scaling",
-        verdict=verdicts.scaling,
         why=lambda v: scaling_findings.why(v.primary, tr) if len(v.primary) else [],  # the reason, not the list again
         takeaways=scaling_findings.takeaways,
         charts=((length_chart,),),
@@ -118,7 +115,6 @@ ui.register(
         ("models", "seq_lens", "segment", "repeats", "device"),
         text="serial.ckpt",
         question="serial.ckpt",
-        verdict=verdicts.checkpoint,
         takeaways=checkpoint_findings.takeaways,
         charts=((ui.both(checkpoint_charts.memory_chart), ui.both(checkpoint_charts.time_chart)),),
         legend="serial.ckpt.chart.legend",

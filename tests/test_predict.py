@@ -86,9 +86,10 @@ def test_attention_between_two_options_is_no_clear_answer():
 
 @pytest.mark.parametrize("name", list(verdicts.QUESTIONS))
 def test_a_run_stopped_early_gives_a_verdict_or_none_never_a_crash(name):
-    ref = _ref(verdicts.EXPERIMENT_OF[name])
+    q = verdicts.QUESTIONS[name]
+    ref = _ref(q.experiment)
     for cut in (0, 1, 3, len(ref) // 3):
-        v = verdicts.QUESTIONS[name](ref.iloc[:cut])
+        v = q.verdict(ref.iloc[:cut])
         assert v is None or v.option in (None, 0, 1, 2)
 
 

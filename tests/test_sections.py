@@ -1,12 +1,14 @@
 """One record per section (ui.section): a toy section, registered with its catalogue keys at test time, is drawn by
 the page it names — header, intro, its question, its live form, and (once its question is answered) its charts with
 the reference rows of its experiment — and its home record (core.home.records, under the same key) puts its finding on its
-page's card of the home page."""
+page's card of the home page. Its question, section and home record are its own lines: nothing shipped is
+edited."""
 
 import pytest
 from conftest import app_test
 
 from core.experiments import answers_reach
+from core.findings import verdicts
 from core.home import records as home
 from core.terms.i18n import catalogue
 from ui import section
@@ -35,13 +37,13 @@ def toy(monkeypatch):
     for lang in ("en", "zh"):
         for key, text in TEXTS.items():
             monkeypatch.setitem(catalogue(lang), key, text)
+    monkeypatch.setitem(verdicts.QUESTIONS, "toy", verdicts.Question("answers_reach", lambda primary: None))
     record = section.Section(
         "depth:toy",
         answers_reach.EXPERIMENT,
         ("seq_len", "seed"),
         text="toy",
         question="toy",
-        verdict=lambda primary: None,
         charts=((toy_cell,),),
         legend="toy.legend",
     )

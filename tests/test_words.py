@@ -176,8 +176,8 @@ def rendered(tr) -> dict[str, str]:
     hw = serial_findings.measured_hardware(frames["serial"], tr)
     for i, line in enumerate(serial_findings.explanation(c, hw, tr) if c else []):
         out[f"serial why {i}"] = line
-    for question, name in verdicts.EXPERIMENT_OF.items():
-        v = verdicts.QUESTIONS[question](frames[name])
+    for question, q in verdicts.QUESTIONS.items():
+        v = q.verdict(frames[q.experiment])
         if v is not None:
             out[f"verdict {question}"] = verdicts.sentence(v, tr)
     for key, line in home.findings(frames, tr).items():

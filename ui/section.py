@@ -34,7 +34,6 @@ class Section:
     fields: tuple[str, ...]  # the form's fields, in order
     text: str | None = None  # catalogue prefix of '<text>.header' and '.intro'; None: no header
     question: str | None = None  # the predict key ('serial.scaling'), None: no question of its own
-    verdict: Callable | None = None  # primary rows → core.findings.verdicts.Verdict | None
     gpu_verdict: bool = False  # also set the question against a shipped GPU reference's rows
     why: Callable | None = None  # View → the verdict's reasons; None: the takeaways
     takeaways: Callable | None = None  # (primary rows, tr) → sentences
@@ -54,6 +53,13 @@ class Section:
     def page(self) -> str:
         return self.key.split(":")[0]
 
+    @property
+    def verdict(self) -> Callable | None:
+        """Its question's verdict (core.findings.verdicts.QUESTIONS): primary rows → Verdict | None."""
+        from core.findings import verdicts  # imported when drawn: ui's import stays torch-free
+
+        return verdicts.QUESTIONS[self.question].verdict if self.question else None
+
 
 @dataclasses.dataclass
 class View:
@@ -71,7 +77,14 @@ SECTIONS: dict[str, Section] = {}  # every registered section by key, in the ord
 
 
 def register(*sections: Section) -> None:
+    """Adds sections to their pages; a section's question must read the experiment the section runs."""
+    from core.findings.verdicts import QUESTIONS
+
     for s in sections:
+        if s.question and QUESTIONS[s.question].experiment != s.experiment.name:
+            raise ValueError(
+                f"question: {s.question!r} reads {QUESTIONS[s.question].experiment}, not {s.experiment.name}"
+            )
         SECTIONS[s.key] = s
 
 

@@ -5,13 +5,15 @@ so each question's verdict is read from the measurement the page shows — a liv
 reference — with the number that decides it. `option` is the 0-based index of the supported option, or None when
 the rows support none clearly (the spread straddles the boundary, a stopped run lacks the points, the effect sits
 between two options). `other_device` says, where a model predicts it, that another device would answer otherwise.
-Torch-free: the home page's tally calls the same functions.
+Each verdict is registered (`@question`) under its question's key with the experiment whose rows it reads: that is
+the one map from questions to experiments, which the pages, the home page and the tests read.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import pandas as pd
 
@@ -52,6 +54,25 @@ class Verdict:
     terms: dict = dataclasses.field(default_factory=dict)
 
 
+@dataclasses.dataclass(frozen=True)
+class Question:
+    experiment: str  # the experiment whose rows its verdict reads
+    verdict: Callable[[pd.DataFrame], Verdict | None]
+
+
+QUESTIONS: dict[str, Question] = {}  # by predict key ('serial.scaling'), in the order they are declared
+
+
+def question(key: str, experiment: str) -> Callable:
+    """Registers the decorated function as question `key`'s verdict, read from `experiment`'s rows."""
+
+    def add(verdict: Callable) -> Callable:
+        QUESTIONS[key] = Question(experiment, verdict)
+        return verdict
+
+    return add
+
+
 def sentence(verdict: Verdict, tr, where: str = "here", where_text: str | None = None) -> str:
     """The verdict's measured sentence, led by where it was measured: 'here' (the run shown) or 'gpu' (a shipped GPU
     reference read beside it), or by `where_text` as given."""
@@ -59,6 +80,7 @@ def sentence(verdict: Verdict, tr, where: str = "here", where_text: str | None =
     return tr(verdict.key, where=where_text or tr(f"ui.verdict.where.{where}"), **verdict.values, **terms)
 
 
+@question("serial", "serial")
 def serial(df: pd.DataFrame) -> Verdict | None:
     """'Which trains faster at ~1,000 tokens?': the chapter's pair at the length both ran nearest to 1,000, by their
     paired ratio (0 Transformer, 1 LSTM, 2 about the same); off a GPU, the roofline's GPU prediction beside it."""
@@ -79,6 +101,7 @@ def serial(df: pd.DataFrame) -> Verdict | None:
     return Verdict(option, f"verdict.serial.measured.{c['verdict']}", values, other)
 
 
+@question("long_range", "long_range")
 def long_range(df: pd.DataFrame) -> Verdict | None:
     """'Who learns the name at a long distance?': long_range.chapter_pair's accuracies (the home card reads the same),
     by the median over seeds (0 both solved, 1 only the Transformer, 2 neither; the LSTM alone is no option)."""
@@ -92,6 +115,7 @@ def long_range(df: pd.DataFrame) -> Verdict | None:
     return Verdict(option, "verdict.long_range.measured", values, terms={"task": f"long_range.task.{c['task']}"})
 
 
+@question("depth", "depth")
 def depth(df: pd.DataFrame) -> Verdict | None:
     """'How large is the first layer's gradient of an 8-layer plain LSTM stack against its last?': the measured
     last ÷ first ratio at initialisation, at the measured depth nearest to 8."""
@@ -113,6 +137,7 @@ def depth(df: pd.DataFrame) -> Verdict | None:
     return Verdict(option, "verdict.depth.measured", values)
 
 
+@question("attention_cost", "attention_cost")
 def attention_cost(df: pd.DataFrame) -> Verdict | None:
     """'Double n from 1,024 to 2,048: how much more does naive attention keep for backward?': the measured ratio
     of saved bytes between those lengths (else 2 to the fitted exponent), read to the nearest of 2×, 4×, 8×."""
@@ -136,6 +161,7 @@ def attention_cost(df: pd.DataFrame) -> Verdict | None:
     return Verdict(option, f"verdict.attention_cost.{how}", {"ratio": f"{ratio:.2f}", "slope": naive["mem_text"]})
 
 
+@question("serial.scaling", "scaling")
 def scaling(df: pd.DataFrame) -> Verdict | None:
     """'Give the step twice the threads: whose step speeds up most?': the chapter's pair at the longest length and
     the most threads both reached, by their paired speed-up quartiles (0 the Transformer, 1 the LSTM, 2 alike)."""
@@ -152,6 +178,7 @@ def scaling(df: pd.DataFrame) -> Verdict | None:
     return Verdict(option, "verdict.scaling.measured", {"T": c["T"], "p": c["p"], **x(a, "att"), **x(r, "rec")})
 
 
+@question("serial.ckpt", "checkpoint")
 def checkpoint(df: pd.DataFrame) -> Verdict | None:
     """'With checkpointed BPTT, 4× the tokens: how many times the layers' saved memory?': from the fitted growth
     exponent b of the checkpointed rows over the longest lengths, 4^b (0 about 4×: b above 0.75, 1 about 2×:
@@ -172,6 +199,7 @@ def _answers_option(x: float) -> int:
     return 0 if x < ANSWERS_FEW_FROM else 1 if x < ANSWERS_TENS_FROM else 2
 
 
+@question("answers", "answers_speed")
 def answers(df: pd.DataFrame) -> Verdict | None:
     """'A recurrence whose gate reads only the input: how many times faster can it train at 4K tokens (than its
     own step loop)?': the minGRU scan's paired speed-up at the length measured nearest to 4,096 (0 no faster, 1 a
@@ -192,6 +220,7 @@ def answers(df: pd.DataFrame) -> Verdict | None:
     return Verdict(option, f"answers.verdict.{way}", values, other)
 
 
+@question("recall", "recall_frontier")
 def recall(df: pd.DataFrame) -> Verdict | None:
     """'Linear attention at a width that recalls 4 pairs: 16, same width — its recall?': from the pairs
     panel, the fall from the fewest to the most pairs (0 stays high: it fell by under 2 × NEAR_CHANCE; 1 falls: by
@@ -206,6 +235,7 @@ def recall(df: pd.DataFrame) -> Verdict | None:
     return Verdict(option, "verdict.recall.measured", values)
 
 
+@question("long_range.text", "real_text")
 def long_range_text(df: pd.DataFrame) -> Verdict | None:
     """'A span repeats x bytes later: which model reads it cheaper the second time?' (0 only the Transformer, 1 only
     the LSTM, 2 both): a model does when the repeat costs COPY_GAIN_BITS or more less than the first occurrence in
@@ -215,13 +245,3 @@ def long_range_text(df: pd.DataFrame) -> Verdict | None:
         return None
     values = {k: said[k] for k in ("att", "rec", "seeds", "distance")}
     return Verdict(said["option"], "long_range.text.verdict.measured", values)
-
-
-# Every page's question (its predict key) → its verdict, and the experiment whose rows that verdict reads: the one map
-# the pages' tests, the browser tests and scripts/bench_pages.py read
-QUESTIONS = {"serial": serial, "serial.scaling": scaling, "serial.ckpt": checkpoint, "long_range": long_range,
-             "long_range.text": long_range_text, "depth": depth,
-             "attention_cost": attention_cost, "answers": answers, "recall": recall}  # fmt: skip
-EXPERIMENT_OF = {"serial": "serial", "serial.scaling": "scaling", "serial.ckpt": "checkpoint", "long_range": "long_range",
-                 "long_range.text": "real_text", "depth": "depth", "attention_cost": "attention_cost",
-                 "answers": "answers_speed", "recall": "recall_frontier"}  # fmt: skip
