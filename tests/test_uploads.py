@@ -32,7 +32,7 @@ def test_every_shipped_reference_is_accepted_by_its_name_or_its_columns(path):
     if isinstance(anonymous, uploads.Rejected):
         assert anonymous.kind == "unknown_experiment"
         schemas = uploads._schemas()
-        musts = {n: set(uploads.required(n, c, load_reference(n)[0])) for n, c in schemas.items()}
+        musts = {n: set(uploads.required(n, k.columns, load_reference(n)[0])) for n, k in schemas.items()}
         assert [n for n, m in musts.items() if m == musts[outcome[0]]] != [outcome[0]], "not a twin, yet not told"
     else:
         assert anonymous[0] == outcome[0]
@@ -132,3 +132,15 @@ def test_a_malformed_upload_leaves_the_page_working():
     at.run()
     at.switch_page("pages/serial.py").run()
     assert not at.exception and len(at.get("vega_lite_chart")) >= 1
+
+
+def test_each_experiment_declares_which_of_its_columns_hold_words():
+    """Beside its COLUMNS, each experiment names its columns of words (TEXT) and of yes/no (FLAGS): a shipped
+    reference's non-numeric columns are among them, and nothing else is."""
+    for name, kinds in uploads._schemas().items():
+        assert kinds.text | kinds.flags <= set(kinds.columns) | set(uploads.ROW_TEXT), name
+        df, _ = load_reference(name)
+        if df is None or not len(df):
+            continue
+        words = {c for c in kinds.columns if c in df and df[c].notna().any() and df[c].dtype == object}
+        assert words <= kinds.text | kinds.flags | {"source"}, (name, words - kinds.text - kinds.flags)

@@ -1,12 +1,9 @@
 """Page 5, inference: a fixed state against a growing cache, measured token by token.
 
-Each mixer of core.models.mixers reads a context and then generates, one token at a time: after every context
-length in the sweep it is timed over `gen_tokens` single-token steps, and what it keeps per sequence between two
-tokens is counted byte by byte (`state_bytes`: the recurrent state, the sliding window's last r keys and values, the
-convolution's buffers — or the Transformer's KV cache, which grows by one key and one value per token, Shazeer
-2019). The context is read with each mixer's own exact prefill (one parallel projection for the attention caches, the
-fused kernel for nn.LSTM/nn.GRU, the step itself for the others), one sequence, one thread (decode steps are tiny:
-on a busy 2-core machine two threads cost more in hand-offs than they save, as the KV-cache experiment found).
+Each mixer of core.models.mixers reads a context with its own exact prefill, then is timed over `gen_tokens`
+single-token steps; what it keeps per sequence between tokens is counted byte by byte (`state_bytes`: a recurrent
+state, a window's keys and values, a convolution's buffers, or the KV cache that grows per token, Shazeer 2019).
+One sequence, one thread: decode steps are too tiny to split.
 """
 
 from __future__ import annotations
@@ -32,6 +29,8 @@ from core.terms import status
 
 COLUMNS = ("mixer", "family", "context_len", "state_bytes", "predicted_bytes", "ms_per_token", "ms_iqr",
            "d_model", "window", "kernel", "levels", "d_state", "device", "status", "note", "seed")  # fmt: skip
+TEXT = ("mixer", "family")  # COLUMNS that hold words; FLAGS yes or no; the rest numbers
+FLAGS = ()
 PREFILL_FLOATS = 8  # floats per token and d_model a prefill holds at once (input, projections), for the guard
 PREFILL_CHUNK = 1024  # tokens read per prefill call (exact in pieces: tests/test_mixers.py)
 
@@ -39,8 +38,12 @@ PREFILL_CHUNK = 1024  # tokens read per prefill call (exact in pieces: tests/tes
 @dataclasses.dataclass(frozen=True)
 class AnswersDecodeConfig:
     mixers: tuple[str, ...] = tagged(ANSWERS, help="which mixers decode")
-    context_lens: tuple[int, ...] = spec((256, 1024, 4096, 16384, 32768), lo=1, hi=131072,
-                                         help="context already read when the timed tokens are generated")  # fmt: skip
+    context_lens: tuple[int, ...] = spec(
+        (256, 1024, 4096, 16384, 32768),
+        lo=1,
+        hi=131072,
+        help="context already read when the timed tokens are generated",
+    )
     d_model: int = spec(128, lo=8, hi=1024, help="width of every mixer")
     gen_tokens: int = spec(16, lo=1, hi=1024, help="tokens generated (and timed) at each context length")
     window: int = spec(32, lo=1, hi=4096, help="sliding window: tokens each query sees")
@@ -70,11 +73,7 @@ class AnswersDecodeConfig:
 PRESETS = {
     "quick": {"context_lens": (64, 256, 1024, 4096), "gen_tokens": 8},
     "tiny": {"context_lens": (4, 16), "gen_tokens": 2, "d_model": 16, "window": 4, "levels": 3},
-    # scripts/gpu_reference.sh's preset, for its limit of 30 s on a GPU such as an H200, where these small models
-    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. A prefill
-    # reads 1,024 tokens a call in each mixer's parallel form (~30 ops, ~0.5 ms), so 64 calls at 65,536 tokens; then
-    # 32 timed tokens of ~30 ops each (~0.5 ms a token): ~50 ms a context and mixer, ~3 s for 10 mixers and 5
-    # contexts, ~10 s with the process start. A KV cache of 65,536 tokens at width 128 is 64 MiB.
+    # scripts/gpu_reference.sh's preset, for its limit of 30 s (sizing: docs/GPU.md)
     "gpu": {"context_lens": (256, 1024, 4096, 16384, 65536), "gen_tokens": 32},
     "full": {"context_lens": (64, 256, 1024, 4096, 16384, 32768), "gen_tokens": 32},
 }
@@ -125,9 +124,16 @@ def run(cfg: AnswersDecodeConfig, on_progress=None) -> pd.DataFrame:
         try:
             for read, held, times in _decode(m, cfg, device):
                 q25, q50, q75 = quartiles(times)
-                row = {**base, "context_len": read, "state_bytes": held, "status": status.OK,
-                       "predicted_bytes": 4 * mixer.state_floats(read, cfg.mixer_spec),
-                       "ms_per_token": q50, "ms_iqr": q75 - q25, **env}  # fmt: skip
+                row = {
+                    **base,
+                    "context_len": read,
+                    "state_bytes": held,
+                    "status": status.OK,
+                    "predicted_bytes": 4 * mixer.state_floats(read, cfg.mixer_spec),
+                    "ms_per_token": q50,
+                    "ms_iqr": q75 - q25,
+                    **env,
+                }
                 out.add(row, f"{m}: {read:,} tokens read")
         except (RuntimeError, MemoryError) as err:
             if not guard.is_oom(err):

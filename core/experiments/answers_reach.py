@@ -1,11 +1,8 @@
-"""Page 5, gradient reach: the long-range page's measurement (‖∂y_T/∂x_{T−k}‖ at initialisation, for every
-distance k; core.experiments.gradient_reach) over page 5's mixers, so the maximum-path-length column of Vaswani et
-al.'s Table 1 is measured for every row: a recurrence's gradient decays with distance (O(n) path), attention's stays
-flat (O(1)), a stack of sliding-window layers ends after layers × (r − 1) tokens in steps of r (O(n/r)), and the
-dilated convolution's ends exactly at its receptive field of k^levels tokens (O(log_k n)).
+"""Page 5, gradient reach: gradient_reach's ‖∂y_T/∂x_{T−k}‖ over page 5's mixers, measuring Vaswani et al.'s Table 1
+maximum path length for every row: a recurrence decays (O(n)), attention stays flat (O(1)), stacked windows end
+after layers × (r − 1) tokens (O(n/r)), a dilated convolution at its receptive field k^levels (O(log_k n)).
 
-The same config, run and columns as gradient_reach; only the presets (page 5's mixers, beside the LSTM and the
-attention block) and the takeaways differ.
+The same config, run and columns as gradient_reach; only the presets and the takeaways differ.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """Page 5, training speed: recurrence made parallel, timed on the serial page's axes.
 
-Each mixer of core.models.mixers in each of its forms — the sequential loop, the parallel scan, the chunked form,
-a library kernel — trains one step (forward, loss, backward, SGD update) of a one-layer language model, beside the
-fused nn.LSTM / nn.GRU and the SDPA Transformer block of the serial experiment: same widths, same harness, all
-forms of one length timed interleaved (round-robin), so the scan-vs-loop ratio is paired repeat by repeat. Per
-point: step time (median, IQR), tokens/s, dependent steps on the critical path (counted by the mixer's record),
-bytes saved for backward, and, for every form but the reference one, its float32 output's largest deviation from
-the float64 reference form (the log-space scan trades digits for depth). For a mixer whose forms share everything
-but the recurrence (core.models.mixers.base.MixerLayer.recurrence), the recurrence alone is timed too, in every
-form, forward and backward from fixed gate tensors, interleaved the same way: the part a parallel form replaces,
-beside the whole step whose other work (embedding, gate projections, head, loss, update) every form shares. Feng
-et al. 2024 measured their scans 175× (minGRU) and 235× (minLSTM) faster than the sequential versions at n = 512
-on a T4 GPU.
+Each mixer in each form (sequential loop, parallel scan, chunked, a library kernel) trains one step of a one-layer
+language model beside the serial experiment's fused LSTM/GRU and SDPA block, all forms of a length timed
+interleaved so the scan-vs-loop ratio is paired. Per point: step time, tokens/s, dependent steps, bytes saved for
+backward, and the float32 output's deviation from the float64 reference form. Where forms share all but the
+recurrence, the recurrence alone is timed too. Feng et al. 2024 measured their scans 175× (minGRU) and 235×
+(minLSTM) faster than the sequential versions at n = 512 on a T4 GPU.
 """
 
 from __future__ import annotations
@@ -39,6 +33,8 @@ COLUMNS = ("mixer", "form", "family", "seq_len", "batch_size", "d_model", "param
            "noisy", "tokens_per_s", "seq_steps", "saved_bytes", "predicted_bytes", "speedup_vs_loop", "speedup_q25",
            "speedup_q75", "rec_ms", "rec_iqr_ms", "rec_speedup_vs_loop", "rec_speedup_q25", "rec_speedup_q75", "vs_lstm", "vs_transformer", "vs_traditional", "max_error", "window", "chunk", "kernel", "levels", "d_state",
            "status", "note", "seed")  # fmt: skip
+TEXT = ("mixer", "form", "family")  # COLUMNS that hold words; FLAGS yes or no; the rest numbers
+FLAGS = ("noisy",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,18 +78,11 @@ class AnswersSpeedConfig:
 
 REC_QUICK = registry.tagged("answers_speed.recurrence:quick")  # the models whose recurrence quick times alone
 PRESETS = {
-    # no step of the quick lengths takes seconds on a quiet machine; a tighter limit would turn a busy moment at
-    # n = 256 into skipped points at n = 1024 (extrapolated)
-    # the recurrence alone of minGRU only (the verdict's mixer): all five loops' doubled the run to ~29 s on 2 cores
+    # a tighter limit would turn a busy moment at n = 256 into skipped points at n = 1024
+    # the recurrence alone of minGRU only (the verdict's mixer): all five loops' would double the run
     "quick": {"seq_lens": (256, 1024), "warmup": 1, "repeats": 3, "max_point_s": 1.0, "rec_mixers": REC_QUICK},
     "tiny": {**TINY_STEP, "window": 4, "chunk": 4, "levels": 3},
-    # scripts/gpu_reference.sh's preset, for its limit of 50 s on a GPU such as an H200, where these small models
-    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. Each loop form
-    # costs ~30 ops per token forward and backward, ~0.45 ms a token: 0.06 s a step at n = 128, 0.23 s at 512 (Feng
-    # et al.'s length), 0.45 s at 1,024. One warm-up and at least 3 repeats at each length, for the seven loops:
-    # ~1.8 s a loop at 1,024, ~1 s at 512, ~21 s in all; then the recurrence alone of the five loops that have one
-    # (most of a loop step's ops), ~13 s; the scans, chunked and fused forms take a few ms a step (~5 s); with the
-    # process start ~48 s. At 2,048 the loops' recurrences alone would add ~18 s beyond the limit.
+    # scripts/gpu_reference.sh's preset, for its limit of 50 s (sizing: docs/GPU.md)
     "gpu": {"seq_lens": (128, 512, 1024), "warmup": 1, "repeats": 3, "max_point_s": 2.0, "max_step_s": 2.0},
     "full": {"seq_lens": (128, 256, 512, 1024, 2048, 4096, 8192), "warmup": 1, "repeats": 5, "max_point_s": 8.0},
 }
@@ -130,8 +119,8 @@ def _finite(model, loss_fn) -> bool:
 
 
 def max_error(m: str, form: str, cfg: AnswersSpeedConfig, T: int) -> float:
-    """Largest |float32 form − float64 reference form| over one sequence, relative to the reference's largest
-    value; NaN where there is no other form or the reference would cost too much. On the CPU, any device."""
+    """Largest |float32 form − float64 reference form| over one sequence, relative to the reference's largest value;
+    NaN where there is no other form or the reference would cost too much. On the CPU, any device."""
     mixer = registry.get(m)
     ref_form = mixer.reference_form
     if ref_form is None or form == ref_form or T > mixer.reference_max_len:
@@ -176,9 +165,8 @@ def measure_length(cfg, T: int, pairs: list, device, after_round=None) -> dict:
 
 
 def recurrence_step(layer, form: str, shape: tuple[int, int, int], seed: int, device) -> Callable[[], object] | None:
-    """One forward and backward of `layer`'s recurrence alone in `form` — from its gate tensors to what the form's
-    sequential or parallel part returns, the part the scan replaces — over gates computed once, here, from a
-    random input (the embedding's scale) and then held fixed; None where the layer has no recurrence to separate."""
+    """One forward and backward of `layer`'s recurrence alone in `form`, over gates computed once from a random
+    input and then held fixed; None where the layer has no recurrence to separate."""
     make = getattr(layer, "recurrence_inputs", None)
     x = torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(device)  # (batch, n, width)
     with torch.no_grad():
@@ -220,9 +208,8 @@ def _baseline(family: str, keys) -> tuple | None:
 
 
 def _paired(fields: dict) -> None:
-    """Per measured form: its own loop's time ÷ its time (the speed-up, with quartiles over paired repeats), and
-    the LSTM's, the Transformer's and (minGRU, minLSTM) the traditional GRU's or LSTM's time ÷ its time (above 1:
-    this form is faster)."""
+    """Per measured form: its loop's time ÷ its time (paired quartiles), and the LSTM's, the Transformer's and the
+    traditional GRU's or LSTM's (for minGRU, minLSTM) time ÷ its time; above 1, this form is faster."""
     for (m, form), f in fields.items():  # the recurrence alone: its loop's time ÷ its own, repeat by repeat
         loop = fields.get((m, LOOP), {}).get("rec_times_ms")
         if form != LOOP and loop and f.get("rec_times_ms"):
@@ -281,9 +268,19 @@ def run(cfg: AnswersSpeedConfig, on_progress=None) -> pd.DataFrame:
             if f["status"] == status.OK:
                 history[(m, form)].append((T, f["train_ms"]))
             mixer = registry.get(m)
-            row = {**dict.fromkeys(COLUMNS, math.nan), "mixer": m, "form": form, "family": mixer.family, "seq_len": T,
-                   "seq_steps": mixer.steps(T, form, cfg.mixer_spec), "predicted_bytes": predicted_bytes(m, form, cfg, T),
-                   **same, "note": "", **f, **env}  # fmt: skip
+            row = {
+                **dict.fromkeys(COLUMNS, math.nan),
+                "mixer": m,
+                "form": form,
+                "family": mixer.family,
+                "seq_len": T,
+                "seq_steps": mixer.steps(T, form, cfg.mixer_spec),
+                "predicted_bytes": predicted_bytes(m, form, cfg, T),
+                **same,
+                "note": "",
+                **f,
+                **env,
+            }
             out.add(row, f"{m} ({form}) n={T}")
     return tidy(out.rows, COLUMNS)
 

@@ -1,13 +1,9 @@
 """The Transformer's own bottleneck: memory and time of one attention layer against sequence length n.
 
-Self-attention forms an n × n score matrix per head. The explicit path (`naive`, softmax(QKᵀ)V) keeps it for
-backward, so its memory grows as n²; fused kernels (`sdpa`: FlashAttention, Dao et al. 2022, and its relatives)
-recompute it in tiles and keep O(n). Both still do O(n²) work. `linear` attention (Katharopoulos et al. 2020,
-"Transformers are RNNs") is O(n) in both, but computes a different function. An LSTM's state at inference stays
-the same size whatever n is. Each point runs forward + backward and reports the median time (IQR), the exact bytes
-saved for backward, a peak (CUDA allocator, or on CPU the peak of live tensors returned by operators) and the
-analytic size of one score matrix. `wall` and `extrapolate` turn the fitted curves into where each implementation
-stops fitting, labelled as extrapolation.
+Self-attention forms an n × n score matrix per head: the explicit path (`naive`) keeps it for backward (O(n²)
+memory), fused kernels (`sdpa`: FlashAttention, Dao et al. 2022) recompute it in tiles (O(n)); both do O(n²) work.
+`linear` attention (Katharopoulos et al. 2020) is O(n) in both but computes another function; an LSTM's state stays
+fixed. Each point reports forward + backward time, exact bytes saved for backward, a peak, and one score matrix's size.
 """
 
 from __future__ import annotations
@@ -39,6 +35,16 @@ COLUMNS = ("impl", "backend", "requested_backend", "mode", "seq_len", "batch_siz
            "dtype", "causal", "time_ms", "time_iqr_ms", "noisy", "fresh_bytes", "peak_bytes", "peak_kind", "saved_bytes",
            "formula_saved_bytes", "analytic_bytes", "state_bytes", "predicted_bytes", "budget_bytes", "point",
            "fits_budget", "device", "status", "note", "seed")  # fmt: skip
+TEXT = (
+    "impl",
+    "backend",
+    "requested_backend",
+    "mode",
+    "dtype",
+    "peak_kind",
+    "point",
+)  # COLUMNS that hold words; FLAGS yes or no; the rest numbers
+FLAGS = ("causal", "noisy", "fits_budget")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,20 +83,30 @@ PRESETS = {
     "quick": {"seq_lens": (256, 512, 1024, 2048), "warmup": 2, "repeats": 3, "max_point_s": 0.5},
     # a second or two: for testing the command line and scripts/gpu_reference.sh, not for reading
     "tiny": {"seq_lens": (32, 64), "backends": ("auto", "math"), "warmup": 0, "repeats": 1, "max_point_s": 0.1},
-    # scripts/gpu_reference.sh's preset, for its limit of 55 s on a GPU such as an H200, where these small models
-    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. Attention
-    # itself is device-bound and short even at 32K tokens (a bf16 score matrix of 8 GiB moves in a few ms at 4.8
-    # TB/s); the LSTM's state is the long pole: ~131,072 dependent cuDNN steps of ~5 µs forward and backward, ~2 s a
-    # call, so one warm-up and max_point_s 2 (2-3 calls) at 131,072 and 65,536 (~10 s). The wall is found by the
-    # guard, then checked just below and above it: ~30 s in all with the process start.
-    "gpu": {"seq_lens": (128, 512, 2048, 8192, 16384, 32768, 65536, 131072), "dtype": "auto", "backends": BACKENDS,
-            "warmup": 1, "repeats": 5, "max_point_s": 2.0, "time_limit_s": 6.0, "verify_wall": True},
+    # scripts/gpu_reference.sh's preset, for its limit of 55 s (sizing: docs/GPU.md)
+    "gpu": {
+        "seq_lens": (128, 512, 2048, 8192, 16384, 32768, 65536, 131072),
+        "dtype": "auto",
+        "backends": BACKENDS,
+        "warmup": 1,
+        "repeats": 5,
+        "max_point_s": 2.0,
+        "time_limit_s": 6.0,
+        "verify_wall": True,
+    },
     # up to 128K: on a GPU the guard finds the wall; on a CPU the long points come back at once as rows saying
     # what they would need (memory) or take (time)
-    "full": {"seq_lens": (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072), "dtype": "auto",
-             "backends": BACKENDS, "warmup": 2, "repeats": 7, "max_point_s": 10.0, "time_limit_s": 45.0,
-             "verify_wall": True},
-}  # fmt: skip
+    "full": {
+        "seq_lens": (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072),
+        "dtype": "auto",
+        "backends": BACKENDS,
+        "warmup": 2,
+        "repeats": 7,
+        "max_point_s": 10.0,
+        "time_limit_s": 45.0,
+        "verify_wall": True,
+    },
+}
 
 
 def predicted_seconds(
@@ -107,7 +123,7 @@ def predicted_seconds(
     if record.latency_bound and n > 4096:  # n dependent steps: latency-bound, not FLOP-bound
         return n * bench.cell_loop_latency_s(str(device)), "n steps × this device's step latency"
     flops = record.flops(shape_of(cfg, n))
-    if flops < 1e9:  # about a second even at 1 GFLOP/s: not worth measuring the device's peak to decide
+    if flops < 1e9:  # too little work to be worth measuring the device's peak
         return 0.0, "small"
     return flops / bench.peak_flops_estimate(str(device), cfg.dtype), "FLOPs at this device's matmul peak"
 

@@ -22,7 +22,7 @@ from core.models.attention import Shape
 
 
 class PointConfig(Protocol):
-    """What a point reads of its experiment's config (attention_cost's AttentionCostConfig, which imports this module)."""
+    """What a point reads of its experiment's config (attention_cost's AttentionCostConfig, which imports this)."""
 
     batch_size: int
     n_heads: int
@@ -115,7 +115,7 @@ def measure_lstm(cfg: PointConfig, n: int, device: torch.device) -> dict:
         state["bytes"] = h.untyped_storage().nbytes() + c.untyped_storage().nbytes()
 
     live = None
-    with one_thread():  # tiny sequential steps: split over threads on a busy machine they ran 30x slower here
+    with one_thread():  # tiny sequential steps: threads cost more than they save
         if needs_live_peak(device):
             with bench.LivePeak(exclude=(x, *cell.parameters())) as live:
                 read()
@@ -140,6 +140,6 @@ def _timed(timing: bench.Timing, cuda_peak: int | None, live: bench.LivePeak | N
 
 
 def needs_live_peak(device: torch.device) -> bool:
-    """Whether the peak comes from a LivePeak pass (every operator dispatched through Python: the inference loop's
-    slowest call, ~3x a plain one) rather than from the CUDA allocator's own counter."""
+    """Whether the peak comes from a LivePeak pass (every operator dispatched through Python, so slow) rather than
+    from the CUDA allocator's own counter."""
     return device.type != "cuda"

@@ -1,14 +1,10 @@
 """Checkpointed BPTT on the serial page's axes: memory bought back with a second forward pass.
 
-Each recurrent model trains one step (the serial experiment's `training_step`: forward, loss, backward, SGD) twice
-per length: as usual (`plain`), and with checkpointed BPTT (`checkpointed`, core.models.checkpointed: segments of
-⌈√n⌉ tokens, only the states entering each segment kept, each segment's forward run again in backward). Both forms
-of one length are timed interleaved (round-robin), so the time ratio is paired repeat by repeat, with freed memory
-kept for reuse as a GPU's caching allocator keeps it (core.harness.heap.freed_memory_reused: otherwise the CPU's allocator
-re-zeroes the plain step's gigabytes every step, and that, not the arithmetic, sets its time). Per point: step
-time (median, IQR), the bytes autograd keeps for backward split into the recurrent layers' share (the embedding and
-the recurrent stack, what checkpointing acts on) and the rest (the head's input features and logits, one row per
-token, linear in n either way), the formula for the kept states, and the dependent steps, which do not change.
+Each recurrent model trains the serial experiment's step twice per length: `plain`, and `checkpointed`
+(core.models.checkpointed: segments of ⌈√n⌉ tokens, only each segment's entering state kept, its forward rerun in
+backward). Both forms are timed interleaved, freed memory reused as a GPU's allocator does (core.harness.heap).
+Per point: step time, bytes kept for backward split into the recurrent layers' share and the rest, the formula
+for the kept states, and the dependent steps.
 """
 
 from __future__ import annotations
@@ -34,6 +30,8 @@ COLUMNS = ("model", "bptt", "seq_len", "segment", "segments", "n_layers", "d_mod
            "train_ms", "train_iqr_ms", "noisy", "fresh_bytes", "time_ratio", "time_ratio_q25", "time_ratio_q75", "saved_bytes",
            "layer_saved_bytes", "head_saved_bytes", "predicted_layer_bytes", "seq_steps", "status", "note",
            "seed")  # fmt: skip
+TEXT = ("model", "bptt")  # COLUMNS that hold words; FLAGS yes or no; the rest numbers
+FLAGS = ("noisy",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,19 +53,14 @@ class CheckpointConfig:
 PRESETS = {
     "quick": {"seq_lens": (256, 1024, 4096), "warmup": 1, "repeats": 3, "max_point_s": 1.0},
     "tiny": serial.TINY_STEP,
-    # scripts/gpu_reference.sh's preset, for its limit of 25 s on a GPU such as an H200, where these small models
-    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. The fused
-    # LSTM's step is ~5 µs a token forward and ~10 backward on cuDNN, so 0.25 s at n = 16,384, and a third more
-    # checkpointed (one more forward): 1 warm-up and 5 repeats of both at 4 lengths ≈ 4 s, plus the exact byte
-    # counts (one more step each) and the process start: ~12 s.
+    # scripts/gpu_reference.sh's preset, for its limit of 25 s (sizing: docs/GPU.md)
     "gpu": {"seq_lens": (256, 1024, 4096, 16384), "warmup": 1, "repeats": 5, "max_point_s": 3.0},
     "full": {"seq_lens": (256, 1024, 4096, 16384), "warmup": 1, "repeats": 7, "max_point_s": 8.0},
 }
 
 
 def _prepare(name: str, form: str, cfg: CheckpointConfig, T: int, device: torch.device):
-    """(model, its features function, one training step, the loss alone, its inputs); seeded: both forms of a model
-    start from the same weights and see the same tokens."""
+    """(model, its features function, one training step, the loss alone, its inputs); seeded, so both forms match."""
     torch.manual_seed(cfg.seed)
     lm = serial.build_model(name, serial.same_step(cfg)).to(device)
     model = SegmentCheckpointed(lm, cfg.segment) if form == CHECKPOINTED else lm
@@ -124,13 +117,23 @@ def run(cfg: CheckpointConfig, on_progress=None) -> pd.DataFrame:
             states = 2 if kind.forget_gate else 1  # (h, c) for an LSTM
             for form in FORMS:
                 ck = form == CHECKPOINTED
-                row = {**env, "model": name, "bptt": form, "seq_len": T, "note": "",
-                       **copied(cfg, "n_layers", "d_model", "batch_size", "seed"),
-                       "segment": segment_for(T, cfg.segment) if ck else None,
-                       "segments": n_segments(T, cfg.segment) if ck else None,
-                       "predicted_layer_bytes": kept_state_bytes(T, cfg.segment, cfg.batch_size, cfg.d_model,
-                                                                 states * cfg.n_layers) if ck else None,
-                       "seq_steps": kind.seq_steps(T, cfg.n_layers), **fields[(name, form)]}  # fmt: skip
+                row = {
+                    **env,
+                    "model": name,
+                    "bptt": form,
+                    "seq_len": T,
+                    "note": "",
+                    **copied(cfg, "n_layers", "d_model", "batch_size", "seed"),
+                    "segment": segment_for(T, cfg.segment) if ck else None,
+                    "segments": n_segments(T, cfg.segment) if ck else None,
+                    "predicted_layer_bytes": kept_state_bytes(
+                        T, cfg.segment, cfg.batch_size, cfg.d_model, states * cfg.n_layers
+                    )
+                    if ck
+                    else None,
+                    "seq_steps": kind.seq_steps(T, cfg.n_layers),
+                    **fields[(name, form)],
+                }
                 out.add(row, f"{name} ({form}) n={T}")
     return tidy(out.rows, COLUMNS)
 

@@ -20,7 +20,7 @@ from torch import nn
 
 from core.config import Experiment, spec
 from core.experiments.common import Rows, copied, tagged
-from core.findings.depth import COLUMNS, LEARNED_FRACTION, UNDERFLOW, chain_entropy, to_frame  # noqa: F401
+from core.findings.depth import COLUMNS, FLAGS, LEARNED_FRACTION, TEXT, UNDERFLOW, chain_entropy, to_frame  # noqa: F401
 from core.findings.depth_sentences import takeaways
 from core.harness import guard
 from core.harness.device import DEVICES, environment, resolve_device, torch_threads
@@ -65,25 +65,39 @@ class DepthConfig:
             raise ValueError(f"warmup_steps: each warm-up must be shorter than steps ({self.steps})")
 
 
-# lr 2e-2 sits where, at width 32 and 8 layers, Post-LN without warm-up stalled in 4 of 5 seeds here while Pre-LN
-# trained in all; at 1.5e-2 both trained, at 3e-2 even a 20-step warm-up did not save Post-LN.
+# lr 2e-2: where Post-LN without warm-up stalls and Pre-LN trains (tuning runs: docs/BENCHMARKS.md)
 PRESETS = {
     "quick": {},  # the defaults: 20 runs of 60 steps, depths 2 and 8
     # a second or two: for testing the command line and scripts/gpu_reference.sh, not for reading
-    "tiny": {"depths": (1, 2), "init_depths": (1,), "d_model": 16, "seq_len": 8, "batch_size": 4, "steps": 4,
-             "warmup_steps": (0, 2), "log_every": 2},
-    # scripts/gpu_reference.sh's preset, for its limit of 40 s on a GPU such as an H200, where these small models
-    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. A training
-    # step is ~30 ops a layer forward and ~60 backward: ~1.4 ms a layer, so 100 steps take ~0.3 s at 2 layers and
-    # ~1.1 s at 8; five models × two warm-ups × two seeds at depths 2 and 8 ≈ 28 s, and the initialisation profiles
-    # up to 64 layers (one batch each) ~1 s; with the process start ~35 s. The CPU reference's 16 and 32 layers
-    # would take 4× and 8× the 8-layer time.
-    "gpu": {"depths": (2, 8), "init_depths": (1, 2, 4, 8, 16, 32, 64), "steps": 100, "warmup_steps": (0, 30),
-            "seeds": 2, "log_every": 5},
-    # ~7 min on one CPU thread; per-layer rows for one seed keep the CSV near 2.5 MB (~14k rows)
-    "full": {"depths": (2, 8, 16, 32), "init_depths": (1, 2, 4, 8, 16, 32, 64), "steps": 150, "warmup_steps": (0, 30),
-             "seeds": 3, "log_every": 10},
-}  # fmt: skip
+    "tiny": {
+        "depths": (1, 2),
+        "init_depths": (1,),
+        "d_model": 16,
+        "seq_len": 8,
+        "batch_size": 4,
+        "steps": 4,
+        "warmup_steps": (0, 2),
+        "log_every": 2,
+    },
+    # scripts/gpu_reference.sh's preset, for its limit of 40 s (sizing: docs/GPU.md)
+    "gpu": {
+        "depths": (2, 8),
+        "init_depths": (1, 2, 4, 8, 16, 32, 64),
+        "steps": 100,
+        "warmup_steps": (0, 30),
+        "seeds": 2,
+        "log_every": 5,
+    },
+    # the shipped reference; per-layer rows for `layer_seeds` seeds only keep the CSV small
+    "full": {
+        "depths": (2, 8, 16, 32),
+        "init_depths": (1, 2, 4, 8, 16, 32, 64),
+        "steps": 150,
+        "warmup_steps": (0, 30),
+        "seeds": 3,
+        "log_every": 10,
+    },
+}
 
 
 # ---------------------------------------------------------------- the task
@@ -96,11 +110,7 @@ def make_perm(vocab_size: int, seed: int) -> torch.Tensor:
 
 def make_batch(perm: torch.Tensor, batch_size: int, seq_len: int, noise: float, g: torch.Generator):
     """(tokens, targets), each (B, T): token t+1 = perm[token t], or with probability `noise` a random token.
-
-    Worked example with vocabulary 4, perm = [2, 0, 3, 1], noise 0: tokens 1 0 2 3 1 → targets 0 2 3 1 0.
-    Only the current token matters, so one layer of any kind solves it; what differs is whether a deep stack can
-    learn to pass the token through. Loss floor and ceiling are formulas: `chain_entropy`, log(vocab_size).
-    """
+    Example, perm = [2, 0, 3, 1], noise 0: tokens 1 0 2 3 1 → targets 0 2 3 1 0; one layer solves it."""
     V = perm.numel()
     seq = torch.empty(batch_size, seq_len + 1, dtype=torch.long)
     seq[:, 0] = torch.randint(V, (batch_size,), generator=g)
@@ -170,9 +180,8 @@ def train(
     report=None,
     per_layer: bool = True,
 ) -> None:
-    """One training run (core.training.loop); rows for logged steps (whole-model row with layer NaN, then one per layer if
-    `per_layer`) go out through `report(rows, steps_done)` every few steps. A diverged run ends with a
-    status='diverged' row at that step."""
+    """One training run (core.training.loop); logged steps' rows (whole model, then per layer if `per_layer`) go out
+    through `report(rows, steps_done)`. A diverged run ends with a status='diverged' row at that step."""
     torch.manual_seed(seed)
     model = build_model(name, cfg.vocab_size, cfg.d_model, n_layers).to(device)
     layers = list(model.layers)
@@ -199,13 +208,27 @@ def train(
         reported[0] += steps_done
 
     spec = train_loop.TrainSpec(
-        cfg.steps, cfg.lr, optimizer="adam", warmup_steps=warmup, clip=cfg.clip,
-        max_loss=train_loop.loss_bound(cfg.vocab_size), chunk_steps=CHUNK_STEPS, chunk_seconds=CHUNK_SECONDS,
-    )  # fmt: skip
+        cfg.steps,
+        cfg.lr,
+        optimizer="adam",
+        warmup_steps=warmup,
+        clip=cfg.clip,
+        max_loss=train_loop.loss_bound(cfg.vocab_size),
+        chunk_steps=CHUNK_STEPS,
+        chunk_seconds=CHUNK_SECONDS,
+    )
     out = train_loop.train(model, batch, lm_loss, spec, on_step, on_chunk)
     if out.status == status.DIVERGED and report is not None:  # its remaining steps will never come: count them done
-        row = {"step": out.steps, "lr_now": train_loop.lr_at(out.steps, cfg.lr, warmup), "layer": math.nan,
-               "loss": out.loss, "grad_norm": out.grad_norm, "clipped": False, "status": out.status, "note": out.note}  # fmt: skip
+        row = {
+            "step": out.steps,
+            "lr_now": train_loop.lr_at(out.steps, cfg.lr, warmup),
+            "layer": math.nan,
+            "loss": out.loss,
+            "grad_norm": out.grad_norm,
+            "clipped": False,
+            "status": out.status,
+            "note": out.note,
+        }
         report([*pending, row], cfg.steps - reported[0])
 
 
@@ -214,7 +237,7 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
 
-# These layers are tiny: per-op overhead dominates and extra intra-op threads do not help (core.harness.device.torch_threads).
+# tiny layers: per-op overhead dominates, so extra intra-op threads do not help
 CPU_THREADS = 1
 
 

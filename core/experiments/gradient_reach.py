@@ -31,6 +31,8 @@ from core.terms.rules import FLAT_FACTOR, REACH_FACTOR
 
 COLUMNS = ("model", "seq_len", "d_model", "distance", "grad_norm", "relative", "reach", "params", "rnn_radius",
            "forget_bias", "compute_ms", "status", "note", "seed")  # fmt: skip
+TEXT = ("model",)  # COLUMNS that hold words; FLAGS yes or no; the rest numbers
+FLAGS = ()
 JACOBIAN_CHUNK = 64  # Jacobian rows per backward pass, so memory stays bounded at large width
 
 
@@ -55,10 +57,7 @@ class GradientReachConfig:
 PRESETS = {
     "quick": {"seq_len": 200, "d_model": 64},
     "tiny": {"seq_len": 16, "d_model": 8},  # for testing the command line and scripts/gpu_reference.sh
-    # scripts/gpu_reference.sh's preset, for its limit of 20 s on a GPU such as an H200, where these small models
-    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. One backward
-    # pass per model gives the gradient at every distance; the step-loop forms take ~30 ops a token, ~15 ms at 1,000
-    # tokens: the full preset's work is under a second, the process start ~5 s.
+    # scripts/gpu_reference.sh's preset, for its limit of 20 s (sizing: docs/GPU.md)
     "gpu": {"seq_len": 1000, "d_model": 128},
     "full": {"seq_len": 1000, "d_model": 128},
 }
@@ -87,10 +86,7 @@ def jacobian_norms(
     layer: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, chunk: int = JACOBIAN_CHUNK
 ) -> torch.Tensor:
     """‖∂y_T/∂x_{T−k}‖_F for k = 0..T−1, exactly; `x` is one sequence (T, d_in), `layer` maps (B, T, d) → (B, T, d_out).
-
-    Batch row b carries a copy of x and back-propagates only output component b of the last position, so the
-    gradient in row b is row b of the Jacobian at every earlier time step.
-    """
+    Batch row b back-propagates only output component b of the last position: its gradient is row b of the Jacobian."""
     T = x.shape[0]
     with torch.no_grad():
         d_out = layer(x[None]).shape[-1]
@@ -155,14 +151,14 @@ def run(cfg: GradientReachConfig, on_progress=None) -> pd.DataFrame:
 
 def path_length(model: str) -> str:
     """Vaswani et al. 2017, Table 1: maximum path length between two positions, for a layer of this family."""
-    known = registry.MODELS.get(model)  # its Table 1 row's (attention over the states: one step, as Table 1 on
-    if known is not None and known.table1:  # the home page says, core.home.scoreboard)
+    known = registry.MODELS.get(model)  # its Table 1 row's, as the home page's Table 1 says
+    if known is not None and known.table1:
         return known.path
     return "O(n)" if registry.family_of(model) == registry.RECURRENT else "O(1)"
 
 
 def reach_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per model and run: the measured reach (NaN = never fell 1000x within T) beside Table 1's path length."""
+    """Per model and run: the measured reach (NaN = never fell REACH_FACTOR× within T) beside Table 1's path length."""
     keys = [k for k in ("run", "model") if k in df.columns]
     rows = df.drop_duplicates(keys)[keys + ["seq_len", "reach"]].copy()
     rows["path_length"] = rows["model"].map(path_length)

@@ -33,6 +33,8 @@ DTYPES = ("float32", "bfloat16", "float16")
 COLUMNS = ("model", "scheme", "hypothetical", "kind", "n_layers", "n_heads", "n_kv_heads", "head_dim", "seq_len",
            "batch_size", "bytes_per_elem", "cache_bytes", "measured_bytes", "ms_per_token", "device", "status", "note",
            "seed")  # fmt: skip
+TEXT = ("model", "scheme", "kind")  # COLUMNS that hold words; FLAGS yes or no; the rest numbers
+FLAGS = ("hypothetical",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,18 +72,14 @@ PRESETS = {
     "quick": {"gen_tokens": 128, "record_every": 16},
     # for testing the command line and scripts/gpu_reference.sh
     "tiny": {"gen_tokens": 16, "record_every": 8, "n_layers": 1, "models": ("Llama-2-7B",), "contexts": (1024,)},
-    # scripts/gpu_reference.sh's preset, for its limit of 20 s on a GPU such as an H200, where these small models
-    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. The formula
-    # rows cost nothing; the tiny decoder appends one token at a time, ~20 ops × 2 layers a token: ~0.6 ms a token,
-    # 1,024 tokens in ~0.6 s for each of the three schemes, ~2 s, ~8 s with the process start.
+    # scripts/gpu_reference.sh's preset, for its limit of 20 s (sizing: docs/GPU.md)
     "gpu": {"gen_tokens": 1024, "record_every": 64, **EVERY_MODEL},
     "full": {"gen_tokens": 2048, "record_every": 128, **EVERY_MODEL},
 }
 
 
 def one_thread():
-    """Decode steps are tiny: split over threads on a busy 2-core machine, the hand-off costs more than the work
-    (measured here: ~90 ms per token with 2 threads under load, ~1-3 ms with one)."""
+    """One thread: decode steps are tiny, and a hand-off between threads costs more than the work."""
     return torch_threads(1)
 
 

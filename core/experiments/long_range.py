@@ -31,6 +31,8 @@ from core.training import tasks as task_lib
 
 COLUMNS = ("task", "model", "distance", "step", "loss", "accuracy", "chance", "params", "train_s", "seq_len",
            "d_model", "n_layers", "n_keys", "n_pairs", "status", "note", "seed")  # fmt: skip
+TEXT = ("task", "model")  # COLUMNS that hold words; FLAGS yes or no; the rest numbers
+FLAGS = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,34 +83,41 @@ class LongRangeConfig:
 
 
 # the gpu and full presets' runs: both tasks at three distances in 48 tokens, width 64, each run ending once solved
-GRID = {"lr": 1e-3, "tasks": ("recall", "mqar"), "seq_len": 48, "distances": (2, 12, 36), "stop_when_solved": True,
-        "d_model": 64, "eval_every": 50, "eval_size": 512}  # fmt: skip
+GRID = {
+    "lr": 1e-3,
+    "tasks": ("recall", "mqar"),
+    "seq_len": 48,
+    "distances": (2, 12, 36),
+    "stop_when_solved": True,
+    "d_model": 64,
+    "eval_every": 50,
+    "eval_size": 512,
+}
 PRESETS = {
-    # up to 250 steps, a run ending once solved: the Transformer solves every distance in 75–225 steps (three
-    # seeds), attention over the LSTM's states solves d = 60 in 100–225, and the LSTM's failures take all 250
+    # up to 250 steps, a run ending once solved: enough for attention, while the LSTM's failures take all 250
     "quick": {"steps": 250, "stop_when_solved": True},
     # a second or two: for testing the command line and scripts/gpu_reference.sh, not for reading
-    "tiny": {"seq_len": 8, "distances": (2,), "d_model": 16, "n_layers": 1, "steps": 4, "batch_size": 4,
-             "eval_every": 2, "eval_size": 16},
-    # scripts/gpu_reference.sh's preset, for its limit of 50 s on a GPU such as an H200, where these small models
-    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. A training
-    # step of these 2-layer models is ~100-200 ops (AdamW included): ~1.5 ms for the LSTM on cuDNN, ~3 ms for the
-    # Transformer and the hybrid. Two tasks × three distances × three models, one seed, 1,000 steps at most, ending
-    # once solved: solved runs stop in 100-900 steps (the CPU reference), the LSTM's failures take all 1,000 (~1.5 s
-    # each, six of them), ~25 s with the evaluations; with the process start ~32 s. One seed, not three: the
-    # takeaways say how many seeds they read.
+    "tiny": {
+        "seq_len": 8,
+        "distances": (2,),
+        "d_model": 16,
+        "n_layers": 1,
+        "steps": 4,
+        "batch_size": 4,
+        "eval_every": 2,
+        "eval_size": 16,
+    },
+    # scripts/gpu_reference.sh's preset, for its limit of 50 s (sizing: docs/GPU.md)
     "gpu": {**GRID, "steps": 1000},
-    # multi-query recall is learned suddenly, after a plateau of several hundred steps and at a different step for
-    # each seed: a budget of 3000 steps, stopping each run once solved, and three seeds read by their median.
-    # lr 1e-3 for both models: at 3e-3 the Transformer stayed on its plateau (41–79% after 3000 steps) in three of
-    # nine multi-query runs; at 1e-3 the same three seeds and distances were solved within 600–900 steps
+    # multi-query recall jumps after a plateau, at a different step per seed: many steps, three seeds' median;
+    # lr 1e-3, as at 3e-3 the Transformer stayed on its plateau (tuning runs: docs/BENCHMARKS.md)
     "full": {**GRID, "steps": 3000, "seeds": 3},
-}  # fmt: skip
+}
 
 
 def width_for(name: str, cfg: LongRangeConfig, vocab_size: int) -> int:
-    """d_model for attention kinds; a recurrent kind gets the width whose parameter count (its record's formula)
-    is closest to the Transformer's at d_model, so both models have about the same number of parameters."""
+    """d_model for attention kinds; a recurrent kind gets the width whose parameter count is closest to the
+    Transformer's at d_model."""
     kind = registry.get(name)
     if not kind.recurrent:
         return cfg.d_model
@@ -158,7 +167,7 @@ def run(cfg: LongRangeConfig, on_progress=None) -> pd.DataFrame:
 
 
 def train_one(cfg, task, name, distance, V, device, env, emit) -> None:
-    """Train one (task, model, distance) run with core.training.loop; `emit(row)` after every chunk of eval_every steps."""
+    """Train one (task, model, distance) run with core.training.loop; `emit(row)` after every chunk of steps."""
     model = build_model(name, cfg, V).to(device)
     base = {
         "task": task,
@@ -190,12 +199,9 @@ class ChunkRows(Rows):
 
 
 def train_chunks(model, sample, V: int, cfg, base: dict, emit, stop_at: float | None, label: str, device) -> None:
-    """Train `model` on batches of `sample(size, generator)` with core.training.loop (AdamW at cfg.lr, clipping at 1,
-    cfg.steps in chunks of cfg.eval_every); after every chunk `emit` base + the chunk's mean loss, the accuracy on a
-    held-out batch and the time so far. Training batches come from seed base["seed"], so every model of a run sees
-    the same ones, the held-out batch from the next seed (a different stream). With `stop_at`, the run ends once
-    two evaluations in a row reach it. A divergence ends it with one row of status 'diverged' (`label` names the
-    run in its note)."""
+    """Train `model` (AdamW at cfg.lr, clipping at 1) in chunks of cfg.eval_every steps, emitting after each the mean
+    loss, held-out accuracy and time. Every model of a run sees the same batches; with `stop_at` a run ends once two
+    evaluations in a row reach it, and a divergence ends it with one 'diverged' row (`label` names the run)."""
     g, held_out = (torch.Generator().manual_seed(base["seed"] + i) for i in (0, 1))
     eval_batch = tuple(t.to(device) for t in sample(cfg.eval_size, held_out))
     batch = lambda: tuple(t.to(device) for t in sample(cfg.batch_size, g))
@@ -204,8 +210,15 @@ def train_chunks(model, sample, V: int, cfg, base: dict, emit, stop_at: float | 
 
     def on_chunk(steps: int, train_s: float):
         done[0] += steps
-        row = {**base, "step": done[0], "loss": sum(losses) / len(losses), "accuracy": accuracy(model, *eval_batch),
-               "train_s": train_s, "status": status.OK, "note": ""}  # fmt: skip
+        row = {
+            **base,
+            "step": done[0],
+            "loss": sum(losses) / len(losses),
+            "accuracy": accuracy(model, *eval_batch),
+            "train_s": train_s,
+            "status": status.OK,
+            "note": "",
+        }
         losses.clear()
         solved[0] = solved[0] + 1 if stop_at is not None and row["accuracy"] >= stop_at else 0
         stop = solved[0] >= 2 and done[0] < cfg.steps
@@ -217,8 +230,15 @@ def train_chunks(model, sample, V: int, cfg, base: dict, emit, stop_at: float | 
     )
     out = train_loop.train(model, batch, query_loss, spec, lambda s: losses.append(s.loss), on_chunk)
     if out.status == status.DIVERGED:
-        row = {**base, "step": out.steps, "loss": math.nan, "accuracy": math.nan, "train_s": out.train_s,
-               "status": out.status, "note": f"{label}: {out.note}; this run stopped"}  # fmt: skip
+        row = {
+            **base,
+            "step": out.steps,
+            "loss": math.nan,
+            "accuracy": math.nan,
+            "train_s": out.train_s,
+            "status": out.status,
+            "note": f"{label}: {out.note}; this run stopped",
+        }
         emit(row, chunks - math.ceil(out.steps / cfg.eval_every))
 
 

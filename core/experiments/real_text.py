@@ -1,21 +1,13 @@
 """Bottleneck 2 on real text: what a model keeps of something read d bytes ago. The shipped byte-level models
 (core.experiments.text_lm) and the count baseline (core.training.ngram), read on text none of them trained on.
 
-Five measures, one row each per (model, seed, x), every one holding the scored bytes fixed or saying which:
-- `copy`: bits per byte on a span of real text (`split` first) and on the same span repeated x bytes later
-  (`split` repeat), the text around both real too (text_lm.copy_bits). A model that copies pays far less the
-  second time; one whose state has forgotten the span pays the same (Olsson et al. 2022, induction heads);
-- `position`: bits per byte at each position x of windows taken at random offsets in the files (so x is how much
-  context was read, not a place in a file), averaged over windows (Kaplan et al. 2020, Fig. 7);
-- `context`: bits per byte on each window's last `tail` bytes when the model reads only the x bytes before them
-  (x = 0, 8, 16, … up to the whole window), from which a model's effective context is read (findings.real_text);
-- `recall_split`: bits per byte on the window's recall bytes (core.training.text.recall_mask: a copy of a span more
-  than FAR bytes back predicts them, nothing nearer does) and on all the others, x empty;
-- `train_curve`: the shipped training curves, x = bytes trained on, with the seconds it took (`seconds`) and what
-  was read (`split`: train, heldout, or the copy probe's copy_first and copy_repeat).
-
-The baseline's rows have model NGRAM and seed 0 (it has no training curve). The text: the standard library's
-held-out files (a fixed rule of their paths), or every UTF-8 file of `text_dir`.
+Five measures, one row each per (model, seed, x):
+- `copy`: bits per byte on a span and on its repeat x bytes later (Olsson et al. 2022, induction heads);
+- `position`: bits per byte at position x of windows at random offsets (Kaplan et al. 2020, Fig. 7);
+- `context`: bits per byte on each window's last `tail` bytes given only the x bytes before them;
+- `recall_split`: bits per byte on recall bytes (core.training.text.recall_mask) and on the others;
+- `train_curve`: the shipped training curves, x = bytes trained on.
+The baseline's rows have model NGRAM and seed 0. The text: the standard library's held-out files, or `text_dir`.
 """
 
 from __future__ import annotations
@@ -41,6 +33,8 @@ from core.training import ngram, text
 
 COLUMNS = ("model", "seed", "measure", "x", "bits_per_byte", "n_bytes", "split", "seconds", "text", "window", "tail",
            "status", "note")  # fmt: skip
+TEXT = ("model", "measure", "split", "text")  # COLUMNS that hold words; FLAGS yes or no; the rest numbers
+FLAGS = ()
 MEASURES = ("copy", "position", "context", "recall_split", "train_curve")
 NGRAM = "ngram"  # the `model` of the count baseline's rows
 STDLIB = "stdlib held-out"  # the `text` column for the standard library's held-out files
@@ -89,7 +83,7 @@ def shipped_window(folder: Path | None, models, seeds) -> int:
 PRESETS = {
     "quick": {"windows": 24, "seeds": (0,)},  # the page's Run: one seed, a few windows (scripts/bench_real_text.py)
     "tiny": {"windows": 2, "window": 256, "seeds": (0,), "tail": 32, "baseline": 2},  # the CLI's and scripts' tests
-    # scripts/gpu_reference.sh's preset, for its limit of 15 s on a GPU: the full reading in batches of 64
+    # scripts/gpu_reference.sh's preset, for its limit of 15 s (sizing: docs/GPU.md)
     "gpu": {"windows": 256, "batch_size": 64},
     "full": {"windows": 256},  # the shipped reference: 256 windows of held-out text per model
 }
@@ -113,13 +107,23 @@ def recall_rows(bits: torch.Tensor, masks: np.ndarray) -> list[dict]:
     out = []
     for split, pick in (("recall", m), ("other", ~m)):
         n = int(pick.sum())
-        out.append({"split": split, "bits_per_byte": float(bits[pick].double().mean()) if n else math.nan,
-                    "n_bytes": n, "x": math.nan})  # fmt: skip
+        out.append(
+            {
+                "split": split,
+                "bits_per_byte": float(bits[pick].double().mean()) if n else math.nan,
+                "n_bytes": n,
+                "x": math.nan,
+            }
+        )
     return out
 
 
-CURVE_SPLITS = {"train": "train_bits", "heldout": "heldout_bits", "copy_first": "copy_first",
-                "copy_repeat": "copy_repeat"}  # fmt: skip
+CURVE_SPLITS = {
+    "train": "train_bits",
+    "heldout": "heldout_bits",
+    "copy_first": "copy_first",
+    "copy_repeat": "copy_repeat",
+}
 
 
 def curve_rows(meta: dict) -> list[dict]:
@@ -128,8 +132,15 @@ def curve_rows(meta: dict) -> list[dict]:
         p = dict(zip(text_lm.CURVE_FIELDS, point))
         for split, key in CURVE_SPLITS.items():
             if p.get(key) is not None and math.isfinite(p[key]):
-                rows.append({"x": p["bytes"], "seconds": p["seconds"], "split": split, "bits_per_byte": p[key],
-                             "n_bytes": p["bytes"]})  # fmt: skip
+                rows.append(
+                    {
+                        "x": p["bytes"],
+                        "seconds": p["seconds"],
+                        "split": split,
+                        "bits_per_byte": p[key],
+                        "n_bytes": p["bytes"],
+                    }
+                )
     return rows
 
 
@@ -139,8 +150,10 @@ def copy_rows(bits_fn, windows: np.ndarray) -> list[dict]:
     for d in text_lm.copy_distances(windows.shape[1] - 1):
         first, repeat = text_lm.copy_bits(bits_fn, windows, d)
         n = len(windows) * (text_lm.COPY_SPAN - 1)
-        rows += [{"x": d, "split": "first", "bits_per_byte": float(first.mean()), "n_bytes": n},
-                 {"x": d, "split": "repeat", "bits_per_byte": float(repeat.mean()), "n_bytes": n}]  # fmt: skip
+        rows += [
+            {"x": d, "split": "first", "bits_per_byte": float(first.mean()), "n_bytes": n},
+            {"x": d, "split": "repeat", "bits_per_byte": float(repeat.mean()), "n_bytes": n},
+        ]
     return rows
 
 
@@ -161,8 +174,17 @@ def read_rows(bits_fn, windows: np.ndarray, masks, measures, xs: list[int], tail
         elif measure == "recall_split":
             yield measure, recall_rows(bits, masks)
         elif measure == "context":
-            yield measure, [{"x": x, "bits_per_byte": float(text_lm.tail_bits(bits_fn, windows, x, tail).mean()),
-                             "n_bytes": len(windows) * tail} for x in xs]  # fmt: skip
+            yield (
+                measure,
+                [
+                    {
+                        "x": x,
+                        "bits_per_byte": float(text_lm.tail_bits(bits_fn, windows, x, tail).mean()),
+                        "n_bytes": len(windows) * tail,
+                    }
+                    for x in xs
+                ],
+            )
         elif measure == "copy":
             yield measure, copy_rows(bits_fn, windows)
         elif meta is not None:
@@ -214,10 +236,9 @@ def test_moving_average():
 def own_text(
     data: bytes, models, seed: int = 0, folder: Path | None = None, baseline: int = ngram.ORDER
 ) -> pd.DataFrame:
-    """A visitor's text read by the shipped models and the count baseline (column NGRAM; `baseline` its order, 0
-    none): one row per byte (`i`, `char` as text.show_bytes draws it) and a column of bits per model (−log₂ p of that byte given every byte before it; the first byte, with nothing before
-    it, is not scored). ValueError naming `text` for an empty text or one over OWN_MAX_BYTES; DamagedFile for a
-    damaged checkpoint."""
+    """A visitor's text read by the shipped models and the count baseline (`baseline` its order, 0 none): one row per
+    byte (`i`, `char`) and a column of bits per model, −log₂ p(byte | the bytes before it), NaN for the first.
+    ValueError naming `text` for an empty text or one over OWN_MAX_BYTES; DamagedFile for a damaged checkpoint."""
     if not data:
         raise ValueError("text: empty; paste some text to read")
     if len(data) > OWN_MAX_BYTES:

@@ -1,16 +1,12 @@
 """Page 5, what a fixed state costs: recall accuracy against the bytes a model keeps per sequence while generating.
 
-Every mixer of page 5 (in Zoology's residual blocks with a short convolution, core.models.stack) and the
-chapter's LSTM and Transformer, trained with the same optimizer, steps and batches on multi-query associative recall
-(`core.training.tasks`' MQAR: key–value pairs, a gap, then the keys again) and on selective copying (Gu & Dao 2023). Each
-row records the model's **state at inference** — the numbers it carries from one token to the next after reading
-the sequence (its recurrent state; for attention the KV cache of every token read, which grows with n) — in bytes,
-and its held-out accuracy after every chunk of steps, so the curves are live and a page can stop between chunks.
+Every mixer of page 5 (in Zoology's residual blocks, core.models.stack) and the chapter's LSTM and Transformer,
+trained alike on MQAR and selective copying (Gu & Dao 2023). Each row records the model's state at inference in bytes
+(its recurrent state, or attention's growing KV cache) and its held-out accuracy after every chunk of steps.
 
-The runs form a cross: every width at the largest number of pairs (the frontier, accuracy against state bytes) and
-every number of pairs at one width (where a fixed state runs out of room as the facts grow); selective copying at
-a width of its own. Arora et al. 2023 (Zoology) and 2024 (Based) drew this frontier for models of 70M–1.4B parameters; the
-shapes, not their numbers, are what a 2-core machine can reproduce.
+The runs form a cross: every width at the most pairs (the frontier) and every number of pairs at one width; selective
+copying at a width of its own. Arora et al. 2023 (Zoology) and 2024 (Based) drew this frontier for models of
+70M–1.4B parameters; the shapes, not their numbers, are what a small machine can reproduce.
 """
 
 from __future__ import annotations
@@ -38,6 +34,8 @@ BYTES_PER_FLOAT = 4  # float32 states
 STOP_AT = 0.99  # two evaluations in a row at or above this end a run early (stop_when_solved)
 COLUMNS = ("task", "mixer", "form", "d_model", "n_pairs", "seq_len", "state_bytes", "params", "step", "loss",
            "accuracy", "chance", "train_s", "n_layers", "n_keys", "n_queries", "distance", "seed", "status", "note")  # fmt: skip
+TEXT = ("task", "mixer", "form")  # COLUMNS that hold words; FLAGS yes or no; the rest numbers
+FLAGS = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,16 +50,18 @@ class RecallFrontierConfig:
     n_pairs: tuple[int, ...] = spec((4, 8), lo=1, hi=64, help="key-value pairs: every count at the pairs width")
     seq_len: int = spec(32, lo=8, hi=1024, help="tokens per sequence; the queries come last, after a gap")
     n_keys: int = spec(16, lo=2, hi=256, help="K keys and K values; chance is 1/K")
+    # fmt: off
     gap: int = spec(0, lo=0, hi=1024, help="tokens between the last pair and the first question, the same in every "
-                                           "run; 0 = all the room the run with the most pairs leaves")  # fmt: skip
+                                           "run; 0 = all the room the run with the most pairs leaves")
     n_queries: int = spec(0, lo=0, hi=256, help="questions that end each sequence, keys asked again in turn; 0 = as "
-                                                "many as the most pairs, so every run learns from as many per step")  # fmt: skip
+                                                "many as the most pairs, so every run learns from as many per step")
     copy_tokens: int = spec(8, lo=1, hi=64, help="selective copying: data tokens to copy, among blanks")
     n_layers: int = spec(2, lo=1, hi=8, help="layers in every model")
     heads: int = spec(1, lo=0, hi=64, help="heads of linear and sliding-window attention (0 = heads of 32 channels): "
-                                           "one head keeps a d × d state, as Zoology's linear attention")  # fmt: skip
+                                           "one head keeps a d × d state, as Zoology's linear attention")
     pairs_width: int = spec(0, lo=0, hi=512, help="the width at which every n_pairs is trained; 0 = the first "
-                                                  "of d_models")  # fmt: skip
+                                                  "of d_models")
+    # fmt: on
     copy_width: int = spec(0, lo=0, hi=512, help="the width of selective copying; 0 = the pairs width")
     steps: int = spec(300, lo=1, hi=100_000, help="training steps per run (a budget when stop_when_solved)")
     batch_size: int = spec(32, lo=1, hi=1024)
@@ -121,29 +121,40 @@ class RecallFrontierConfig:
 
 
 PRESETS = {
-    # a short MQAR (32 tokens, 16 keys, 4 and 8 pairs) at widths 16 and 32 (the pairs at 32, where 300 steps teach
-    # attention), four models, one seed: about 35 s on 2 cores (the issue allows 60); the page reads the shipped
-    # frontier for the rest
+    # a short MQAR (32 tokens, 16 keys, 4 and 8 pairs) at widths 16 and 32, four models, one seed, within the
+    # quick budget; the page reads the shipped frontier for the rest
     "quick": {},
-    "tiny": {"tasks": TASKS, "mixers": registry.tagged("recall_frontier:tiny"), "d_models": (8,), "n_pairs": (2,),
-             "seq_len": 12, "n_keys": 4, "copy_tokens": 2, "steps": 4, "batch_size": 4, "eval_every": 2,
-             "eval_size": 16},
-    # scripts/gpu_reference.sh's preset, for its limit of 25 s on a GPU such as an H200, where these small models
-    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. The quick
-    # preset's four models and three runs each (300 steps at most, ending once solved) at ~3-5 ms a training step
-    # (~200-300 ops) is ~15 s, ~20 s with the process start; it gets whatever time the steps before it left.
+    "tiny": {
+        "tasks": TASKS,
+        "mixers": registry.tagged("recall_frontier:tiny"),
+        "d_models": (8,),
+        "n_pairs": (2,),
+        "seq_len": 12,
+        "n_keys": 4,
+        "copy_tokens": 2,
+        "steps": 4,
+        "batch_size": 4,
+        "eval_every": 2,
+        "eval_size": 16,
+    },
+    # scripts/gpu_reference.sh's preset, for its limit of 25 s (sizing: docs/GPU.md)
     "gpu": {},
-    # 64 tokens, 64 keys, 4 to 16 pairs, every sequence 16 questions across a gap of 17; every model 1,500 steps at
-    # lr 3e-3, two seeds. The Transformer is the slowest to learn MQAR (a plateau, then a sudden rise): at width 16
-    # with 16 pairs it reached 69% and 97% (two seeds) after 1,500 steps at lr 1.5e-3, 98% and 99.6% at 3e-3; runs
-    # that are solved stop early. With 2 pairs every model, attention included, stayed near 45% (measured; 43% for
-    # the Transformer in both seeds) — answering every question with the last value seen already scores 50%, a
-    # plateau none left within the budget — so the grid starts at 4. Selective copying at width 32, where at 800
-    # steps the models spread from 16% to 85%
-    "full": {"tasks": TASKS, "mixers": registry.tagged("recall_frontier"), "d_models": (16, 32, 64),
-             "n_pairs": (4, 8, 16), "seq_len": 64, "n_keys": 64, "copy_width": 32, "steps": 1500, "lr": 3e-3,
-             "seeds": 2, "eval_size": 512},
-}  # fmt: skip
+    # 16 questions across a gap of 17; lr 3e-3 for the Transformer's slow MQAR, pairs from 4 as 2 stayed at a
+    # plateau (tuning runs: docs/BENCHMARKS.md)
+    "full": {
+        "tasks": TASKS,
+        "mixers": registry.tagged("recall_frontier"),
+        "d_models": (16, 32, 64),
+        "n_pairs": (4, 8, 16),
+        "seq_len": 64,
+        "n_keys": 64,
+        "copy_width": 32,
+        "steps": 1500,
+        "lr": 3e-3,
+        "seeds": 2,
+        "eval_size": 512,
+    },
+}
 
 
 def runs(cfg: RecallFrontierConfig) -> list[tuple[str, int, int]]:
@@ -212,15 +223,27 @@ def _batch(task: str, cfg: RecallFrontierConfig, pairs: int, size: int, g: torch
 
 
 def train_one(cfg, seed, task, name, d, pairs, form, device, env, emit) -> None:
-    """Train one (task, mixer, width, pairs) run with core.training.loop; `emit(row)` after every chunk of eval_every steps."""
+    """Train one (task, mixer, width, pairs) run with core.training.loop; `emit(row)` after every chunk of steps."""
     V = task_lib.vocab_size(task, cfg.n_keys)
     torch.manual_seed(seed)
     model = registry.get(name).stack(V, cfg.mixer_spec(d), cfg.n_layers, form).to(device)
-    base = {"task": task, "mixer": name, "form": form, "d_model": d, "n_pairs": pairs, "seq_len": cfg.seq_len,
-            "state_bytes": state_bytes(name, d, cfg), "params": n_params(model), "chance": 1.0 / cfg.n_keys,
-            "n_layers": cfg.n_layers, "n_keys": cfg.n_keys, "n_queries": cfg.queries if task == "mqar" else pairs,
-            "distance": cfg.distance if task == "mqar" else math.nan,
-            "seed": seed, **env}  # fmt: skip
+    base = {
+        "task": task,
+        "mixer": name,
+        "form": form,
+        "d_model": d,
+        "n_pairs": pairs,
+        "seq_len": cfg.seq_len,
+        "state_bytes": state_bytes(name, d, cfg),
+        "params": n_params(model),
+        "chance": 1.0 / cfg.n_keys,
+        "n_layers": cfg.n_layers,
+        "n_keys": cfg.n_keys,
+        "n_queries": cfg.queries if task == "mqar" else pairs,
+        "distance": cfg.distance if task == "mqar" else math.nan,
+        "seed": seed,
+        **env,
+    }
     sample = lambda size, g: _batch(task, cfg, pairs, size, g)
     stop_at = STOP_AT if cfg.stop_when_solved else None
     train_chunks(model, sample, V, cfg, base, emit, stop_at, f"{task} {name} d={d} pairs={pairs}", device)

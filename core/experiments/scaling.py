@@ -6,13 +6,9 @@ products that split across cores; an LSTM step is n small products, each waiting
 to split. Amdahl's law (1967) turns each model's speed-ups into the share of its step that did not split
 (`core.findings.scaling`): the same physics that makes the LSTM lose on a GPU's thousands of lanes.
 
-Timing, and where the thread count changes: within one length every (model, threads) pair is timed once per round,
-rounds repeated. A round walks the thread counts (their order rotating), and at each count times every model once
-(their order rotating too) through `core.harness.bench.time_interleaved`. The count is set between those calls, never
-inside a timed one: `torch.set_num_threads` and the first parallel region after it (which wakes or starts pool
-threads) stay out of the timed region, and a small untimed parallel op settles the pool first. A model's speed-up at
-p threads is taken round by round — its 1-thread time over its p-thread time from the same round, seconds apart —
-and reported as the median and quartiles of those paired ratios, so a burst of background load falls on both sides.
+Each round walks the thread counts and times every model once at each (orders rotating), the count set between
+timed calls, with a small untimed parallel op to settle the pool. A speed-up at p threads is the median and
+quartiles of 1-thread ÷ p-thread times from the same round, so background load falls on both sides.
 """
 
 from __future__ import annotations
@@ -37,13 +33,20 @@ COLUMNS = ("model", "seq_len", "threads", "threads_requested", "train_ms", "trai
            "serial_fraction_lo", "serial_fraction_hi", "fit_points", "fit_flag", "gpu_width",
            "gpu_speedup_extrapolated", "gpu_speedup_lo", "gpu_speedup_hi", "d_model", "n_layers", "batch_size",
            "status", "note", "seed")  # fmt: skip
+TEXT = ("model", "fit_flag")  # COLUMNS that hold words; FLAGS yes or no; the rest numbers
+FLAGS = ("noisy",)
 
 
 @dataclasses.dataclass(frozen=True)
 class ScalingConfig:
     models: tuple[str, ...] = tagged("scaling", help="which models to time")
-    max_threads: int = spec(0, lo=0, hi=1024, help="most threads to try: 1, 2, 4, … and this (0 = every usable "
-                            "core; more than the cores oversubscribes them)")  # fmt: skip
+    max_threads: int = spec(
+        0,
+        lo=0,
+        hi=1024,
+        help="most threads to try: 1, 2, 4, … and this (0 = every usable "
+        "core; more than the cores oversubscribes them)",
+    )
     seq_lens: tuple[int, ...] = spec((256, 1024), lo=2, hi=65535, help="sequence lengths to sweep")
     d_model: int = spec(128, lo=8, hi=4096, help="width of every model")
     n_layers: int = spec(1, lo=1, hi=32, help="stacked layers in every model")
@@ -53,8 +56,12 @@ class ScalingConfig:
     seed: int = spec(0, lo=0, hi=2**31 - 1)
     warmup: int = spec(1, lo=0, hi=50, help="untimed steps at every thread count first")
     repeats: int = spec(5, lo=1, hi=200, help="timed rounds; medians and paired quartiles are reported")
-    max_point_s: float = spec(3.0, lo=0.05, hi=600.0, help="per (model, threads): stop adding rounds after this "
-                              "much timed work (3 rounds are kept)")  # fmt: skip
+    max_point_s: float = spec(
+        3.0,
+        lo=0.05,
+        hi=600.0,
+        help="per (model, threads): stop adding rounds after this much timed work (3 rounds are kept)",
+    )
 
 
 PRESETS = {
@@ -141,16 +148,25 @@ def _speedups(name: str, counts: list[int], used: dict, times: dict) -> dict:
         q25, q50, q75 = quartiles(ts)  # as torch's Measurement computes
         timing = bench.Timing(q50, q75 - q25, tuple(ts))
         s25, s50, s75 = paired(one, ts)
-        out[(name, p)] = {"status": status.OK, "threads": used[p], "threads_requested": p, "train_ms": q50,
-                          "train_iqr_ms": timing.iqr_ms, "noisy": timing.noisy, "speedup": s50, "speedup_q25": s25,
-                          "speedup_q75": s75, "efficiency": s50 / used[p], "repeats": len(ts)}  # fmt: skip
+        out[(name, p)] = {
+            "status": status.OK,
+            "threads": used[p],
+            "threads_requested": p,
+            "train_ms": q50,
+            "train_iqr_ms": timing.iqr_ms,
+            "noisy": timing.noisy,
+            "speedup": s50,
+            "speedup_q25": s25,
+            "speedup_q75": s75,
+            "efficiency": s50 / used[p],
+            "repeats": len(ts),
+        }
     return out
 
 
 def run(cfg: ScalingConfig, on_progress=None) -> pd.DataFrame:
-    """One row per (sequence length, model, thread count), shortest lengths first; Amdahl's fit of each model at each
-    length, with its extrapolation to a GPU's width, in every one of its rows. `threads` is the count in force while
-    a row was timed (empty where nothing ran), `threads_requested` the count asked for."""
+    """One row per (length, model, thread count), shortest first, each with its model's Amdahl fit at that length.
+    `threads` is the count in force while timed (empty where nothing ran), `threads_requested` the count asked."""
     device = resolve_device(cfg.device)
     env = environment(device)
     counts = thread_counts(cfg.max_threads)

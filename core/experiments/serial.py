@@ -29,6 +29,8 @@ COLUMNS = ("model", "n_layers", "d_model", "batch_size", "seq_len", "params", "t
            "saved_bytes", "peak_bytes", "predicted_bytes", "seq_steps", "flops", "flop_convention",
            "achieved_flops_per_s", "peak_flops_per_s", "peak_before_flops_per_s", "peak_after_flops_per_s",
            "utilization", "above_ceiling", "step_latency_s", "status", "note", "seed")  # fmt: skip
+TEXT = ("model", "ratio_base", "flop_convention")  # COLUMNS that hold words; FLAGS yes or no; the rest numbers
+FLAGS = ("noisy", "above_ceiling")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,9 +48,8 @@ class SerialConfig:
     max_point_s: float = spec(3.0, lo=0.05, hi=600.0, help="stop repeating a point after this much timed work")
 
 
-# each timed sample of a step lasts at least this long (a short step is run back to back and averaged, as timeit
-# does). Three quick runs on a 2-core Xeon flagged 0-4 of 24 points noisy with single-step samples (2-4 ms steps at
-# n = 32, one preemption away from an IQR of 10%) and 0, 0, 0 with 50 ms samples and 5 rounds
+# each timed sample lasts at least this long (a short step run back to back and averaged, as timeit does),
+# so one preemption cannot make a point noisy (docs/BENCHMARKS.md)
 MIN_SAMPLE_S = 0.05
 
 # the tiny preset of every experiment that times this training step (checkpoint, answers_speed)
@@ -57,12 +58,7 @@ PRESETS = {
     "quick": {"seq_lens": (32, 128, 512, 1024), "warmup": 1, "repeats": 5, "max_point_s": 1.0},
     # a second or two: for testing the command line and scripts/gpu_reference.sh, not for reading
     "tiny": TINY_STEP,
-    # scripts/gpu_reference.sh's preset, for its limit of 45 s on a GPU such as an H200, where these small models
-    # are host-bound: each eager op costs ~10-20 µs to launch, so a step takes about its ops × 15 µs. The step loop
-    # is the long pole: ~24 ops per token forward and backward, ~0.4 ms a token, so 0.4 s a step at n = 1,024 and
-    # 1.5 s at 4,096 (2 warm-ups, then repeats until max_point_s). The other five models take a 50 ms sample each
-    # (MIN_SAMPLE_S): 5 × 5 lengths × 7 samples ≈ 9 s. With the process start (~5 s), the counted bytes and the
-    # ceiling: ~25 s.
+    # scripts/gpu_reference.sh's preset, for its limit of 45 s (sizing: docs/GPU.md)
     "gpu": {"seq_lens": (16, 64, 256, 1024, 4096), "warmup": 2, "repeats": 5, "max_point_s": 3.0},
     "full": {"seq_lens": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096), "warmup": 2, "repeats": 7, "max_point_s": 10.0},
 }
@@ -115,9 +111,8 @@ def training_step(model, vocab_size: int, batch_size: int, seq_len: int, seed: i
 def measure_length(
     cfg: SerialConfig, seq_len: int, names: list[str], device: torch.device, after_round=None
 ) -> dict[str, dict]:
-    """Every model in `names` at one length, timed interleaved (round-robin, repeat by repeat) so background load
-    falls on all of them alike; then, one by one, the bytes each saves for backward. Row fields per model; a model
-    that runs out of memory is a row with status oom, the others go on."""
+    """Every model in `names` at one length, timed interleaved so background load falls on all alike; then the
+    bytes each saves for backward. Row fields per model; one that runs out of memory is an oom row."""
     prepared, fields = guard.prepare_each(names, lambda name: _prepare(name, cfg, seq_len, device), device)
     steps = {name: p[1] for name, p in prepared.items()}
     timings, failed = time_points(steps, cfg, device, after_round, min_sample_s=MIN_SAMPLE_S)
@@ -162,9 +157,8 @@ def _paired_ratios(fields: dict[str, dict]) -> None:
 
 
 def run(cfg: SerialConfig, on_progress=None) -> pd.DataFrame:
-    """One row per (sequence length, model), shortest lengths first so memory-hungry points run last. At each length
-    the models are timed interleaved; the device's matmul ceiling is measured before and after every length, and a
-    point's utilization is its achieved FLOP/s over the better of the two (never above 1: see `_utilization`)."""
+    """One row per (sequence length, model), shortest first; the matmul ceiling is measured before and after every
+    length, and a point's utilization is its FLOP/s over the better of the two (see `_utilization`)."""
     device = resolve_device(cfg.device)
     env = environment(device)
     same = copied(cfg, "n_layers", "d_model", "batch_size", "seed")  # what every row repeats

@@ -1,13 +1,9 @@
 """The real-text language models: which are trained, how they are built and matched in size, their checkpoints,
 and the arithmetic that reads them per position (Kaplan et al. 2020, Fig. 7 and App. D.5).
 
-Every model tagged `real_text` in core.models.registry is trained (the fused LSTM, the Pre-LN Transformer on
-SDPA, and page 5's linear attention: a fixed state); the chapter's models are built as every page builds them, a
-page-5 mixer as page 5 stacks it (residual blocks with a short convolution and an MLP). All share one width of
-embedding and output head; each gets the number of layers that brings it closest to PARAM_BUDGET parameters.
-
-A checkpoint is a plain dict {'state_dict': half-precision tensors, 'meta': numbers, strings and lists}, read
-with `torch.load(..., weights_only=True)`; the training curve (loss against bytes and seconds) is in its meta.
+Every model tagged `real_text` is trained (the fused LSTM, the Pre-LN Transformer, page 5's linear attention), each
+built as its own page builds it, all one width, each with the layer count closest to PARAM_BUDGET parameters.
+A checkpoint is a plain dict of half-precision tensors and a meta holding the training curve (`weights_only=True`).
 """
 
 from __future__ import annotations
@@ -34,11 +30,19 @@ TAG = "real_text"
 PARAM_BUDGET = 1_000_000  # each model's layer count brings it closest to this many parameters
 SEEDS = (0, 1)
 LN2 = math.log(2.0)
-# The shipped models' recipe, the same for every model: the same bytes (steps × batch × window) in the same windows,
-# not the same seconds, since the question is what each makes of the same text. AdamW, a warm-up, a cosine decay
-# (nanoGPT's), one torch thread per model so two train side by side on two cores.
-TRAIN = {"d_model": 192, "window": 512, "batch_size": 8, "steps": 4000, "lr": 2e-3, "warmup_steps": 100,
-         "decay_to": 0.1, "clip": 1.0, "threads": 1}  # fmt: skip
+# the shipped models' recipe: the same bytes in the same windows for every model, not the same seconds;
+# AdamW with warm-up and cosine decay (nanoGPT's), one torch thread per model so two can train side by side
+TRAIN = {
+    "d_model": 192,
+    "window": 512,
+    "batch_size": 8,
+    "steps": 4000,
+    "lr": 2e-3,
+    "warmup_steps": 100,
+    "decay_to": 0.1,
+    "clip": 1.0,
+    "threads": 1,
+}
 
 
 def models() -> tuple[str, ...]:
@@ -46,9 +50,8 @@ def models() -> tuple[str, ...]:
 
 
 def build(name: str, d_model: int, n_layers: int) -> torch.nn.Module:
-    """The language model over bytes, each family as its own field builds a small one: the chapter's recurrence as
-    the chapter's pages build it (the fused LSTM as it is); attention as small modern Transformers are built (a
-    short causal convolution in front, rotary relative positions); a page-5 mixer as page 5 stacks it."""
+    """The language model over bytes, each family built as its field builds a small one: the fused LSTM as it is,
+    attention with a short causal convolution and rotary positions, a page-5 mixer as page 5 stacks it."""
     record = registry.get(name)
     if record.positions:
         return record.stack(text.VOCAB, Spec(d_model), n_layers, rope=True)
@@ -80,8 +83,19 @@ def save(model: torch.nn.Module, meta: dict, path: Path) -> Path:
 
 
 # What `load` needs of a checkpoint's meta, and the type each must have (bool is not taken for a number)
-META_TYPES = {"model": str, "seed": int, "d_model": int, "n_layers": int, "window": int, "params": int,
-              "steps": int, "batch_size": int, "bytes_trained": int, "train_s": float, "curve": list}  # fmt: skip
+META_TYPES = {
+    "model": str,
+    "seed": int,
+    "d_model": int,
+    "n_layers": int,
+    "window": int,
+    "params": int,
+    "steps": int,
+    "batch_size": int,
+    "bytes_trained": int,
+    "train_s": float,
+    "curve": list,
+}
 # one list per point of meta['curve']; copy_*: the copy probe (`copy_bits`) at meta['copy_probe'] bytes
 CURVE_FIELDS = ("step", "bytes", "seconds", "train_bits", "heldout_bits", "copy_first", "copy_repeat")
 
@@ -107,8 +121,7 @@ def load_meta(name: str, seed: int, folder: Path | None = None) -> dict:
 
 
 def load(name: str, seed: int, folder: Path | None = None) -> tuple[torch.nn.Module, dict]:
-    """A shipped model in float32, eval mode, on the CPU; DamagedFile (a ValueError) for a file that is missing,
-    empty, cut off, unreadable or not this model's checkpoint (wrong type, keys or shapes)."""
+    """A shipped model in float32, eval mode, on the CPU; DamagedFile (a ValueError) for a damaged or foreign file."""
     meta, state = _read(name, seed, folder)
     model = build(name, meta["d_model"], meta["n_layers"])
     try:
@@ -151,9 +164,8 @@ def copy_distances(window: int, span: int = COPY_SPAN) -> list[int]:
 
 
 def copy_windows(windows: np.ndarray, distance: int, span: int = COPY_SPAN) -> np.ndarray:
-    """The windows with one span of real text pasted twice: its first copy `distance` bytes before its second, which
-    ends at the last input byte. The span comes from another window (the next one, cyclically), so both copies break
-    into the text around them alike and differ only in whether the model has read the span before."""
+    """The windows with one span (from the next window, cyclically) pasted twice, `distance` bytes apart, the second
+    ending at the last input byte: both copies break into the text alike, only one was read before."""
     end = windows.shape[1] - 1  # the second copy ends at the last input byte
     start = end - span
     if not span <= distance <= start:
@@ -192,9 +204,8 @@ def context_lengths(window: int, tail: int) -> list[int]:
 
 
 def tail_bits(bits_fn, windows: np.ndarray, x: int, tail: int) -> torch.Tensor:
-    """(N,) mean bits per byte on each window's last `tail` target bytes when the model reads only the x bytes before
-    them (and the tail's own earlier bytes, causally): the input is the window's last x + tail bytes before its
-    final one, positions counted from 0 there. `bits_fn`: see `model_bits`."""
+    """(N,) mean bits per byte on each window's last `tail` target bytes given only the x bytes before them (and the
+    tail's own earlier bytes): the input is the window's last x + tail + 1 bytes. `bits_fn`: see `model_bits`."""
     L = windows.shape[1]  # window + 1 bytes
     if not 0 <= x <= L - 1 - tail:
         raise ValueError(f"context: {x} bytes before a tail of {tail} do not fit a window of {L - 1}")

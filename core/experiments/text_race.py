@@ -1,11 +1,9 @@
 """The race, live: the real-text models trained from scratch on this device for the same seconds each, held-out bits
 per byte against seconds of training (beside the shipped models' curves, core.experiments.real_text's train_curve).
 
-The models take turns: each trains for about `turn_s` seconds, then the next, until each has trained for `seconds`;
-so a background load that comes and goes falls on all of them alike. Their held-out loss is read after every round
-(not counted in the seconds). Same width, the layer count that brings each nearest 1 M parameters, the same batch,
-window, learning rate and warm-up (text_lm.TRAIN's), and
-no decay: how long a model trains is a clock's business here, not a schedule's.
+The models take turns of about `turn_s` seconds until each has trained for `seconds`, so background load falls on
+all alike; held-out loss is read after every round, untimed. Same width, layers as text_lm.n_layers_for
+chooses, text_lm.TRAIN's batch, window, learning rate and warm-up, and no decay: the clock ends training.
 """
 
 from __future__ import annotations
@@ -32,12 +30,15 @@ from core.training import loop, text
 
 COLUMNS = ("model", "seed", "step", "bytes", "seconds", "train_bits", "heldout_bits", "params", "window", "status",
            "note")  # fmt: skip
+TEXT = ("model",)  # COLUMNS that hold words; FLAGS yes or no; the rest numbers
+FLAGS = ()
 
 
 @dataclasses.dataclass(frozen=True)
 class TextRaceConfig:
-    models: tuple[str, ...] = spec(("lstm", "transformer"), choices=registry.tagged(text_lm.TAG),
-                                   help="which models race")  # fmt: skip
+    models: tuple[str, ...] = spec(
+        ("lstm", "transformer"), choices=registry.tagged(text_lm.TAG), help="which models race"
+    )
     seconds: float = spec(60.0, lo=1.0, hi=900.0, help="seconds of training each")
     turn_s: float = spec(2.0, lo=0.1, hi=30.0, help="seconds a model trains before the next one takes its turn")
     window: int = spec(256, lo=16, hi=4096, help="bytes per training window")
@@ -54,7 +55,7 @@ class TextRaceConfig:
 
 
 PRESETS = {
-    "quick": {"seconds": 8.0, "turn_s": 1.0},  # 8 s each and the held-out reads: ~20 s on 2 cores
+    "quick": {"seconds": 8.0, "turn_s": 1.0},  # 8 s a model, plus the held-out reads
     "tiny": {"seconds": 1.0, "turn_s": 0.5, "window": 64, "d_model": 32, "n_layers": 1, "eval_windows": 2},  # tests
     "gpu": {"seconds": 4.0, "turn_s": 1.0, "window": 1024, "batch_size": 32},
     "full": {"seconds": 60.0},  # the shipped reference and the page's race: a minute each
@@ -110,9 +111,17 @@ class Runner:
         train = sum(self.losses) / len(self.losses) / text_lm.LN2 if self.losses else math.nan
         self.losses = []
         held = self.heldout(windows) if self.status == status.OK else math.nan
-        return {"model": self.name, "step": self.step, "bytes": self.step * self.cfg.batch_size * self.cfg.window,
-                "seconds": self.seconds, "train_bits": train, "heldout_bits": held, "status": self.status,
-                "note": self.note, "params": n_params(self.model)}  # fmt: skip
+        return {
+            "model": self.name,
+            "step": self.step,
+            "bytes": self.step * self.cfg.batch_size * self.cfg.window,
+            "seconds": self.seconds,
+            "train_bits": train,
+            "heldout_bits": held,
+            "status": self.status,
+            "note": self.note,
+            "params": n_params(self.model),
+        }
 
 
 def run(cfg: TextRaceConfig, on_progress=None) -> pd.DataFrame:
@@ -130,8 +139,11 @@ def run(cfg: TextRaceConfig, on_progress=None) -> pd.DataFrame:
             if r.seconds < cfg.seconds and r.status == status.OK:
                 r.turn(min(cfg.turn_s, cfg.seconds - r.seconds))
                 new.append({**base, **r.row(held)})
-        slowest = min(r.seconds for r in runners if r.status == status.OK) if any(
-            r.status == status.OK for r in runners) else cfg.seconds  # fmt: skip
+        slowest = (
+            min(r.seconds for r in runners if r.status == status.OK)
+            if any(r.status == status.OK for r in runners)
+            else cfg.seconds
+        )
         done = min(rounds, math.floor(slowest / cfg.turn_s + 1e-9))
         out.add(new, " · ".join(f"{r.name} {r.seconds:.0f} s" for r in runners), advance=done - out.done)
     return tidy(out.rows, COLUMNS)

@@ -19,6 +19,8 @@ from core.terms.rules import FINAL_FRACTION, LEARNED_FRACTION, UNDERFLOW
 COLUMNS = ("model", "n_layers", "layer", "step", "phase", "grad_norm", "loss", "lr", "lr_now", "warmup_steps", "clip",
            "clipped", "seed", "d_model", "vocab_size", "noise", "seq_len", "batch_size", "status", "note",
            "predicted_bytes")  # fmt: skip
+TEXT = ("model", "phase")  # COLUMNS that hold words; FLAGS yes or no; the rest numbers
+FLAGS = ("clipped",)
 
 
 class Roles(NamedTuple):
@@ -78,9 +80,7 @@ SUMMARY = ("status", "final_loss", "gap_closed", "outcome", "diverged_step", "cl
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """One row per training run: final loss, share of the learnable gap closed, outcome, divergence, clipping.
-    outcome: 'trained' (closed at least LEARNED_FRACTION of the gap between log V and the chain's entropy),
-    'stalled' (did not, including runs that learned and then collapsed), 'diverged' (NaN/inf), or the guard's
-    'skipped'/'oom'."""
+    outcome: 'trained' (closed ≥ LEARNED_FRACTION of log V − entropy), 'stalled', 'diverged', 'skipped'/'oom'."""
     keys = [*RUN_KEYS, *(c for c in ("source", "device") if c in df.columns)]
     if df is None or not len(df) or "phase" not in df:
         return pd.DataFrame(columns=[*keys, *SUMMARY])
@@ -121,9 +121,8 @@ def number(x: float) -> str:
 
 
 def lstm_contrast(df: pd.DataFrame) -> dict | None:
-    """At initialisation, the plain LSTM stack's first-layer gradient with the fewest (d0) and the most (d1)
-    layers, its last layer's at d1, the loss factor per added layer, and the residual stack's first and last layer
-    at d1 (NaN if not run): what the depth page and the home page both state."""
+    """At initialisation: the plain LSTM stack's first-layer gradient at d0 and d1 layers, its last layer's at d1,
+    the loss factor per added layer, and the residual stack's first and last layer at d1 (NaN if not run)."""
     R = roles()
     prof = init_profile(df)
     if not len(prof):
@@ -140,6 +139,14 @@ def lstm_contrast(df: pd.DataFrame) -> dict | None:
     usable = g[g > UNDERFLOW]
     dd = int(usable.index[-1]) if len(usable) >= 2 else d1
     factor = (g.iloc[0] / g[dd]) ** (1 / (dd - d0)) if g[dd] > 0 and dd > d0 else math.inf
-    return {"d0": d0, "d1": d1, "g0": float(g.iloc[0]), "g1": float(g.iloc[-1]), "factor": float(factor),
-            "top": float(last.get((R.plain, d1), math.nan)), "residual": R.residual,
-            "res_g": float(first.get((R.residual, d1), math.nan)), "res_top": float(last.get((R.residual, d1), math.nan))}  # fmt: skip
+    return {
+        "d0": d0,
+        "d1": d1,
+        "g0": float(g.iloc[0]),
+        "g1": float(g.iloc[-1]),
+        "factor": float(factor),
+        "top": float(last.get((R.plain, d1), math.nan)),
+        "residual": R.residual,
+        "res_g": float(first.get((R.residual, d1), math.nan)),
+        "res_top": float(last.get((R.residual, d1), math.nan)),
+    }

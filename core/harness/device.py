@@ -1,7 +1,7 @@
 """Which device to measure on, how many threads to use, and one lock so two sessions never time at once.
 
-A 2-core machine running two torch processes with all threads each slowed an LSTM step ~10x (measured),
-so threads are set deliberately and every measurement in this process takes `MEASURE_LOCK`.
+Two torch processes each using every core slow each other badly (docs/BENCHMARKS.md), so threads are set
+deliberately and every measurement in this process takes `MEASURE_LOCK`.
 """
 
 from __future__ import annotations
@@ -36,12 +36,7 @@ def physical_cores() -> int:
 
 def page_threads() -> int:
     """Torch threads for a measurement started on a page: every usable core but one (at least one), or LAB_THREADS.
-
-    A page's run shares the machine with the page's own server (its main thread sends every progress message) and,
-    when it is local, the learner's browser. On a 2-core Xeon with the serial page open, its quick run with 2 threads
-    flagged 10–15 of 24 points noisy (an IQR above 10% of the median) and put the Transformer ÷ LSTM ratio at
-    1.8–2.5× over three runs; with 1 thread, no point was noisy in three runs and the ratio stayed at 3.0–3.2×.
-    The command line, with nothing beside it, keeps one thread per core (`configure_threads`)."""
+    A page's run shares the machine with its server and browser; the command line keeps them all."""
     return int(os.environ.get("LAB_THREADS", "0")) or max(1, physical_cores() - 1)
 
 
@@ -58,10 +53,7 @@ def configure_threads(n: int | None = None) -> int:
 @contextlib.contextmanager
 def torch_threads(n: int):
     """Use `n` torch threads inside the block, restoring the count after (0 = leave it as it is).
-
-    Tiny models are dominated by per-op overhead: on a busy 2-core machine, splitting their ops over 2 threads made
-    a training step 20-60x slower (13 ms → 800 ms), so small experiments train on one thread and say so in each row.
-    """
+    Tiny models are dominated by per-op overhead, so small experiments train on one thread and say so in each row."""
     import torch
 
     before = torch.get_num_threads()
@@ -129,9 +121,8 @@ def total_memory_bytes(device: torch.device) -> int:
 
 
 def free_memory_bytes(device: torch.device) -> int:
-    """Memory a new allocation could use now: on CUDA the driver's free memory plus the blocks this process's
-    caching allocator holds unused (it reuses them, and frees them itself before an allocation would fail), so the
-    guard need not empty the cache after every point to see them; elsewhere the OS's MemAvailable."""
+    """Memory a new allocation could use now: on CUDA the driver's free memory plus the caching allocator's unused
+    blocks (it frees them before an allocation would fail); elsewhere the OS's MemAvailable."""
     import torch
 
     if device.type == "cuda":
@@ -189,10 +180,8 @@ def threads_used(device: torch.device, n: int | None = None) -> int | None:
 
 
 def configure_precision() -> None:
-    """float32 as float32 everywhere: no TF32 in CUDA matmuls (torch's default) nor in cuDNN convolutions and RNNs
-    (whose default is TF32), so the fused LSTM rows, the attention rows and the measured FLOP/s ceiling are all
-    full fp32 and agree with the CPU reference. Set through the legacy flags, both of them: torch 2.13 checks that
-    the legacy and the new (`fp32_precision`) settings agree and raises when code mixes them."""
+    """float32 as float32 everywhere: no TF32 in CUDA matmuls or cuDNN, so GPU rows agree with the CPU reference.
+    Only the legacy flags: torch raises when code mixes them with the new `fp32_precision` settings."""
     import torch
 
     torch.set_float32_matmul_precision("highest")  # = backends.cuda.matmul.allow_tf32 = False (and oneDNN's matmul)
@@ -200,9 +189,8 @@ def configure_precision() -> None:
 
 
 def tf32_mode(device: torch.device) -> str:
-    """'off' when float32 math runs in float32 on `device`, 'on' when matmuls and cuDNN all use TF32, else which
-    do (torch 2.13's own default on CUDA is 'cudnn_conv+cudnn_rnn'); read from the resolved new-API settings, which
-    never raise."""
+    """'off' when float32 runs as float32 on `device`, 'on' when matmuls and cuDNN all use TF32, else which do.
+    Read from the resolved new-API settings, which never raise."""
     import torch
 
     if device.type != "cuda":
@@ -228,8 +216,18 @@ def cudnn_version(device: torch.device) -> int | None:
     return torch.backends.cudnn.version()
 
 
-ENV_COLUMNS = ("device", "device_type", "device_memory_bytes", "torch_version", "threads", "tf32", "cudnn_version",
-               "date", "git_commit")  # fmt: skip
+ENV_COLUMNS = (
+    "device",
+    "device_type",
+    "device_memory_bytes",
+    "torch_version",
+    "threads",
+    "tf32",
+    "cudnn_version",
+    "date",
+    "git_commit",
+)
+ENV_TEXT = ("device", "device_type", "torch_version", "tf32", "cudnn_version", "date", "git_commit")
 
 
 def environment(device: torch.device) -> dict:
@@ -260,11 +258,8 @@ def synchronize(device: torch.device) -> None:
 
 @contextlib.contextmanager
 def measuring(on_wait=None):
-    """Hold the process-wide measurement lock; while another session holds it, call `on_wait()` every half second.
-
-    Waiting in short slices (not one blocking acquire) lets a page's Stop interrupt the wait. Every measurement
-    runs with float32 precision chosen deliberately (`configure_precision`).
-    """
+    """Hold the process-wide measurement lock, calling `on_wait()` every half second while another session has it.
+    Short waits let a page's Stop interrupt; every measurement runs under `configure_precision`."""
     while not MEASURE_LOCK.acquire(timeout=0.5):
         if on_wait is not None:
             on_wait()
@@ -276,10 +271,8 @@ def measuring(on_wait=None):
 
 
 def light_facts() -> dict:
-    """The device card's facts without importing torch (~2 s): for the home page's cold start.
-
-    The accelerator is inferred from the driver's presence, and labelled as detected rather than checked.
-    """
+    """The device card's facts without importing torch, for the home page's cold start.
+    The accelerator is inferred from the driver's presence, and labelled as detected rather than checked."""
     if "torch" in sys.modules:
         import torch
 

@@ -13,26 +13,20 @@ from __future__ import annotations
 import dataclasses
 import io
 import math
+from typing import NamedTuple
 
 import pandas as pd
 
+from core.harness.device import ENV_TEXT
 from core.terms import status
 
-MAX_BYTES = 5 * 2**20  # a full-preset reference is ~3 MiB at most (depth); more is not one of ours
+MAX_BYTES = 5 * 2**20  # above the largest full-preset reference
 MAX_ROWS = 100_000
-# What one session keeps (ui.upload): every shipped reference is 12 files, ~6 MiB; a GPU session writes fewer.
+# What one session keeps (ui.upload): room for every shipped reference twice over.
 MAX_FILES = 24
 MAX_SESSION_BYTES = 32 * 2**20
 ENV = ("device", "device_type", "status")
 
-# What each column holds, by its name (a name means the same in every experiment's rows): text, a yes/no flag, else a
-# number. Declared here from what the experiments write, not read off a shipped file, where a column that happens to
-# be empty (every `note` of a run that went well) reads as numbers.
-TEXT = ("device", "device_type", "status", "git_commit", "date", "torch_version", "note", "cudnn_version", "tf32",
-        "model", "impl", "mixer", "task", "form", "family", "phase", "scheme", "kind", "mode", "dtype", "backend",
-        "requested_backend", "peak_kind", "point", "bptt", "flop_convention", "ratio_base", "fit_flag", "measure",
-        "split", "text")  # fmt: skip
-FLAGS = ("noisy", "above_ceiling", "clipped", "causal", "fits_budget", "hypothetical")
 _TRUE, _FALSE = ("true", "1", "1.0", "yes"), ("false", "0", "0.0", "no")
 # Never blank: the device and status of every row, and in a measured row (status ok) what was measured.
 KEYS = ("device", "status")
@@ -46,9 +40,8 @@ HUGE = 1e30  # no quantity the lab writes comes near (its largest: hypothetical 
 # ~9 PFLOP/s in fp4 (NVIDIA B200 datasheet: 2.25 PFLOPS dense BF16, 4.5 FP8, 9 FP4; the sparse figures are twice
 # these); the lab times fp32 and bf16, so a row above 10 PFLOP/s is not a measurement.
 MAX_FLOPS_PER_S = 1e16
-# A step of any model here runs at least one kernel, and launching one costs microseconds (NVIDIA's CUDA C++ Best
-# Practices Guide puts a launch at a few microseconds; the lab's own `step_latency_s` read 1.8 µs on the reference
-# CPU): a median step time below one microsecond is not a measurement.
+# A step runs at least one kernel, and a launch costs a few microseconds (NVIDIA's CUDA C++ Best Practices Guide):
+# a median step time below one microsecond is not a measurement.
 MIN_STEP_MS = 1e-3
 STEP_TIMES = ("train_ms", "time_ms", "ms_per_token", "compute_ms")
 FLOPS_PER_S = ("achieved_flops_per_s", "peak_flops_per_s", "peak_before_flops_per_s", "peak_after_flops_per_s")
@@ -62,14 +55,32 @@ class Rejected:
     detail: str = ""  # English specifics: the column, the value
 
 
-def _schemas() -> dict[str, tuple[str, ...]]:
-    """Each experiment's result columns (what its `run` writes): the COLUMNS of the module that runs it."""
+class Kinds(NamedTuple):
+    """An experiment's result columns (what its `run` writes) and which of them hold words or yes/no, the rest
+    numbers: its module's COLUMNS, TEXT and FLAGS, with every row's status, note and environment."""
+
+    columns: tuple[str, ...]
+    text: frozenset
+    flags: frozenset
+
+
+ROW_TEXT = ("status", "note", *ENV_TEXT)  # columns every row carries that hold words
+
+
+def _schemas() -> dict[str, Kinds]:
+    """Each experiment's Kinds, by its name."""
     import sys
 
     from core.experiments import EXPERIMENTS
 
-    known = {name: getattr(sys.modules.get(exp.run.__module__), "COLUMNS", None) for name, exp in EXPERIMENTS.items()}
-    return {name: tuple(dict.fromkeys((*cols, *ENV))) for name, cols in known.items() if cols}
+    out = {}
+    for name, exp in EXPERIMENTS.items():
+        module = sys.modules.get(exp.run.__module__)
+        if getattr(module, "COLUMNS", None):
+            columns = tuple(dict.fromkeys((*module.COLUMNS, *ENV)))
+            text = frozenset((*getattr(module, "TEXT", ()), *ROW_TEXT))
+            out[name] = Kinds(columns, text, frozenset(getattr(module, "FLAGS", ())))
+    return out
 
 
 def required(name: str, schema: tuple[str, ...], reference: pd.DataFrame | None) -> tuple[str, ...]:
@@ -98,8 +109,10 @@ def check(data: bytes, file_name: str, reference: pd.DataFrame | None = None, ex
         return Rejected("empty")
     if len(data) > MAX_BYTES:
         return Rejected("too_large", f"{len(data) / 2**20:.1f} MiB; at most {MAX_BYTES // 2**20} MiB")
+    kinds = _schemas()
+    words = {c for k in kinds.values() for c in (*k.text, *k.flags)}
     try:  # text columns stay text: a commit hash such as '1e16545' would otherwise read as a number (inf)
-        df = pd.read_csv(io.BytesIO(data), nrows=MAX_ROWS + 1, dtype=dict.fromkeys((*TEXT, *FLAGS), str))
+        df = pd.read_csv(io.BytesIO(data), nrows=MAX_ROWS + 1, dtype=dict.fromkeys(words, str))
     except Exception as err:  # noqa: BLE001 - anything pandas cannot parse as a CSV is simply not one
         return Rejected("unreadable", type(err).__name__)
     if not len(df):
@@ -108,7 +121,7 @@ def check(data: bytes, file_name: str, reference: pd.DataFrame | None = None, ex
         return Rejected("too_large", f"more than {MAX_ROWS:,} rows")
     from core.store.results import load_reference
 
-    schemas = _schemas()
+    schemas = {n: k.columns for n, k in kinds.items()}
     name = experiment or identify(file_name, df.columns, schemas)
     if name is None:  # not named after an experiment: the one whose (shipped) columns it holds
         musts = {n: required(n, cols, load_reference(n)[0]) for n, cols in schemas.items()}
@@ -121,7 +134,9 @@ def check(data: bytes, file_name: str, reference: pd.DataFrame | None = None, ex
     if missing and not _measured_nothing(df):
         return Rejected("missing_columns", ", ".join(missing[:8]) + (" …" if len(missing) > 8 else ""))
     df = df.assign(**dict.fromkeys(missing, math.nan))  # a run stopped before its first point: its status row only
-    problem = _typed(df, schemas[name]) or _blank(df) or _unknown_status(df) or _absurd(df) or _implausible(df)
+    problem = (
+        _typed(df, kinds[name]) or _blank(df) or _unknown_status(df) or _absurd(df, kinds[name]) or _implausible(df)
+    )
     if problem:
         return problem
     return name, status.normalize(df.assign(source="uploaded"))
@@ -136,13 +151,13 @@ def _first(values) -> str:
     return str(values.iloc[0])[:30]
 
 
-def _typed(df: pd.DataFrame, schema) -> Rejected | None:
-    """Each of the experiment's columns as what it holds (TEXT, FLAGS, else numbers), converted in place."""
-    for column in schema:
-        if column not in df or column in TEXT:
+def _typed(df: pd.DataFrame, kinds: Kinds) -> Rejected | None:
+    """Each of the experiment's columns as what it holds (words, yes/no, else numbers), converted in place."""
+    for column in kinds.columns:
+        if column not in df or column in kinds.text:
             continue
         given = df[column]
-        if column in FLAGS:
+        if column in kinds.flags:
             words = given.map(lambda v: str(v).strip().lower(), na_action="ignore")
             bad = given.notna() & ~words.isin(_TRUE + _FALSE)
             if bad.any():
@@ -177,10 +192,10 @@ def _unknown_status(df: pd.DataFrame) -> Rejected | None:
     return Rejected("bad_status", ", ".join(unknown[:3])) if unknown else None
 
 
-def _absurd(df: pd.DataFrame) -> Rejected | None:
+def _absurd(df: pd.DataFrame, kinds: Kinds) -> Rejected | None:
     """Values that cannot be at all: negative sizes and times, shares outside 0–1, infinities, numbers beyond HUGE."""
     for column in df.columns:
-        if df[column].dtype.kind not in "fi" or column in TEXT:
+        if df[column].dtype.kind not in "fi" or column in kinds.text:
             continue
         values = df[column].dropna()
         wrong = values[(values.abs() > HUGE) | ~values.map(math.isfinite)]
