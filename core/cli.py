@@ -1,11 +1,8 @@
-"""The command line: `python -m core list | run | reference | smoke | env | checkpoints | text-checkpoints`. Needs torch, numpy, pandas.
+"""The command line: `python -m core list | run | reference | smoke | env | checkpoints | text-checkpoints`.
 
-Bad input (unknown experiment or field, a value out of range, an absent device, an output path that cannot be
-written) exits with status 2 and one line on stderr naming the option or field and what is allowed, before
-anything is measured; never a traceback. `run --out` writes the rows as they are measured; a run that fails or
-reaches its time limit keeps them and ends its CSV with a status row ('stopped', the reason in the note), exit 1
-(a failure) or 124 (the time limit). `reference` runs each experiment that way in a process of its own
-(core/offline/reference.py). The run itself, shared with a page's worker, is core/runner.py.
+Needs torch, numpy and pandas. Bad input exits 2 with one line on stderr naming the option and what is allowed,
+before anything is measured. A run that fails or reaches its time limit keeps its rows, ends its CSV with a status
+row, and exits 1 or 124. The run itself, shared with a page's worker, is core/runner.py.
 """
 
 from __future__ import annotations

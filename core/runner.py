@@ -1,7 +1,7 @@
-"""One experiment run with its rows kept: the path the command line (`python -m core run`) and a page's worker
-(core.server.worker) share. `run_one` validates, runs with the rows written as they are measured, prints the table and the
-takeaways; a failure, the time limit, Ctrl-C or SIGTERM still writes the rows and a status row, then propagates as
-RunFailed, TimeLimit, KeyboardInterrupt or Terminated (core.cli turns each into its exit status).
+"""One experiment run with its rows kept: the path `python -m core run` and a page's worker share.
+
+A failure, the time limit, Ctrl-C or SIGTERM still writes the rows and a status row, then propagates as RunFailed,
+TimeLimit, KeyboardInterrupt or Terminated (core.cli turns each into its exit status).
 """
 
 from __future__ import annotations
@@ -110,11 +110,8 @@ def run_one(
     threads: int | None = None,
     on_progress=None,
 ) -> pd.DataFrame:
-    """Validate, run with its rows written as they come (to `out`, or into `out_dir` named like the reference files:
-    <experiment>-<device type>-<device name>.csv), then print the table and the takeaways. An error, the time limit,
-    Ctrl-C or SIGTERM still writes the rows measured and a status row, then propagates. `threads`: torch's thread
-    count (default: one per core); `on_progress(p)`: called with every progress report (a page's worker sends it
-    on, core.server.worker)."""
+    """Validate, run with rows written as they come (to `out`, or `out_dir`/<experiment>-<type>-<device>.csv),
+    print the table and takeaways; any failure writes the rows and a status row, then propagates."""
     from core.experiments import get
     from core.harness import cancel
     from core.harness.device import configure_threads, device_label, environment, measuring, resolve_device

@@ -37,8 +37,12 @@ def _named(df: pd.DataFrame, tr, col: str = "mixer") -> pd.DataFrame:
 def mixer_color(mixers, tr) -> alt.Color:
     """The `name` column coloured by each mixer's record, in the order of `mixers` (ids), with page 5's legend."""
     domain, colours = registry.colors(mixers)
-    return alt.Color("name:N", title=tr("answers.axis.mixer"), legend=LEGEND,
-                     scale=alt.Scale(domain=[tr(f"model.{m}") for m in domain], range=colours))  # fmt: skip
+    return alt.Color(
+        "name:N",
+        title=tr("answers.axis.mixer"),
+        legend=LEGEND,
+        scale=alt.Scale(domain=[tr(f"model.{m}") for m in domain], range=colours),
+    )
 
 
 def _color(df: pd.DataFrame, tr, col: str = "mixer") -> alt.Color:
@@ -88,8 +92,14 @@ def speedup_chart(df: pd.DataFrame, tr) -> alt.Chart:
     tooltip = ["name", "form_name", "against", "seq_len", "speedup", "speedup_q25", "speedup_q75", "run"]
     lines = _line(d, tr, x, y, tooltip, strokeDash=dash)
     bars = Chart(own).mark_rule().encode(x=x, y="speedup_q25:Q", y2="speedup_q75:Q", color=_color(own, tr))
-    feng = pd.DataFrame({"seq_len": FENG_N, "speedup": list(FENG.values()),
-                         "name": [tr(f"model.{m}") for m in FENG], "source": tr("answers.against.feng")})  # fmt: skip
+    feng = pd.DataFrame(
+        {
+            "seq_len": FENG_N,
+            "speedup": list(FENG.values()),
+            "name": [tr(f"model.{m}") for m in FENG],
+            "source": tr("answers.against.feng"),
+        }
+    )
     points = (
         Chart(feng)
         .mark_point(shape="diamond", size=110, filled=True, color="#333")
@@ -97,10 +107,11 @@ def speedup_chart(df: pd.DataFrame, tr) -> alt.Chart:
     )
     feng["label"] = [f"{n} {v:.0f}×" for n, v in zip(feng["name"], feng["speedup"])]
     labels = [
-        Chart(feng.iloc[[i]]).mark_text(align="left", dx=9, dy=dy, fontSize=11, color="#333")
+        Chart(feng.iloc[[i]])
+        .mark_text(align="left", dx=9, dy=dy, fontSize=11, color="#333")
         .encode(x=x, y=y, text="label:N")
         for i, dy in enumerate((8, -8))
-    ]  # fmt: skip
+    ]
     chart = alt.layer(lines, bars, _one(), points, *labels)
     return titled(chart, tr("answers.chart.speedup"), tr("answers.chart.speedup_sub"), height=TALL)
 
@@ -111,20 +122,27 @@ def _one() -> alt.Chart:
 
 
 def amdahl_chart(df: pd.DataFrame, tr) -> alt.Chart:
-    """Per parallel form whose recurrence was timed alone (one run's rows): its loop's time ÷ its own for the
-    recurrence alone (dashed), for the whole step (solid), and the ceiling the shared work puts on the whole step's
-    (dotted, 1 ÷ its share of the loop's step) — Amdahl's law drawn from the rows."""
+    """Per parallel form timed alone: speed-up of the recurrence (dashed), of the whole step (solid), and
+    Amdahl's ceiling, 1 ÷ the recurrence's share of the loop's step (dotted)."""
     a = amdahl(df)
     a = a[a["mixer"].isin(registry.names(ANSWERS))]
     what = {k: tr(f"answers.amdahl.{k}") for k in ("rec", "whole", "ceiling")}
-    d = a.melt(id_vars=["mixer", "form", "seq_len", "share"], value_vars=list(what), var_name="measure",
-               value_name="speedup")  # fmt: skip
+    d = a.melt(
+        id_vars=["mixer", "form", "seq_len", "share"], value_vars=list(what), var_name="measure", value_name="speedup"
+    )
     d = d[d["speedup"].notna()]
-    d = d.assign(name=[tr(f"model.{m}") for m in d["mixer"]], what=[what[k] for k in d["measure"]],
-                 share_pct=(100 * d["share"]).round(1))  # fmt: skip
+    d = d.assign(
+        name=[tr(f"model.{m}") for m in d["mixer"]],
+        what=[what[k] for k in d["measure"]],
+        share_pct=(100 * d["share"]).round(1),
+    )
     x, y = log_x("seq_len", tr("answers.axis.seq_len")), log_y("speedup", tr("answers.axis.speedup"))
-    dash = alt.StrokeDash("what:N", title=tr("answers.axis.amdahl"), legend=DASH_LEGEND,
-                          scale=alt.Scale(domain=list(what.values()), range=[[6, 4], [1, 0], [2, 2]]))  # fmt: skip
+    dash = alt.StrokeDash(
+        "what:N",
+        title=tr("answers.axis.amdahl"),
+        legend=DASH_LEGEND,
+        scale=alt.Scale(domain=list(what.values()), range=[[6, 4], [1, 0], [2, 2]]),
+    )
     c = _line(d, tr, x, y, ["name", "what", "seq_len", "speedup", "share_pct"], strokeDash=dash)
     sub = " · ".join(x for x in (tr("answers.chart.amdahl_sub"), device_subtitle(ok_rows(df), tr)) if x)
     return titled(c + _one(), tr("answers.chart.amdahl"), sub)
@@ -153,8 +171,13 @@ def decode_memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
     width = int(d["d_model"].iloc[0])
     heads = n_heads_for(width)
     ns = sorted(set(d["context_len"]))
-    formula = pd.DataFrame({"context_len": ns, "state_bytes": [kv_cache_bytes(1, heads, width // heads, n, 1, 4)
-                                                              for n in ns], "what": tr("answers.formula")})  # fmt: skip
+    formula = pd.DataFrame(
+        {
+            "context_len": ns,
+            "state_bytes": [kv_cache_bytes(1, heads, width // heads, n, 1, 4) for n in ns],
+            "what": tr("answers.formula"),
+        }
+    )
     line = (
         Chart(formula)
         .mark_line(strokeDash=[6, 4], color="#1f77b4", opacity=0.6)

@@ -29,8 +29,7 @@ LEGEND_ROW_PX = 30  # a legend entry's row under the plot
 
 
 def _titled(chart: alt.Chart, title: str, subtitle: str = "", legend_rows: int = 3) -> alt.Chart:
-    """The house title, and room for a legend of `legend_rows` rows under the plot (the height a page fits the chart
-    to includes title, axes and legend)."""
+    """The house title, with room for a legend of `legend_rows` rows under the plot."""
     return titled(chart, title, subtitle, height=420 + LEGEND_ROW_PX * max(legend_rows - 3, 0))
 
 
@@ -55,8 +54,7 @@ def impl_color(d: pd.DataFrame, title: str) -> alt.Color:
     sdpa = iter(SDPA_COLORS * 2)
     impl_of = dict(zip(d["label"], d["impl"])) if len(d) else {}
     colors = [IMPL_COLORS.get(impl_of[lb]) or next(sdpa) for lb in labels]
-    legend = alt.Legend(orient="bottom", columns=1, labelLimit=400)  # two columns ran past a half-width chart
-    # (one row per implementation: _titled makes room for them)
+    legend = alt.Legend(orient="bottom", columns=1, labelLimit=400)  # one row each: two columns overflow
     return alt.Color("label:N", title=title, scale=alt.Scale(domain=labels, range=colors), legend=legend)
 
 

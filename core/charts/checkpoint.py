@@ -17,7 +17,7 @@ def _named(d: pd.DataFrame, tr) -> pd.DataFrame:
     d = d.copy()
     d["form"] = [tr(f"serial.ckpt.bptt.{b}") for b in d["bptt"]]
     d["model_name"] = [tr(f"model.{m}") for m in d["model"]]
-    # bytes read as MiB on the axis (0.125 … 1,096 MiB), not as 1,149,296,640
+    # bytes shown as MiB on the axis, not as raw counts
     d["layer_saved_mib"] = d["layer_saved_bytes"] / MIB
     d["predicted_layer_mib"] = (d["predicted_layer_bytes"] if "predicted_layer_bytes" in d else float("nan")) / MIB
     return d
@@ -30,10 +30,13 @@ def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
     mib = tr("serial.ckpt.axis.layer_mib")
     y = alt.Y("layer_saved_mib:Q", scale=alt.Scale(type="log"), title=mib, axis=alt.Axis(titleLimit=280))
     color = alt.Color("form:N", title=tr("serial.ckpt.axis.form"), legend=alt.Legend(orient="bottom", labelLimit=320))
-    tips = [alt.Tooltip("model_name:N", title=tr("serial.axis.model")), alt.Tooltip("form:N", title=tr("serial.ckpt.axis.form")),
-            alt.Tooltip("seq_len:Q", title=tr("serial.axis.seq_len")),
-            alt.Tooltip("layer_saved_mib:Q", title=mib, format=",.3~f"),
-            alt.Tooltip("segment:Q", title=tr("field.segment"))]  # fmt: skip
+    tips = [
+        alt.Tooltip("model_name:N", title=tr("serial.axis.model")),
+        alt.Tooltip("form:N", title=tr("serial.ckpt.axis.form")),
+        alt.Tooltip("seq_len:Q", title=tr("serial.axis.seq_len")),
+        alt.Tooltip("layer_saved_mib:Q", title=mib, format=",.3~f"),
+        alt.Tooltip("segment:Q", title=tr("field.segment")),
+    ]
     measured = (
         Chart(d).mark_line(point=filled_points()).encode(x=x, y=y, color=color, detail="model_name:N", tooltip=tips)
     )
@@ -45,7 +48,7 @@ def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
         .mark_line(strokeDash=[6, 4], color="gray")
         .encode(x=x, y=alt.Y("predicted_layer_mib:Q"), detail="model_name:N", tooltip=[tip])
     )
-    # the height holds title, axes and the legend below: at 300 the plot was ~40 px and the title rose out of the box
+    # the height holds title, axes and legend below, or the title rises out of the box
     return titled(rule + measured, tr("serial.ckpt.chart.memory"), device_subtitle(d, tr), height=400)
 
 
@@ -55,11 +58,13 @@ def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
     x = log_x("seq_len", tr("serial.axis.seq_len"))
     y = alt.Y("time_ratio:Q", title=tr("serial.ckpt.axis.time_ratio"), scale=alt.Scale(zero=False))
     color = alt.Color("model_name:N", title=tr("serial.axis.model"))
-    tips = [alt.Tooltip("model_name:N", title=tr("serial.axis.model")),
-            alt.Tooltip("seq_len:Q", title=tr("serial.axis.seq_len")),
-            alt.Tooltip("time_ratio:Q", title=tr("serial.ckpt.axis.time_ratio"), format=".2f"),
-            alt.Tooltip("time_ratio_q25:Q", title="q25", format=".2f"),
-            alt.Tooltip("time_ratio_q75:Q", title="q75", format=".2f")]  # fmt: skip
+    tips = [
+        alt.Tooltip("model_name:N", title=tr("serial.axis.model")),
+        alt.Tooltip("seq_len:Q", title=tr("serial.axis.seq_len")),
+        alt.Tooltip("time_ratio:Q", title=tr("serial.ckpt.axis.time_ratio"), format=".2f"),
+        alt.Tooltip("time_ratio_q25:Q", title="q25", format=".2f"),
+        alt.Tooltip("time_ratio_q75:Q", title="q75", format=".2f"),
+    ]
     points = Chart(d).mark_line(point=filled_points()).encode(x=x, y=y, color=color, tooltip=tips)
     bars = Chart(d).mark_rule().encode(x=x, y="time_ratio_q25:Q", y2="time_ratio_q75:Q", color=color)
     marks = pd.DataFrame(

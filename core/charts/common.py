@@ -11,20 +11,29 @@ import pandas as pd
 
 from core.terms.i18n import device_words
 
-# Rows one chart draws at most. Altair refuses a chart of more than 5,000 rows (MaxRowsError), and a panel a few hundred
-# pixels wide cannot show more points than that anyway: a live depth run of 10,000 logged steps is drawn thinned.
+# Rows one chart draws at most: Altair refuses more than 5,000 (MaxRowsError)
 MAX_ROWS = 4_000
 # Chart.encode's keywords and their channels' classes
-CHANNELS = {"x": alt.X, "y": alt.Y, "x2": alt.X2, "y2": alt.Y2, "color": alt.Color, "shape": alt.Shape, "size": alt.Size,
-            "opacity": alt.Opacity, "strokeDash": alt.StrokeDash, "detail": alt.Detail, "tooltip": alt.Tooltip,
-            "text": alt.Text, "order": alt.Order}  # fmt: skip
+CHANNELS = {
+    "x": alt.X,
+    "y": alt.Y,
+    "x2": alt.X2,
+    "y2": alt.Y2,
+    "color": alt.Color,
+    "shape": alt.Shape,
+    "size": alt.Size,
+    "opacity": alt.Opacity,
+    "strokeDash": alt.StrokeDash,
+    "detail": alt.Detail,
+    "tooltip": alt.Tooltip,
+    "text": alt.Text,
+    "order": alt.Order,
+}
 
 
 class Chart(alt.Chart):
-    """alt.Chart that wraps each shorthand string of its encodings ('step:Q', a tooltip's field) in the channel's
-    class itself. Altair finds that class through a table of its whole schema, built again for every string: ~2 ms
-    a string on 2 cores against ~0.01 ms for the same channel given as an object (Altair 6.3, measured), a tenth of a
-    page's rerun. The specs are the same."""
+    """alt.Chart that wraps each shorthand encoding string ('step:Q') in its channel class; the spec is the same.
+    Altair looks a string up in a table of its whole schema, rebuilt each time (timing: docs/BENCHMARKS.md)."""
 
     def encode(self, *args, **encodings):
         def wrap(name, value):
@@ -36,18 +45,22 @@ class Chart(alt.Chart):
 
 
 def dash_legend(**kw) -> alt.Legend:
-    """A legend whose entries show their line's dash. Vega draws a legend entry of a line drawn with points
-    (mark_line(point=True)) as the point's symbol, and for a dash-only encoding that symbol has no colour: the
-    entries showed their labels beside nothing. A filled, opaque stroke symbol shows the dash."""
-    return alt.Legend(symbolType="stroke", symbolStrokeWidth=2, symbolStrokeColor="#555", symbolFillColor="#555",
-                      symbolOpacity=1, symbolSize=300, **kw)  # fmt: skip
+    """A legend whose entries show their line's dash as a filled, opaque stroke symbol.
+    Vega draws a dash-only entry of mark_line(point=True) as the point's symbol, with no colour."""
+    return alt.Legend(
+        symbolType="stroke",
+        symbolStrokeWidth=2,
+        symbolStrokeColor="#555",
+        symbolFillColor="#555",
+        symbolOpacity=1,
+        symbolSize=300,
+        **kw,
+    )
 
 
 def thin(df: pd.DataFrame, keys, x: str = "step", most: int = MAX_ROWS, per_series: int | None = None) -> pd.DataFrame:
-    """At most about `most` rows of `df` (and `per_series` per series), for drawing: each series (the rows sharing
-    `keys`) keeps points evenly spaced along `x`, its first and last among them, and every row whose status is not
-    'ok' (a divergence's mark). Nothing is averaged: each drawn point is a measured one. A frame that fits is
-    returned as it is."""
+    """At most about `most` rows (`per_series` per series of `keys`), evenly spaced along `x`, for drawing.
+    Each series keeps its first and last rows and every row not 'ok'; nothing is averaged."""
     keys = [k for k in keys if k in df.columns]
     if not len(df) or x not in df.columns:
         return df
@@ -92,8 +105,9 @@ def lines(df: pd.DataFrame, x, y, color: str, color_title: str, dash: str = "run
         enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None, legend=dash_legend(orient="right", labelLimit=240))
         enc["shape"] = alt.Shape(f"{dash}:N", title=None, legend=None)
     if "source" in df.columns and df["source"].nunique() > 1:  # this session's run bold, the reference thin
-        enc["strokeWidth"] = alt.StrokeWidth("source:N", legend=None, scale=alt.Scale(domain=list(SOURCE_WIDTH),
-                                                                                      range=list(SOURCE_WIDTH.values())))  # fmt: skip
+        enc["strokeWidth"] = alt.StrokeWidth(
+            "source:N", legend=None, scale=alt.Scale(domain=list(SOURCE_WIDTH), range=list(SOURCE_WIDTH.values()))
+        )
     return Chart(df).mark_line(point=True).encode(**enc)
 
 
@@ -107,12 +121,10 @@ def tips(d: pd.DataFrame, fields) -> list[str]:
     return [f for f in fields if f in d]
 
 
-SUBTITLE_WIDTH = 72  # Latin characters (a CJK one counts two) on a line of a half-width chart's subtitle; Vega cuts
-# a longer line off with "…"
+SUBTITLE_WIDTH = 72  # Latin characters per subtitle line of a half-width chart (CJK counts two)
 TITLE_WIDTH = 54  # the same for the title's larger, bold letters
 TITLE_LINE_PX, SUBTITLE_LINE_PX = 20, 14  # the house title's and subtitle's line heights
-# Room above the title (Streamlit's theme leaves none): a guide's label drawn above the plot (the "∝ n^2" of a
-# log-log chart) moved the title up by its height, and a page cut the title's top off.
+# room above the title: a guide's label above the plot ("∝ n^2") would push the title's top off
 PADDING = {"left": 0, "right": 0, "top": 14, "bottom": 0}
 
 
@@ -132,8 +144,7 @@ def _wrap(text: str, width: int) -> list[str]:
 
 
 def subtitle_lines(subtitle) -> list[str]:
-    """A subtitle as lines that fit: what it says (often the devices measured) is read, not cut off. The breaks
-    between devices (' | ') are preferred; a part too long for a line is wrapped at spaces."""
+    """A subtitle as lines that fit, broken preferably between devices (' | '), else at spaces."""
     out = []
     for given in [subtitle] if isinstance(subtitle, str) else subtitle:
         line = ""
@@ -151,8 +162,7 @@ def subtitle_lines(subtitle) -> list[str]:
 
 
 def title(text: str, subtitle="") -> alt.TitleParams:
-    """The house title: anchored left, with its subtitle (a line, or a list of lines) if it has one; both wrapped to
-    fit a half-width chart."""
+    """The house title, anchored left, with its subtitle; both wrapped to fit a half-width chart."""
     wrapped = (
         {"text": _wrap(text, TITLE_WIDTH), "lineHeight": TITLE_LINE_PX}
         if _width(text) > TITLE_WIDTH
@@ -162,9 +172,8 @@ def title(text: str, subtitle="") -> alt.TitleParams:
 
 
 def titled(chart: alt.Chart, text: str, subtitle="", height: int = 300) -> alt.Chart:
-    """`chart` with the house title, `height` pixels of it below a one-line title and subtitle. A page draws a chart
-    fitted to its container, title and legend included, so each line a long title or subtitle wraps onto is added to
-    the height, not taken from the plot (as is the padding above the title)."""
+    """`chart` with the house title and `height` pixels for a one-line title and subtitle.
+    Each extra wrapped title line is added to the height, so the plot keeps its size."""
     head = title(text, subtitle)
     lines = head.to_dict()
     extra = TITLE_LINE_PX * (len(lines["text"]) - 1 if isinstance(lines["text"], list) else 0)

@@ -30,8 +30,12 @@ def _model_color(models, tr) -> alt.Color:
     domain, colors = registry.colors(models)
     names = {m: tr(f"long_range.model.{m}") for m in domain}
     label = "".join(f"datum.label === {json.dumps(m)} ? {json.dumps(n)} : " for m, n in names.items()) + "datum.label"
-    return alt.Color("model:N", title=tr("long_range.axis.model"), scale=alt.Scale(domain=domain, range=colors),
-                     legend=alt.Legend(labelExpr=label))  # fmt: skip
+    return alt.Color(
+        "model:N",
+        title=tr("long_range.axis.model"),
+        scale=alt.Scale(domain=domain, range=colors),
+        legend=alt.Legend(labelExpr=label),
+    )
 
 
 def percents(d: pd.DataFrame) -> pd.DataFrame:

@@ -29,8 +29,12 @@ def model_color(models, tr) -> alt.Color:
     domain, colors = registry.colors(list(dict.fromkeys(models)))
     colors = [BASELINE_COLOR if m == findings.NGRAM else c for m, c in zip(domain, colors)]
     label = "".join(f"datum.label === {json.dumps(m)} ? {json.dumps(tr(f'model.{m}'))} : " for m in domain)
-    return alt.Color("model:N", title=None, scale=alt.Scale(domain=domain, range=colors),
-                     legend=alt.Legend(labelExpr=label + "datum.label", orient="bottom"))  # fmt: skip
+    return alt.Color(
+        "model:N",
+        title=None,
+        scale=alt.Scale(domain=domain, range=colors),
+        legend=alt.Legend(labelExpr=label + "datum.label", orient="bottom"),
+    )
 
 
 def _measure(df: pd.DataFrame, measure: str) -> pd.DataFrame:
@@ -47,6 +51,15 @@ def drawn_positions(window: int, most: int = POSITIONS_DRAWN) -> np.ndarray:
     return np.unique(np.geomspace(1, window, most).round().astype(int))
 
 
+def _dashed(d: pd.DataFrame, x, y, field: str, order: list, patterns: list, tooltip: list, tr) -> alt.Chart:
+    """A line per (model, seed, `field`): coloured by model, dashed by `field` (its values in `order`)."""
+    scale = alt.Scale(domain=order, range=patterns)
+    dash = alt.StrokeDash(f"{field}:N", title=None, sort=order, scale=scale, legend=dash_legend(orient="bottom"))
+    color = model_color(d["model"], tr)
+    detail = ["seed", field] + _detail(d)[1:]
+    return Chart(d).encode(x=x, y=y, color=color, strokeDash=dash, detail=detail, tooltip=tips(d, tooltip))
+
+
 def copy_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     """Bits per byte on a span's first copy (dashed) and its second (solid) against the distance between them, a
     line per (model, seed, copy): the section's picture."""
@@ -55,14 +68,15 @@ def copy_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
         return None
     d = d.assign(copy=d["split"].map(lambda s: tr(f"long_range.text.split.{s}")))
     order = [tr("long_range.text.split.repeat"), tr("long_range.text.split.first")]
-    x = alt.X("x:Q", scale=alt.Scale(type="log", base=2), title=tr("long_range.text.axis.distance"),
-              axis=alt.Axis(values=sorted(d["x"].unique().tolist()), format="d"))  # fmt: skip
+    x = alt.X(
+        "x:Q",
+        scale=alt.Scale(type="log", base=2),
+        title=tr("long_range.text.axis.distance"),
+        axis=alt.Axis(values=sorted(d["x"].unique().tolist()), format="d"),
+    )
     y = alt.Y("bits_per_byte:Q", scale=alt.Scale(zero=True), title=tr("long_range.text.axis.bits"))
-    dash = alt.StrokeDash("copy:N", title=None, sort=order, scale=alt.Scale(domain=order, range=[[1, 0], [5, 4]]),
-                          legend=dash_legend(orient="bottom"))  # fmt: skip
-    line = Chart(d).mark_line(point=True, strokeWidth=2).encode(
-        x=x, y=y, color=model_color(d["model"], tr), strokeDash=dash, detail=["seed", "copy"] + _detail(d)[1:],
-        tooltip=tips(d, ["model", "seed", "copy", "x", "bits_per_byte", "n_bytes"]))  # fmt: skip
+    tooltip = ["model", "seed", "copy", "x", "bits_per_byte", "n_bytes"]
+    line = _dashed(d, x, y, "copy", order, [[1, 0], [5, 4]], tooltip, tr).mark_line(point=True, strokeWidth=2)
     windows = int(d["n_bytes"].max() // 63) if "n_bytes" in d else 0
     sub = [tr("long_range.text.chart.copy_sub", windows=f"{windows:,}"), device_subtitle(d, tr)]
     return titled(line, tr("long_range.text.chart.copy"), sub, height=320)
@@ -75,18 +89,32 @@ def position_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     if not len(d):
         return None
     d = d[d["x"].isin(drawn_positions(int(d["x"].max())))]
-    x = alt.X("x:Q", scale=alt.Scale(type="log", domain=[1, int(d["x"].max())], nice=False),
-              title=tr("long_range.text.axis.position"))  # fmt: skip
+    x = alt.X(
+        "x:Q",
+        scale=alt.Scale(type="log", domain=[1, int(d["x"].max())], nice=False),
+        title=tr("long_range.text.axis.position"),
+    )
     y = alt.Y("bits_per_byte:Q", scale=alt.Scale(zero=False), title=tr("long_range.text.axis.bits"))
-    line = Chart(d).mark_line(strokeWidth=1.5, opacity=0.85).encode(
-        x=x, y=y, color=model_color(d["model"], tr), detail=_detail(d),
-        tooltip=tips(d, ["model", "seed", "x", "bits_per_byte", "n_bytes", "run"]))  # fmt: skip
+    line = (
+        Chart(d)
+        .mark_line(strokeWidth=1.5, opacity=0.85)
+        .encode(
+            x=x,
+            y=y,
+            color=model_color(d["model"], tr),
+            detail=_detail(d),
+            tooltip=tips(d, ["model", "seed", "x", "bits_per_byte", "n_bytes", "run"]),
+        )
+    )
     m = findings.marks(tr)
     m = m[m["x"] <= d["x"].max()]
     rules = Chart(m).mark_rule(color="#888", strokeDash=[4, 3]).encode(x="x:Q", tooltip=["label", "tokens", "x"])
     m = m.assign(dy=[6 + 14 * i for i in range(len(m))])  # labels staggered down from the top, each by its rule
-    labels = Chart(m).mark_text(align="right", baseline="top", dx=-4, color="#555", fontSize=10).encode(
-        x="x:Q", y=alt.Y("dy:Q", scale=None), text="label:N")  # fmt: skip
+    labels = (
+        Chart(m)
+        .mark_text(align="right", baseline="top", dx=-4, color="#555", fontSize=10)
+        .encode(x="x:Q", y=alt.Y("dy:Q", scale=None), text="label:N")
+    )
     windows = int(d["n_bytes"].max()) if "n_bytes" in d else 0
     sub = [tr("long_range.text.chart.position_sub", windows=f"{windows:,}"), device_subtitle(d, tr)]
     return titled(alt.layer(line, rules, labels), tr("long_range.text.chart.position"), sub, height=340)
@@ -99,8 +127,12 @@ def context_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     if not len(d):
         return None
     d = d.assign(shown=d["x"].clip(lower=1))  # x = 0 (no context) is drawn at 1 on the log axis, labelled 0
-    x = alt.X("shown:Q", scale=alt.Scale(type="log"), title=tr("long_range.text.axis.context"),
-              axis=alt.Axis(labelExpr="datum.value == 1 ? '0' : datum.label"))  # fmt: skip
+    x = alt.X(
+        "shown:Q",
+        scale=alt.Scale(type="log"),
+        title=tr("long_range.text.axis.context"),
+        axis=alt.Axis(labelExpr="datum.value == 1 ? '0' : datum.label"),
+    )
     y = alt.Y("bits_per_byte:Q", scale=alt.Scale(zero=False), title=tr("long_range.text.axis.bits"))
     color = model_color(d["model"], tr)
     line = (
@@ -112,8 +144,11 @@ def context_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     )
     eff = findings.effective_context(d)
     if len(eff):
-        dots = eff.merge(d[["model", "seed", "x", "bits_per_byte"]], left_on=["model", "seed", "x_eff"],
-                         right_on=["model", "seed", "x"])  # fmt: skip
+        dots = eff.merge(
+            d[["model", "seed", "x", "bits_per_byte"]],
+            left_on=["model", "seed", "x_eff"],
+            right_on=["model", "seed", "x"],
+        )
         dots = dots.assign(shown=dots["x"].clip(lower=1), label=tr("long_range.text.eff"))
         line = alt.layer(
             line,
@@ -122,8 +157,10 @@ def context_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
             .encode(x="shown:Q", y="bits_per_byte:Q", color=color, tooltip=["label", "model", "seed", "x_eff", "full"]),
         )
     tail = int(d["tail"].iloc[0]) if "tail" in d and d["tail"].notna().any() else "?"
-    sub = [tr("long_range.text.chart.context_sub", context_within_pct=f"{100 * CONTEXT_WITHIN:.0f}"),
-           device_subtitle(d, tr)]  # fmt: skip
+    sub = [
+        tr("long_range.text.chart.context_sub", context_within_pct=f"{100 * CONTEXT_WITHIN:.0f}"),
+        device_subtitle(d, tr),
+    ]
     return titled(line, tr("long_range.text.chart.context", tail=tail), sub)
 
 
@@ -138,8 +175,17 @@ def recall_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     x = alt.X("part:N", title=None, sort=order, axis=alt.Axis(labelAngle=0))
     y = alt.Y("bits_per_byte:Q", title=tr("long_range.text.axis.bits"))
     color = model_color(d["model"], tr)
-    bars = Chart(mean).mark_bar(opacity=0.8).encode(x=x, y=y, color=color, xOffset="model:N",
-                                                    tooltip=["model", "part", alt.Tooltip("bits_per_byte:Q", format=".3f")])  # fmt: skip
+    bars = (
+        Chart(mean)
+        .mark_bar(opacity=0.8)
+        .encode(
+            x=x,
+            y=y,
+            color=color,
+            xOffset="model:N",
+            tooltip=["model", "part", alt.Tooltip("bits_per_byte:Q", format=".3f")],
+        )
+    )
     ticks = (
         Chart(d)
         .mark_tick(color="black", thickness=2, size=14)
@@ -163,16 +209,16 @@ def curves_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     d = d[d["split"].isin(["heldout", "copy_repeat"])] if len(d) else d
     if not len(d):
         return None
-    d = d.assign(what=d["split"].map({"heldout": tr("long_range.text.curve.heldout"),
-                                      "copy_repeat": tr("long_range.text.curve.copy")}))  # fmt: skip
+    d = d.assign(
+        what=d["split"].map(
+            {"heldout": tr("long_range.text.curve.heldout"), "copy_repeat": tr("long_range.text.curve.copy")}
+        )
+    )
     order = [tr("long_range.text.curve.heldout"), tr("long_range.text.curve.copy")]
     x = alt.X("x:Q", title=tr("long_range.text.axis.bytes"), axis=alt.Axis(format="~s"))
     y = alt.Y("bits_per_byte:Q", scale=alt.Scale(zero=False), title=tr("long_range.text.axis.bits"))
-    dash = alt.StrokeDash("what:N", title=None, sort=order, scale=alt.Scale(domain=order, range=[[1, 0], [2, 2]]),
-                          legend=dash_legend(orient="bottom"))  # fmt: skip
-    line = Chart(d).mark_line(strokeWidth=1.5).encode(
-        x=x, y=y, color=model_color(d["model"], tr), strokeDash=dash, detail=["seed", "what"] + _detail(d)[1:],
-        tooltip=tips(d, ["model", "seed", "what", "x", "seconds", "bits_per_byte"]))  # fmt: skip
+    tooltip = ["model", "seed", "what", "x", "seconds", "bits_per_byte"]
+    line = _dashed(d, x, y, "what", order, [[1, 0], [2, 2]], tooltip, tr).mark_line(strokeWidth=1.5)
     return titled(line, tr("long_range.text.chart.curves"), tr("long_range.text.chart.curves_sub"))
 
 
@@ -184,22 +230,54 @@ def race_chart(race: pd.DataFrame, shipped: pd.DataFrame, tr) -> alt.Chart | Non
     if not len(r):
         return None
     models = list(dict.fromkeys(r["model"]))
-    parts = [pd.DataFrame({"model": r["model"], "seconds": r["seconds"], "bits": r["heldout_bits"],
-                           "line": tr("long_range.race.run_race") + (" · " + r["run"] if "run" in r else ""),
-                           "step": r["step"]})]  # fmt: skip
+    parts = [
+        pd.DataFrame(
+            {
+                "model": r["model"],
+                "seconds": r["seconds"],
+                "bits": r["heldout_bits"],
+                "line": tr("long_range.race.run_race") + (" · " + r["run"] if "run" in r else ""),
+                "step": r["step"],
+            }
+        )
+    ]
     s = _measure(shipped, "train_curve") if shipped is not None and len(shipped) else pd.DataFrame()
     if len(s):
         s = s[(s["split"] == "heldout") & s["model"].isin(models) & (s["seed"] == s["seed"].min())]
         s = s[s["seconds"] <= max(r["seconds"].max() * 1.5, s["seconds"].min() + 1)]
-        parts.append(pd.DataFrame({"model": s["model"], "seconds": s["seconds"], "bits": s["bits_per_byte"],
-                                   "line": tr("long_range.race.run_shipped"), "step": None}))  # fmt: skip
+        parts.append(
+            pd.DataFrame(
+                {
+                    "model": s["model"],
+                    "seconds": s["seconds"],
+                    "bits": s["bits_per_byte"],
+                    "line": tr("long_range.race.run_shipped"),
+                    "step": None,
+                }
+            )
+        )
     d = pd.concat(parts, ignore_index=True)
     x = alt.X("seconds:Q", title=tr("long_range.text.axis.seconds"))
     y = alt.Y("bits:Q", scale=alt.Scale(zero=False), title=tr("long_range.text.axis.bits"))
     dash = alt.StrokeDash("line:N", title=None, legend=dash_legend(orient="bottom", labelLimit=400))
-    line = Chart(d).mark_line(point=True, strokeWidth=1.8).encode(
-        x=x, y=y, color=model_color(d["model"], tr), strokeDash=dash, detail="line:N",
-        tooltip=["model", "line", alt.Tooltip("seconds:Q", format=".1f"), alt.Tooltip("bits:Q", format=".3f"), "step"])  # fmt: skip
+    line = (
+        Chart(d)
+        .mark_line(point=True, strokeWidth=1.8)
+        .encode(
+            x=x,
+            y=y,
+            color=model_color(d["model"], tr),
+            strokeDash=dash,
+            detail="line:N",
+            tooltip=[
+                "model",
+                "line",
+                alt.Tooltip("seconds:Q", format=".1f"),
+                alt.Tooltip("bits:Q", format=".3f"),
+                "step",
+            ],
+        )
+    )
     window = int(race["window"].iloc[0]) if "window" in race and len(race) else 0
     sub = [tr("long_range.race.chart_sub", window=f"{window:,}"), device_subtitle(r, tr)]
     return titled(line, tr("long_range.race.chart"), sub)
@@ -220,17 +298,22 @@ def text_grid(shown: list[str], columns: int = TEXT_COLUMNS) -> pd.DataFrame:
 
 
 def surprise_chart(grid: pd.DataFrame, values, title_text: str, diff: bool = False) -> alt.Chart:
-    """The text as a grid of characters, each cell shaded by `values` (bits of surprise; or, `diff`, the LSTM's
-    bits minus the Transformer's: blue where the Transformer did better, red where it did worse). Text marks draw
-    characters as text: a visitor's text never becomes markup."""
+    """The text as a grid of characters shaded by `values`: bits of surprise, or (`diff`) LSTM minus Transformer.
+    Text marks draw characters as text, so a visitor's text never becomes markup."""
     d = grid.assign(v=np.asarray(values, dtype=float))
     if diff:
         scale = alt.Scale(scheme="redblue", domain=[-4, 4], clamp=True)
     else:
         scale = alt.Scale(scheme="oranges", domain=[0, SURPRISE_MAX], clamp=True)
     base = Chart(d).encode(x=alt.X("col:O", axis=None), y=alt.Y("row:O", axis=None))
-    cells = base.mark_rect().encode(color=alt.Color("v:Q", scale=scale, legend=None),
-                                    tooltip=[alt.Tooltip("char:N"), alt.Tooltip("v:Q", format=".2f")])  # fmt: skip
+    cells = base.mark_rect().encode(
+        color=alt.Color("v:Q", scale=scale, legend=None),
+        tooltip=[alt.Tooltip("char:N"), alt.Tooltip("v:Q", format=".2f")],
+    )
     text = base.mark_text(font="monospace", fontSize=11, color="black").encode(text="char:N")
-    return (cells + text).properties(title=alt.TitleParams(title_text, anchor="start", fontSize=13),
-                                     width=alt.Step(11), height=alt.Step(16), padding=PADDING)  # fmt: skip
+    return (cells + text).properties(
+        title=alt.TitleParams(title_text, anchor="start", fontSize=13),
+        width=alt.Step(11),
+        height=alt.Step(16),
+        padding=PADDING,
+    )

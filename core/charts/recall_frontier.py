@@ -36,12 +36,18 @@ def _detail(d: pd.DataFrame) -> dict:
         return {"detail": "run:N"}
     # no legend for them (the mixers' fills the height): the subtitle names each run, the caption says which is which
     firsts = d.drop_duplicates("run")
-    runs = list(firsts.sort_values("source", key=lambda s: s != "reference", kind="stable")["run"]
-                if "source" in firsts else firsts["run"])  # fmt: skip
+    runs = list(
+        firsts.sort_values("source", key=lambda s: s != "reference", kind="stable")["run"]
+        if "source" in firsts
+        else firsts["run"]
+    )
     dashes = alt.Scale(domain=runs, range=[DASHES[i % len(DASHES)] for i in range(len(runs))])
     shapes = alt.Scale(domain=runs, range=[SHAPES[i % len(SHAPES)] for i in range(len(runs))])
-    return {"detail": "run:N", "strokeDash": alt.StrokeDash("run:N", title=None, legend=None, scale=dashes),
-            "shape": alt.Shape("run:N", title=None, legend=None, scale=shapes)}  # fmt: skip
+    return {
+        "detail": "run:N",
+        "strokeDash": alt.StrokeDash("run:N", title=None, legend=None, scale=dashes),
+        "shape": alt.Shape("run:N", title=None, legend=None, scale=shapes),
+    }
 
 
 def _settings(d: pd.DataFrame, tr, key: str) -> list[str]:
@@ -51,8 +57,13 @@ def _settings(d: pd.DataFrame, tr, key: str) -> list[str]:
     for g in findings.runs_shown(d):
         if not len(g):
             continue
-        said = tr(key, P=int(g["n_pairs"].max()), T=int(g["seq_len"].max()), d=int(g["d_model"].max()),
-                  n=int(g["n_pairs"].max()))  # fmt: skip
+        said = tr(
+            key,
+            P=int(g["n_pairs"].max()),
+            T=int(g["seq_len"].max()),
+            d=int(g["d_model"].max()),
+            n=int(g["n_pairs"].max()),
+        )
         several = "run" in g and d["run"].nunique() > 1
         lines.append(tr("recall.chart.run_line", run=g["run"].iloc[0], said=said) if several else said)
     return lines
@@ -102,8 +113,12 @@ def copy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = d.assign(group=[tr(f"recall.group.{group[registry.get(m).selective]}") for m in d["mixer"]])
     order = [tr(f"recall.group.{g}") for g in ("selective", "fixed", "attention")]
     tooltip = tips(d, ["name", "group", "percent", "lo_pct", "hi_pct", "seeds", "step", "state_bytes", "run"])
-    y = alt.Y("name:N", title=None, sort=alt.EncodingSortField("percent", order="descending"),
-              axis=alt.Axis(labelLimit=220, labelOverlap=False))  # fmt: skip
+    y = alt.Y(
+        "name:N",
+        title=None,
+        sort=alt.EncodingSortField("percent", order="descending"),
+        axis=alt.Axis(labelLimit=220, labelOverlap=False),
+    )
     offset = {"yOffset": alt.YOffset("run:N")} if "run" in d and d["run"].nunique() > 1 else {}  # live beside reference
     bars = (
         Chart(d)

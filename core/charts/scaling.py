@@ -31,8 +31,18 @@ def speedup_chart(df: pd.DataFrame, tr, seq_len: int | None = None) -> alt.Chart
     color = alt.Color("model:N", title=tr("serial.axis.model"), scale=alt.Scale(domain=domain, range=palette))
     shape = alt.Shape("run:N", title=None, legend=alt.Legend(orient="right", labelLimit=240)) if by else alt.Undefined
     runs = [f"{c}:N" for c in by]
-    tips = ["model:N", "seq_len:Q", "threads:Q", "threads_requested:Q", "speedup:Q", "speedup_q25:Q", "speedup_q75:Q",
-            "efficiency:Q", "train_ms:Q", *runs]  # fmt: skip
+    tips = [
+        "model:N",
+        "seq_len:Q",
+        "threads:Q",
+        "threads_requested:Q",
+        "speedup:Q",
+        "speedup_q25:Q",
+        "speedup_q75:Q",
+        "efficiency:Q",
+        "train_ms:Q",
+        *runs,
+    ]
     line = (
         Chart(ideal)
         .mark_line(color="gray", strokeDash=[2, 2])
@@ -53,10 +63,12 @@ def fits_table(df: pd.DataFrame, tr) -> pd.DataFrame:
     f = findings.fits(df)
     keep = [c for c in ("run",) if c in f.columns]
     gpu = [
-        "–" if pd.isna(r["gpu_speedup_extrapolated"]) else
-        f"{r['gpu_speedup_extrapolated']:.3g}×" + bracketed(f"{r['gpu_speedup_lo']:.3g}–{r['gpu_speedup_hi']:.3g}", tr)
+        "–"
+        if pd.isna(r["gpu_speedup_extrapolated"])
+        else f"{r['gpu_speedup_extrapolated']:.3g}×"
+        + bracketed(f"{r['gpu_speedup_lo']:.3g}–{r['gpu_speedup_hi']:.3g}", tr)
         for _, r in f.iterrows()
-    ]  # fmt: skip
+    ]
     out = pd.DataFrame(
         {
             "model": [findings.name(m, tr) for m in f["model"]],

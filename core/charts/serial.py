@@ -63,8 +63,7 @@ def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
     return _by_length(d, tr, y, "memory", tr("serial.chart.memory_sub"), ["model", "seq_len", "saved_mib", "run"])
 
 
-# the roofline's hardware and run labels carry their figures ("数据中心 GPU：50 TFLOP/s，每步 10 µs（假设）"): below the
-# chart, where they have the chart's width, not cut at a side legend's 240 px
+# the roofline's labels carry their figures: below the chart, at its full width
 WIDE_LEGEND = {"orient": "bottom", "direction": "vertical", "labelLimit": 600}
 
 
@@ -88,6 +87,5 @@ def roofline_chart(model_df: pd.DataFrame, measured: pd.DataFrame, tr) -> alt.Ch
         .mark_point(filled=True, size=70)
         .encode(x=x, y=y, color="model:N", shape=shape, tooltip=[model, n, measured_ms, run])
     )
-    # Streamlit fits the whole chart (title, axes, legends) into its height: 300 left the plot ~40 px under two
-    # legends below it, and pushed the title up out of the chart's box
+    # the height holds title, axes and both legends below, so the plot keeps its room
     return titled(base + pts, tr("serial.chart.roofline"), tr("serial.chart.roofline_sub"), height=420)

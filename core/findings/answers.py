@@ -1,7 +1,5 @@
-"""What page 5 and the home page conclude from its rows — training speed (each parallel form against its own
-sequential loop and the chapter's models), decoding (a fixed state against a growing cache) and gradient reach
-(Table 1's path lengths) — one computation per finding, torch-free, every mixer's facts read from its record.
-"""
+"""What page 5 and the home page conclude: training speed (parallel forms against their loops), decoding (a fixed
+state against a growing cache) and gradient reach (Table 1's path lengths); torch-free, facts from the records."""
 
 from __future__ import annotations
 
@@ -53,9 +51,7 @@ def speedups(df: pd.DataFrame | None) -> pd.DataFrame:
 
 
 def headline(df: pd.DataFrame | None) -> dict | None:
-    """The page's headline: the first scan mixer of the new Table 1 row (minGRU) at the longest length where both
-    of its forms ran — its speed-up over its own loop with the paired spread, the speed-up at its shortest length,
-    the rows of both forms, and the dependent steps of each."""
+    """The headline: minGRU's scan against its loop at the longest length both ran, with spread, rows and steps."""
     s = speedups(df)
     if not len(s):
         return None
@@ -73,8 +69,7 @@ def headline(df: pd.DataFrame | None) -> dict | None:
 
 
 def how(h: dict) -> tuple[str, dict]:
-    """'faster' and the headline's speed-up with its paired spread as written ({x, lo, hi}: '2.1× faster'), or
-    'slower' and the time it took instead ('took 1.4× the time': the inverses, the spread inverted with them)."""
+    """'faster' and the speed-up with its paired spread ({x, lo, hi}), or 'slower' and the inverses."""
     x, lo, hi = h["speedup"], h["q25"], h["q75"]
     if x >= 1:
         return "faster", {"x": times_text(x), "lo": times_text(lo), "hi": times_text(hi)}
@@ -95,13 +90,9 @@ AMDAHL = ["mixer", "form", "seq_len", "whole", "whole_q25", "whole_q75", "rec", 
 
 
 def amdahl(df: pd.DataFrame | None) -> pd.DataFrame:
-    """Amdahl's law on the parallel forms: per (mixer, form, length) where the recurrence alone was timed in that
-    form and in its loop — the whole step's speed-up over the loop and the recurrence's own (paired, with
-    quartiles); the shared work (whole step − recurrence: embedding, gate projections, head, loss, update) in each
-    form; its share of the loop's step; the ceiling that share puts on the whole step's speed-up however fast the
-    recurrence (1 ÷ share); and what the law predicts from the share and the recurrence's speed-up,
-    1 ÷ (share + (1 − share) ÷ rec). A share that is not above 0 (a recurrence timed at or above its whole step,
-    on a busy moment) has no ceiling: NaN."""
+    """Amdahl's law per (mixer, form, length) with the recurrence timed alone: paired speed-ups of step and
+    recurrence, shared work (step − recurrence), its share of the loop's step, ceiling 1 ÷ share (NaN unless
+    share > 0), and the law's prediction 1 ÷ (share + (1 − share) ÷ rec)."""
     ok = _ok(df)
     if not len(ok) or "rec_speedup_vs_loop" not in ok:
         return pd.DataFrame(columns=AMDAHL)
@@ -131,10 +122,8 @@ def pct_text(x: float) -> str:
 
 
 def amdahl_text(df: pd.DataFrame | None, tr) -> list[str]:
-    """The headline mixer's recurrence-alone speed-up beside its whole step's at the headline's length, the
-    shared work's share of the loop's step and the ceiling it implies; then, over every length measured, whether
-    the recurrence's own speed-up exceeded the whole step's at each; and, where the measured step beat the ceiling,
-    why (the scan's step spent less on the shared work than the loop's did)."""
+    """The headline mixer's recurrence-alone and whole-step speed-ups, the shared work's share and its ceiling.
+    Then whether the recurrence beat the step at every length, and why a step that beat the ceiling did."""
     h, a = headline(df), amdahl(df)
     if h is None or not len(a):
         return []
@@ -149,8 +138,15 @@ def amdahl_text(df: pd.DataFrame | None, tr) -> list[str]:
               share=pct_text(r["share"]), fast_shared_ms=sig3(r["fast_shared_ms"]),
               ceiling=times_text(r["ceiling"]), predicted=times_text(r["predicted"]))]  # fmt: skip
     if r["whole"] > r["ceiling"]:  # Amdahl's law takes the shared work to cost the same in both forms
-        out.append(tr("answers.take.amdahl_beyond", whole=times_text(r["whole"]), ceiling=times_text(r["ceiling"]),
-                      shared_ms=sig3(r["shared_ms"]), fast_shared_ms=sig3(r["fast_shared_ms"])))  # fmt: skip
+        out.append(
+            tr(
+                "answers.take.amdahl_beyond",
+                whole=times_text(r["whole"]),
+                ceiling=times_text(r["ceiling"]),
+                shared_ms=sig3(r["shared_ms"]),
+                fast_shared_ms=sig3(r["fast_shared_ms"]),
+            )
+        )
     if len(mine) > 1:
         above = int((mine["rec"] > mine["whole"]).sum())
         key = "answers.take.amdahl_every" if above == len(mine) else "answers.take.amdahl_some"
@@ -181,15 +177,24 @@ def speed_takeaways(df: pd.DataFrame, tr) -> list[str]:
         s = speedups(df)
         at = s[(s["seq_len"] == h["n"]) & (s["mixer"] != h["mixer"])]
         if len(at):
-            items = [tr("answers.item", mixer=model_name(r.mixer, tr), form=tr(f"answers.form.{r.form}"),
-                        x=times_text(r.speedup)) for r in at.itertuples()]  # fmt: skip
+            items = [
+                tr(
+                    "answers.item",
+                    mixer=model_name(r.mixer, tr),
+                    form=tr(f"answers.form.{r.form}"),
+                    x=times_text(r.speedup),
+                )
+                for r in at.itertuples()
+            ]
             out.append(tr("answers.take.others", n=h["n"], items=tr("answers.sep_items").join(items)))
     if len(ok) and "vs_lstm" in ok:
         n = int(ok["seq_len"].max())
         at = ok[ok["seq_len"] == n].set_index(["mixer", "form"])
         known = [k for k in at.index if registry.has(k[0], ANSWERS)]
-        base = {fam: [k for k in known if registry.has(k[0], CHAPTER) and family_of(k[0]) == fam]
-                for fam in (RECURRENT, ATTENTION)}  # fmt: skip
+        base = {
+            fam: [k for k in known if registry.has(k[0], CHAPTER) and family_of(k[0]) == fam]
+            for fam in (RECURRENT, ATTENTION)
+        }
         new = at.loc[[k for k in known if not registry.has(k[0], CHAPTER)]]
         if base[RECURRENT] and base[ATTENTION] and len(new):
             best = new["train_ms"].idxmin()
@@ -199,16 +204,37 @@ def speed_takeaways(df: pd.DataFrame, tr) -> list[str]:
     windows = ok[[row_of(m, "restricted") for m in ok["mixer"]]] if len(ok) else ok
     att = ok[[row_of(m, "self_attention") for m in ok["mixer"]]] if len(ok) else ok
     if len(windows) and windows["seq_len"].nunique() >= 2 and att["seq_len"].nunique() >= 2:
-        out.append(tr("answers.take.window", r=int(windows["window"].iloc[0]), b=_fit(windows, "train_ms"),
-                      tb=_fit(att, "train_ms"), n=int(windows["seq_len"].max())))  # fmt: skip
+        out.append(
+            tr(
+                "answers.take.window",
+                r=int(windows["window"].iloc[0]),
+                b=_fit(windows, "train_ms"),
+                tb=_fit(att, "train_ms"),
+                n=int(windows["seq_len"].max()),
+            )
+        )
     if h is not None and "saved_bytes" in h["loop"]:
-        out.append(tr("answers.take.memory", n=h["n"], mixer=model_name(h["mixer"], tr),
-                      scan=format_bytes(h["fast"]["saved_bytes"]), loop=format_bytes(h["loop"]["saved_bytes"])))  # fmt: skip
+        out.append(
+            tr(
+                "answers.take.memory",
+                n=h["n"],
+                mixer=model_name(h["mixer"], tr),
+                scan=format_bytes(h["fast"]["saved_bytes"]),
+                loop=format_bytes(h["loop"]["saved_bytes"]),
+            )
+        )
     errors = ok[ok["max_error"].notna()] if len(ok) and "max_error" in ok else pd.DataFrame()
     if len(errors):
         worst = errors.loc[errors["max_error"].idxmax()]
-        out.append(tr("answers.take.precision", err=f"{worst['max_error']:.1g}", mixer=model_name(worst["mixer"], tr),
-                      form=tr(f"answers.form.{worst['form']}"), n=int(worst["seq_len"])))  # fmt: skip
+        out.append(
+            tr(
+                "answers.take.precision",
+                err=f"{worst['max_error']:.1g}",
+                mixer=model_name(worst["mixer"], tr),
+                form=tr(f"answers.form.{worst['form']}"),
+                n=int(worst["seq_len"]),
+            )
+        )
     return out
 
 
@@ -216,8 +242,7 @@ def speed_takeaways(df: pd.DataFrame, tr) -> list[str]:
 
 
 def decode_fits(df: pd.DataFrame | None) -> pd.DataFrame:
-    """Per mixer: the exponent of its kept bytes and of its per-token time against the context (log-log fit over
-    every length, with its standard error), and both at the longest context."""
+    """Per mixer: log-log exponents (± SE) of kept bytes and time per token, and both at the longest context."""
     ok = _ok(df)
     rows = []
     for m, g in ok.groupby("mixer", sort=False) if len(ok) else ():
@@ -257,8 +282,13 @@ def decode_takeaways(df: pd.DataFrame, tr) -> list[str]:
         c = cache.iloc[0]
         # the record's count is whole pages (core.harness.memory_formulas.tokens_held); 2·n·d·4 is that at a page's end
         per_token = c["predicted"] / tokens_held(int(c["n"]))
-        said = ("answers.take.exact" if c["bytes"] == per_token * c["n"]
-                else "answers.take.paged" if c["bytes"] == c["predicted"] else "answers.take.off")  # fmt: skip
+        said = (
+            "answers.take.exact"
+            if c["bytes"] == per_token * c["n"]
+            else "answers.take.paged"
+            if c["bytes"] == c["predicted"]
+            else "answers.take.off"
+        )
         out.append(tr("answers.take.cache", slope=fit.exponent_text(c["mem_slope"], c["mem_se"]), n=f"{int(c['n']):,}",
                       bytes=format_bytes(c["bytes"]), formula=tr(said)))  # fmt: skip
         if len(fixed):
@@ -274,8 +304,8 @@ def decode_takeaways(df: pd.DataFrame, tr) -> list[str]:
 
 
 def reach_profiles(df: pd.DataFrame | None) -> pd.DataFrame:
-    """Per model: its Table 1 row, where its gradient ends exactly (for a window or a convolution: the first
-    distance after which every norm is 0, its receptive field) and its decay reach (the first distance it is core.terms.rules.REACH_FACTOR× below distance 1)."""
+    """Per model: its Table 1 row, where its gradient ends exactly (a window's or kernel's receptive field), and
+    its decay reach (the first distance REACH_FACTOR× below distance 1)."""
     ok = _ok(df)
     rows = []
     for m, g in ok.groupby("model", sort=False) if len(ok) else ():
@@ -284,10 +314,9 @@ def reach_profiles(df: pd.DataFrame | None) -> pd.DataFrame:
         T = int(g["distance"].max()) + 1
         end = int(nonzero.max()) + 1 if len(nonzero) else 0
         back = g[g["distance"] >= 1]["grad_norm"]
-        table1 = registry.get(m).table1 if registry.has(m, ANSWERS) else None  # else the chapter's layers, as
-        table1 = table1 or ("recurrent" if family_of(m) == RECURRENT else "self_attention")  # the long-range page
-        # an end only where the layer has one (a window, a receptive field): a recurrence's far gradients can
-        # underflow to exactly 0 in float32 too, without its path ending there
+        table1 = registry.get(m).table1 if registry.has(m, ANSWERS) else None  # else the chapter's layers
+        table1 = table1 or ("recurrent" if family_of(m) == RECURRENT else "self_attention")
+        # an end only for a window or receptive field: a recurrence's far gradients can underflow to 0 too
         ends = table1 in ("restricted", "convolutional") and end < T
         rows.append({"model": m, "table1": table1, "T": T, "end": end if ends else math.nan,
                      "reach": float(g["reach"].iloc[0]), "lo": float(back.min()), "hi": float(back.max()),

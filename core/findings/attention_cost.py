@@ -60,11 +60,9 @@ def extrapolate(
     lengths=WALL_LENGTHS,
     budget_bytes: float = math.nan,
 ) -> pd.DataFrame:
-    """A whole model at 8K … 1M tokens: attention memory by formula, time extrapolated from this device. Memory
-    (formula): training keeps, per layer, the probabilities (naive: B·H·n²) or the output and log-sum-exp (fused:
-    B·H·n·(d + 4 bytes)); inference keeps the KV cache. Time (extrapolation): the largest measured naive / SDPA fwd+bwd
-    point, scaled by (n / n_measured)² — attention's FLOPs, exactly n² — and by layers · heads · head size · batch. A
-    fitted exponent would be noisier over a 500× jump; the measured slope is on the page."""
+    """A whole model at 8K … 1M tokens: attention memory by formula, time extrapolated from this device.
+    Memory per layer: naive B·H·n² scores, fused B·H·n·(d·e + 4) (output, float32 log-sum-exp), inference the KV
+    cache. Time: the longest measured point scaled by (n / n_measured)² and by layers · heads · head size · batch."""
     e = DTYPE_BYTES[dtype]
     L, H, d, B = shape.n_layers, shape.n_heads, shape.head_dim, batch_size
     anchors = {}
@@ -94,7 +92,7 @@ def extrapolate(
 
 
 def format_seconds(s: float, tr=None) -> str:
-    """'250 ms', '1.5 min', '3.5 h', '12 days', '3e+04 years'; unit names from the catalogue when `tr` is given."""
+    """Seconds in the largest unit that fits (ms, s, min, h, days, years); unit names from the catalogue via `tr`."""
 
     def unit(u):
         return tr(f"attention_cost.unit.{u}") if tr is not None else u
@@ -111,8 +109,7 @@ def format_seconds(s: float, tr=None) -> str:
 
 
 def _label_text(label: str, tr) -> str:
-    """'sdpa (auto → flash)' with the page's brackets and words: 'sdpa（auto → flash）', 'naive' → '朴素注意力' in a
-    Chinese sentence (the chart's legend names it so; a raw id reads as code)."""
+    """'sdpa (auto → flash)' with the page's brackets and implementation names, as the chart's legend says them."""
     m = re.fullmatch(r"(\S+) \((.+)\)", str(label))
     name, aside = (m.group(1), m.group(2)) if m else (str(label), None)
     name = tr(f"attention_cost.name.{name}") if name in attention.IMPLS else name
@@ -124,13 +121,17 @@ def _fmt_n(n: float) -> str:
 
 
 def growth(df: pd.DataFrame) -> list[dict]:
-    """Per implementation (and requested backend) of the sweep: how its memory and time grew with n (log-log slope
-    over the three longest lengths). Memory is the exact bytes kept for backward, or for a fixed state its peak.
-    The page's takeaways and the home page both read these numbers."""
+    """Per implementation (and requested backend): log-log slopes of memory and time over the three longest n.
+    Memory is the exact bytes kept for backward, or for a fixed state its peak."""
     if df is None or not len(df):
         return []
-    defaults = {"point": "sweep", "requested_backend": attention.NO_BACKEND, "backend": attention.NO_BACKEND,
-                "state_bytes": math.nan, "status": status.OK}  # fmt: skip
+    defaults = {
+        "point": "sweep",
+        "requested_backend": attention.NO_BACKEND,
+        "backend": attention.NO_BACKEND,
+        "state_bytes": math.nan,
+        "status": status.OK,
+    }
     df = df.assign(**{c: v for c, v in defaults.items() if c not in df})
     ok = df[(df.status == status.OK) & (df.point == "sweep")]
     out = []
@@ -138,13 +139,22 @@ def growth(df: pd.DataFrame) -> list[dict]:
         record = attention.IMPLS.get(impl)
         state = record is not None and record.memory_exponent == 0  # a fixed state: its peak is what it holds
         mem = g.peak_bytes if state else g.saved_bytes
-        out.append({
-            "impl": impl, "requested_backend": req, "state": state, "lengths": g.seq_len.nunique(),
-            "label": record.label(g.backend.iloc[-1], req) if record is not None else str(impl),
-            "mem_slope": tail_slope(g.seq_len, mem), "time_slope": tail_slope(g.seq_len, g.time_ms),
-            "mem_text": exponent_text(*tail_fit(g.seq_len, mem)), "time_text": exponent_text(*tail_fit(g.seq_len, g.time_ms)),
-            "n_lo": g.seq_len.min(), "n_hi": g.seq_len.max(), "state_bytes": g.state_bytes.max(),
-        })  # fmt: skip
+        out.append(
+            {
+                "impl": impl,
+                "requested_backend": req,
+                "state": state,
+                "lengths": g.seq_len.nunique(),
+                "label": record.label(g.backend.iloc[-1], req) if record is not None else str(impl),
+                "mem_slope": tail_slope(g.seq_len, mem),
+                "time_slope": tail_slope(g.seq_len, g.time_ms),
+                "mem_text": exponent_text(*tail_fit(g.seq_len, mem)),
+                "time_text": exponent_text(*tail_fit(g.seq_len, g.time_ms)),
+                "n_lo": g.seq_len.min(),
+                "n_hi": g.seq_len.max(),
+                "state_bytes": g.state_bytes.max(),
+            }
+        )
     return out
 
 
@@ -188,8 +198,10 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     named = ok.assign(what=[tr(f"attention_cost.impl.{i}") for i in ok["impl"]]) if len(ok) else ok
     out += fresh_memory_text(named, tr, "attention_cost", label="what", time="time_ms")
     naive = ok[ok.impl == attention.find(ok.impl, computes="softmax", memory_exponent=2)]
-    fused = ok[(ok.impl == attention.find(ok.impl, computes="softmax", memory_exponent=1))
-               & (ok.requested_backend == attention.AUTO)]  # fmt: skip
+    fused = ok[
+        (ok.impl == attention.find(ok.impl, computes="softmax", memory_exponent=1))
+        & (ok.requested_backend == attention.AUTO)
+    ]
     common = sorted(set(naive.seq_len) & set(fused.seq_len))
     if common:
         n = common[-1]
@@ -215,8 +227,10 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     df = status.normalize(df)
     refused = df[df.status.isin(status.NOT_MEASURED)].copy()
     if len(refused):
-        refused["name"] = [_label_text(i, tr) + (bracketed(b, tr) if b != attention.NO_BACKEND else "")
-                           for i, b in zip(refused.impl, refused.requested_backend)]  # fmt: skip
+        refused["name"] = [
+            _label_text(i, tr) + (bracketed(b, tr) if b != attention.NO_BACKEND else "")
+            for i, b in zip(refused.impl, refused.requested_backend)
+        ]
         for (key, name), g in refused.groupby(["status", "name"], sort=False):
             g = g.sort_values("seq_len")
             n, need = _span(g.seq_len, _fmt_n), _span(g.predicted_bytes, format_bytes)

@@ -49,9 +49,15 @@ def comparison(df: pd.DataFrame, model: str | None = None) -> dict | None:
     T = int(both[0])
     at = sub[sub["seq_len"] == T].set_index("bptt")
     plain, ck = at.loc[PLAIN], at.loc[CHECKPOINTED]
-    return {"model": model, "T": T, "plain": plain, "ck": ck,
-            "cut": float(plain["layer_saved_bytes"]) / max(1.0, float(ck["layer_saved_bytes"])),
-            "growth": growth(df, model, CHECKPOINTED), "growth_plain": growth(df, model, PLAIN)}  # fmt: skip
+    return {
+        "model": model,
+        "T": T,
+        "plain": plain,
+        "ck": ck,
+        "cut": float(plain["layer_saved_bytes"]) / max(1.0, float(ck["layer_saved_bytes"])),
+        "growth": growth(df, model, CHECKPOINTED),
+        "growth_plain": growth(df, model, PLAIN),
+    }
 
 
 def _x(ratio: float) -> str:
@@ -72,9 +78,18 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         r, lo, hi = (float(c["ck"][k]) for k in ("time_ratio", "time_ratio_q25", "time_ratio_q75"))
         if math.isfinite(r):
             key = "slower" if lo > 1 else "faster" if hi < 1 else "same"
-            out.append(tr(f"ckpt.take.time_{key}", T=c["T"], p=_x(r), lo=_x(lo), hi=_x(hi),
-                          expected=_x(1 + EXPECTED_EXTRA), plain=format_bytes(c["plain"]["saved_bytes"]),
-                          ck=format_bytes(c["ck"]["saved_bytes"])))  # fmt: skip
+            out.append(
+                tr(
+                    f"ckpt.take.time_{key}",
+                    T=c["T"],
+                    p=_x(r),
+                    lo=_x(lo),
+                    hi=_x(hi),
+                    expected=_x(1 + EXPECTED_EXTRA),
+                    plain=format_bytes(c["plain"]["saved_bytes"]),
+                    ck=format_bytes(c["ck"]["saved_bytes"]),
+                )
+            )
         out.append(tr("ckpt.take.steps", steps=f"{int(c['ck']['seq_steps']):,}", T=c["T"]))
         head, whole = float(c["ck"]["head_saved_bytes"]), float(c["ck"]["saved_bytes"])
         if whole > 0:

@@ -39,8 +39,14 @@ def over_seeds(last: pd.DataFrame, keys, first) -> pd.DataFrame:
     if not len(last):
         return pd.DataFrame(columns=[*keys, "accuracy", "lo", "hi", "seeds", "step", *first])
     keys = [k for k in ("source", "device", "run", *keys) if k in last.columns]
-    out = last.groupby(keys, sort=False).agg(accuracy=("accuracy", "median"), lo=("accuracy", "min"),
-        hi=("accuracy", "max"), seeds=("accuracy", "size"), step=("step", "max"), **{c: (c, "first") for c in first if c in last})  # fmt: skip
+    out = last.groupby(keys, sort=False).agg(
+        accuracy=("accuracy", "median"),
+        lo=("accuracy", "min"),
+        hi=("accuracy", "max"),
+        seeds=("accuracy", "size"),
+        step=("step", "max"),
+        **{c: (c, "first") for c in first if c in last},
+    )
     return out.reset_index().sort_values(keys).reset_index(drop=True)
 
 
@@ -52,9 +58,8 @@ def first_task(df: pd.DataFrame | None) -> str | None:
 
 
 def chapter_pair(df: pd.DataFrame | None) -> dict | None:
-    """The chapter's contrast in one place, read by the prediction's verdict and the home card alike: on the first
-    task the run trained, at the longest distance both families' representatives trained (median over seeds of the
-    runs that ended ok), each one's accuracy, with chance and the most steps taken. None without such a distance."""
+    """The chapter's contrast: on the first task, at the longest distance both families trained, each one's median
+    accuracy over ok seeds, with chance and the most steps taken; None without such a distance."""
     stats, task = by_distance(df), first_task(df)
     t = stats[(stats["task"] == task) & stats["accuracy"].notna()] if len(stats) else stats
     if not len(t):
@@ -73,8 +78,10 @@ def chapter_pair(df: pd.DataFrame | None) -> dict | None:
         "chance": float(at["chance"].iloc[0]),
         "steps": int(at["step"].max()),
     }
-    return out | {f: {"model": m, "accuracy": float(at.loc[m, "accuracy"]), "step": int(at.loc[m, "step"])}
-                  for f, m in models.items()}  # fmt: skip
+    return out | {
+        f: {"model": m, "accuracy": float(at.loc[m, "accuracy"]), "step": int(at.loc[m, "step"])}
+        for f, m in models.items()
+    }
 
 
 def pct(x: float) -> str:
@@ -82,7 +89,7 @@ def pct(x: float) -> str:
 
 
 def seed_spread(r, tr) -> str:
-    """' (3 seeds: 10–14%)' after a median, nothing for a single seed."""
+    """' (n seeds: lo–hi)' after a median, nothing for a single seed."""
     return tr("long_range.take.spread", n=int(r.seeds), lo=pct(r.lo), hi=pct(r.hi)) if r.seeds > 1 else ""
 
 
@@ -107,7 +114,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                 out.append(tr("long_range.take.diverged", task=task, model=name))
                 continue
             solved[model] = (m[m["accuracy"] >= SOLVED], m[m["accuracy"] < SOLVED])
-            accs = tr("long_range.take.sep").join(  # 'd=36: 96% (3 seeds: …), d=72: …' / 'd=36：96%（…）；d=72：…'
+            accs = tr("long_range.take.sep").join(  # 'd=…: accuracy (spread), d=…: …' in the page's punctuation
                 labelled(f"d={int(r.distance)}", pct(r.accuracy) + seed_spread(r, tr), tr) for r in m.itertuples()
             )
             params, trained = f"{int(m['params'].iloc[0]):,}", int(m["step"].max())
@@ -127,9 +134,17 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
             at = t[t["distance"] == d].set_index("model")
             for other in [m for m in solved if m not in (rec, att) and m in at.index]:  # e.g. attention over an LSTM
                 r, tf = at.loc[other], at.loc[att]
-                out.append(tr("long_range.take.other", task=task, model=tr(f"long_range.model.{other}"), d=int(d),
-                              acc=pct(r.accuracy) + seed_spread(r, tr), tfm=pct(tf.accuracy),
-                              lstm=pct(worst.accuracy)))  # fmt: skip
+                out.append(
+                    tr(
+                        "long_range.take.other",
+                        task=task,
+                        model=tr(f"long_range.model.{other}"),
+                        d=int(d),
+                        acc=pct(r.accuracy) + seed_spread(r, tr),
+                        tfm=pct(tf.accuracy),
+                        lstm=pct(worst.accuracy),
+                    )
+                )
         elif not len(lstm[1]):
             out.append(tr("long_range.take.lstm_held", task=task, steps=steps, d=int(lstm[0]["distance"].max())))
         if len(tfm[1]):

@@ -1,12 +1,8 @@
 """A row's `note`, written by `core` in English for the CSV, as a sentence in the learner's language.
 
-The experiments write short fixed phrases (the guard's refusal, a time limit's extrapolation, a divergence, an
-underflow count); each is recognised here and said again through the catalogue (`note.*`). Anything else, such as an
-error message PyTorch raised, is not shown raw on a page: the sentence points to the results table, which keeps it.
-
-A note may come from a file another machine wrote (core.server.uploads), so every part of it that a sentence repeats passes
-through `quote` first: a page that draws the sentence as Markdown passes its escaping rule (ui.frame.literal), so a
-note such as "would need [x](http://…); budget 1 GiB" reads as those characters, never as a link.
+The experiments write short fixed phrases (a refusal, a time limit, a divergence, an underflow count), said again
+through the catalogue (`note.*`); anything else, such as a PyTorch error, points to the results table instead.
+A note may come from an uploaded file, so every part a sentence repeats passes through `quote` (never a link).
 """
 
 from __future__ import annotations
@@ -97,9 +93,8 @@ def _whole(x) -> int | None:
 
 
 def point_words(row: dict, tr, quote=str) -> str:
-    """Which point a row is, in the page's words ('selective SSM (S6-style) (scan), n = 8,192'; 'LSTM stack,
-    32 layers'), from the columns it has: '' where they say nothing. A name the catalogue does not know (an uploaded
-    file's) is `quote`d as written."""
+    """Which point a row is in the page's words ('LSTM stack, n = …'), '' if its columns say nothing.
+    A name the catalogue does not know (an uploaded file's) is `quote`d as written."""
     name = ""
     for column in ("mixer", "model"):
         value = row.get(column)
@@ -115,8 +110,7 @@ def point_words(row: dict, tr, quote=str) -> str:
 
 
 def refusals_text(rows, tr, quote=str) -> list[str]:
-    """The distinct sentences for points that were not run (the memory guard's or the time limit's refusals), each
-    led by the point it refused: 'minGRU (scan), n = 8,192: would need 12.1 GiB against a budget of 11.2 GiB'."""
+    """The distinct sentences for points refused (memory guard or time limit), each led by the point it refused."""
     said = []
     for row in rows.to_dict("records"):
         if text := note_text(row.get("note"), tr, quote):
@@ -126,13 +120,8 @@ def refusals_text(rows, tr, quote=str) -> list[str]:
 
 
 def fresh_memory_text(df, tr, experiment: str, label: str = "model", time: str = "train_ms") -> list[str]:
-    """The sentence for timings whose every call had fresh memory mapped by the OS (`fresh_bytes`, median per call,
-    at least rules.FRESH_PER_CALL): which, how much, and why the command line does not pay it; none if none did.
-
-    A page measures in a thread other than the process's main one, where glibc gives every block above 64 MiB a
-    mapping of its own (in the main thread, while timing, only blocks above 2 GiB: core.harness.heap), and the kernel
-    zero-fills it on every call; a training loop that reuses its memory does not pay that. The times include this
-    work, so the sentence says so rather than hiding or removing it."""
+    """The sentence for timings whose calls each mapped fresh memory (`fresh_bytes` ≥ rules.FRESH_PER_CALL), if any.
+    Off the main thread glibc maps large blocks afresh each call (core.harness.heap); the times include that."""
     hit = df[df["fresh_bytes"].fillna(0) >= FRESH_PER_CALL] if df is not None and "fresh_bytes" in df else ()
     if not len(hit):
         return []

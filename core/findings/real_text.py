@@ -1,12 +1,10 @@
-"""What the real-text rows say (core.experiments.real_text): whether each model beats the count baseline, what a
-span's repeat costs against its first occurrence (the copy probe), each model's effective context, and where the
-Transformer's lead lives (recall bytes or the rest). Torch-free.
+"""What the real-text rows say: whether each model beats the count baseline, the copy probe (a span's repeat
+against its first occurrence), each model's effective context, and where the Transformer's lead lives. Torch-free.
 
-Olsson et al. 2022: once a Transformer forms induction heads, the second occurrence of a span costs a fraction of
-the first; before, "loss largely stops improving around token 50". Kaplan et al. 2020 (Fig. 7, §3.2.1): an LSTM matches a Transformer of its size early in the context and plateaus
-after fewer than 100 tokens, while the Transformer keeps improving through its whole context; per-token loss falls
-as a power law in position (App. D.5). Khandelwal et al. 2018: an LSTM language model's effective context is about
-200 word tokens. Theirs are word or BPE tokens, ours bytes (a token of English is ~4 bytes).
+Olsson et al. 2022: with induction heads a span's second occurrence costs a fraction of its first. Kaplan et al.
+2020 (Fig. 7, §3.2.1, App. D.5): an LSTM plateaus after fewer than 100 tokens while a Transformer keeps improving,
+its loss a power law in position. Khandelwal et al. 2018: an LSTM LM's effective context is about 200 word tokens.
+Theirs are word or BPE tokens, ours bytes (BYTES_PER_TOKEN to a token).
 """
 
 from __future__ import annotations
@@ -25,15 +23,15 @@ from core.terms.rules import BYTES_PER_TOKEN, CONTEXT_WITHIN, COPY_ASKED_AT, COP
 SAME_SPEED = 0.1  # a race's two models read "about the same bytes a second" when their rates differ by less than this
 NGRAM = "ngram"  # the count baseline's rows (core.experiments.real_text)
 FIT_FROM = 8  # the power-law fit reads positions from here on (the first bytes of a window are a different regime)
-# Published marks drawn over our curves: (source, the paper's position in its tokens, its label's key); drawn at
-# BYTES_PER_TOKEN bytes a token (marks(), and the chart's subtitle says so)
+# published marks over our curves: (source, position in its tokens, label key), drawn at BYTES_PER_TOKEN
 MARKS = (("kaplan", 100, "long_range.text.mark.kaplan"), ("khandelwal", 200, "long_range.text.mark.khandelwal"))
 
 
 def marks(tr) -> pd.DataFrame:
     """The published marks as rows: x in bytes (tokens × BYTES_PER_TOKEN), the label in the page's language."""
-    return pd.DataFrame([{"source": src, "tokens": n, "x": n * BYTES_PER_TOKEN, "label": tr(key, tokens=n)}
-                         for src, n, key in MARKS])  # fmt: skip
+    return pd.DataFrame(
+        [{"source": src, "tokens": n, "x": n * BYTES_PER_TOKEN, "label": tr(key, tokens=n)} for src, n, key in MARKS]
+    )
 
 
 def _ok(df: pd.DataFrame, measure: str) -> pd.DataFrame:
@@ -121,18 +119,20 @@ def recall_split(df: pd.DataFrame) -> pd.DataFrame:
     if not len(rs):
         return pd.DataFrame()
     wide = rs.pivot_table(index=["model", "seed"], columns="split", values=["bits_per_byte", "n_bytes"], sort=False)
-    out = pd.DataFrame({"recall": wide[("bits_per_byte", "recall")], "other": wide[("bits_per_byte", "other")],
-                        "n_recall": wide[("n_bytes", "recall")], "n_other": wide[("n_bytes", "other")]})  # fmt: skip
+    out = pd.DataFrame(
+        {
+            "recall": wide[("bits_per_byte", "recall")],
+            "other": wide[("bits_per_byte", "other")],
+            "n_recall": wide[("n_bytes", "recall")],
+            "n_other": wide[("n_bytes", "other")],
+        }
+    )
     return out.reset_index()
 
 
 def pair_copy(df: pd.DataFrame) -> dict | None:
-    """The chapter's pair on the copy probe at the question's distance (`asked_copy`), as the verdict and the home
-    page say them:
-    each model's first → repeat over the seeds (`att`, `rec`, text), the distance, the seeds counted, and the
-    question's option ('A span repeats x bytes later: which model reads it cheaper the second time?', 0 the
-    Transformer, 1 the LSTM, 2 both: a model does if its gain is at least COPY_GAIN_BITS in every seed, does not if
-    below in every seed; None when a seed disagrees or neither does). None without both models."""
+    """The chapter's pair on the copy probe at the asked distance: first → repeat per model, distance, seeds, option.
+    option: 0 the Transformer, 1 the LSTM, 2 both gained ≥ COPY_GAIN_BITS in every seed; None if mixed or neither."""
     g = asked_copy(df)
     att, rec = pair(g["model"]) if len(g) else (None, None)
     if att is None or rec is None:
@@ -151,10 +151,18 @@ def pair_copy(df: pd.DataFrame) -> dict | None:
 
 
 def span(values, fmt: str = "{:.2f}") -> str:
-    """One number, or 'lo–hi' over the seeds ('lo – hi', spaced, when a bound is negative: a minus sign beside the dash)."""
+    """One number, or 'lo–hi' over the seeds ('lo – hi', spaced, when a bound is negative)."""
     vs = sorted(float(v) for v in values)
     lo, hi = (fmt.format(v).replace("-", "−") for v in (vs[0], vs[-1]))
     return lo if len(vs) == 1 or lo == hi else f"{lo} – {hi}" if vs[0] < 0 else f"{lo}–{hi}"
+
+
+def _per_model(df: pd.DataFrame, key: str, tr, **values) -> list[str]:
+    """One clause `long_range.text.take.<key>` per model, each value computed from that model's rows."""
+    return [
+        tr(f"long_range.text.take.{key}", model=tr(f"model.{m}"), **{k: f(g) for k, f in values.items()})
+        for m, g in df.groupby("model", sort=False)
+    ]
 
 
 def takeaways(df: pd.DataFrame, tr) -> list[str]:
@@ -163,34 +171,41 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     out = []
     vs = against_baseline(df)
     if len(vs):
-        parts = [tr("long_range.text.take.base_part", model=tr(f"model.{m}"), bits=span(g["bits"]))
-                 for m, g in vs.groupby("model", sort=False)]  # fmt: skip
+        parts = _per_model(vs, "base_part", tr, bits=lambda g: span(g["bits"]))
         losers = [tr(f"model.{m}") for m, g in vs.groupby("model", sort=False) if not g["beats"].all()]
         key = "long_range.text.take.base_all" if not losers else "long_range.text.take.base_some"
-        out.append(tr(key, parts=listing(parts, tr), base=f"{vs['baseline'].iloc[0]:.2f}", losers=listing(losers, tr),
-                      ngram=tr(f"model.{NGRAM}")))  # fmt: skip
+        out.append(
+            tr(
+                key,
+                parts=listing(parts, tr),
+                base=f"{vs['baseline'].iloc[0]:.2f}",
+                losers=listing(losers, tr),
+                ngram=tr(f"model.{NGRAM}"),
+            )
+        )
     for g, key in ((asked_copy(df), "copy"), (longest_copy(df), "copy_far")):
         g = g[g["model"] != NGRAM] if len(g) else g
         if not len(g) or (key == "copy_far" and int(g["x"].max()) == int(asked_copy(df)["x"].max())):
             continue
-        parts = [tr("long_range.text.take.copy_part", model=tr(f"model.{m}"), first=span(r["first"]),
-                    repeat=span(r["repeat"])) for m, r in g.groupby("model", sort=False)]  # fmt: skip
-        out.append(tr(f"long_range.text.take.{key}", parts=listing(parts, tr), d=int(g["x"].max()),
-                      seeds=g["seed"].nunique()))  # fmt: skip
+        parts = _per_model(g, "copy_part", tr, first=lambda r: span(r["first"]), repeat=lambda r: span(r["repeat"]))
+        out.append(
+            tr(f"long_range.text.take.{key}", parts=listing(parts, tr), d=int(g["x"].max()), seeds=g["seed"].nunique())
+        )
     eff = effective_context(df)
     eff = eff[eff["model"] != NGRAM] if len(eff) else eff
     if len(eff):
-        parts = [tr("long_range.text.take.context_part", model=tr(f"model.{m}"), x=span(g["x_eff"], "{:,.0f}"))
-                 for m, g in eff.groupby("model", sort=False)]  # fmt: skip
+        parts = _per_model(eff, "context_part", tr, x=lambda g: span(g["x_eff"], "{:,.0f}"))
         out.append(tr("long_range.text.take.context", parts=listing(parts, tr), longest=int(eff["longest"].max())))
     falling = still_falling(df)
     if len(falling):
-        parts = [tr("long_range.text.take.falling_part", model=tr(f"model.{m}"), fall=span(g["fall"]),
-                    final=span(g["final"])) for m, g in falling.groupby("model", sort=False)]  # fmt: skip
+        parts = _per_model(
+            falling, "falling_part", tr, fall=lambda g: span(g["fall"]), final=lambda g: span(g["final"])
+        )
         still = [tr(f"model.{m}") for m, g in falling.groupby("model", sort=False) if (g["fall"] >= FLAT_BITS).any()]
         key = "long_range.text.take.falling" if still else "long_range.text.take.flat"
-        out.append(tr(key, parts=listing(parts, tr), still=listing(still, tr),
-                      share=f"{100 * falling['share'].iloc[0]:.0f}"))  # fmt: skip
+        out.append(
+            tr(key, parts=listing(parts, tr), still=listing(still, tr), share=f"{100 * falling['share'].iloc[0]:.0f}")
+        )
     rs = recall_split(df)
     if len(rs):
         att, rec = pair(rs["model"])
@@ -200,11 +215,23 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
             share = float(rs["n_recall"].sum() / (rs["n_recall"].sum() + rs["n_other"].sum()))
             if len(lead_recall) and len(lead_other):
                 both = pd.concat([lead_recall, lead_other])
-                key, sign = ("recall", 1) if (both > 0).all() else ("recall_behind", -1) if (both < 0).all() else (
-                    "recall_mixed", -1)  # fmt: skip
-                out.append(tr(f"long_range.text.take.{key}", att=tr(f"model.{att}"), rec=tr(f"model.{rec}"),
-                              recall=span(sign * lead_recall), other=span(sign * lead_other),
-                              share=f"{100 * share:.1f}"))  # fmt: skip
+                key, sign = (
+                    ("recall", 1)
+                    if (both > 0).all()
+                    else ("recall_behind", -1)
+                    if (both < 0).all()
+                    else ("recall_mixed", -1)
+                )
+                out.append(
+                    tr(
+                        f"long_range.text.take.{key}",
+                        att=tr(f"model.{att}"),
+                        rec=tr(f"model.{rec}"),
+                        recall=span(sign * lead_recall),
+                        other=span(sign * lead_other),
+                        share=f"{100 * share:.1f}",
+                    )
+                )
     return out
 
 
@@ -219,9 +246,16 @@ def still_falling(df: pd.DataFrame, last: float = 0.2) -> pd.DataFrame:
         end = g["x"].max()
         before = g[g["x"] <= (1 - last) * end]
         if len(before) and len(g) > 1:
-            rows.append({"model": model, "seed": int(seed), "fall": float(before["bits_per_byte"].iloc[-1]
-                         - g["bits_per_byte"].iloc[-1]), "final": float(g["bits_per_byte"].iloc[-1]),
-                         "bytes": float(end), "share": last})  # fmt: skip
+            rows.append(
+                {
+                    "model": model,
+                    "seed": int(seed),
+                    "fall": float(before["bits_per_byte"].iloc[-1] - g["bits_per_byte"].iloc[-1]),
+                    "final": float(g["bits_per_byte"].iloc[-1]),
+                    "bytes": float(end),
+                    "share": last,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -234,10 +268,17 @@ def race_final(df: pd.DataFrame) -> pd.DataFrame:
     for model, g in d.groupby("model", sort=False):
         g = g.sort_values("seconds")
         end = g.iloc[-1]
-        rows.append({"model": model, "bits": float(end["heldout_bits"]), "start": float(g.iloc[0]["heldout_bits"]),
-                     "seconds": float(end["seconds"]), "steps": int(end["step"]),
-                     "rate": float(end["bytes"] / end["seconds"]) if end["seconds"] > 0 else math.nan,
-                     "status": str(df[df["model"] == model]["status"].iloc[-1])})  # fmt: skip
+        rows.append(
+            {
+                "model": model,
+                "bits": float(end["heldout_bits"]),
+                "start": float(g.iloc[0]["heldout_bits"]),
+                "seconds": float(end["seconds"]),
+                "steps": int(end["step"]),
+                "rate": float(end["bytes"] / end["seconds"]) if end["seconds"] > 0 else math.nan,
+                "status": str(df[df["model"] == model]["status"].iloc[-1]),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -275,6 +316,13 @@ def race_takeaways(df: pd.DataFrame, tr) -> list[str]:
         if key != "tie" and abs(speed - 1) < SAME_SPEED:
             key += "_same"
         said = f"{speed:.2f}" if math.isfinite(speed) else "–"
-        out.append(tr(f"long_range.race.take.lead_{key}", att=tr(f"model.{att}"), rec=tr(f"model.{rec}"),
-                      diff=f"{abs(lead):.2f}", speed=said))  # fmt: skip
+        out.append(
+            tr(
+                f"long_range.race.take.lead_{key}",
+                att=tr(f"model.{att}"),
+                rec=tr(f"model.{rec}"),
+                diff=f"{abs(lead):.2f}",
+                speed=said,
+            )
+        )
     return out

@@ -103,9 +103,15 @@ def _fall(pr: pd.DataFrame, model: str) -> dict | None:
     lo_p, hi_p = int(pr["n_pairs"].min()), int(pr["n_pairs"].max())
     if lo_p not in rows.index or hi_p not in rows.index:
         return None
-    return {"model": model, "d": int(pr["d_model"].iloc[0]), "lo_p": lo_p, "hi_p": hi_p,
-            "lo": float(rows.loc[lo_p, "accuracy"]), "hi": float(rows.loc[hi_p, "accuracy"]),
-            "chance": float(rows["chance"].iloc[0])}  # fmt: skip
+    return {
+        "model": model,
+        "d": int(pr["d_model"].iloc[0]),
+        "lo_p": lo_p,
+        "hi_p": hi_p,
+        "lo": float(rows.loc[lo_p, "accuracy"]),
+        "hi": float(rows.loc[hi_p, "accuracy"]),
+        "chance": float(rows["chance"].iloc[0]),
+    }
 
 
 def copy_groups(df: pd.DataFrame) -> dict | None:
@@ -120,12 +126,18 @@ def copy_groups(df: pd.DataFrame) -> dict | None:
     if not len(sel) or not len(fixed):
         return None
     a, b = float(sel["accuracy"].median()), float(fixed["accuracy"].median())
-    return {"selective": sel, "fixed": fixed, "sel_acc": a, "fixed_acc": b, "gap": a - b,
-            "separated": a - b >= SEPARATED}  # fmt: skip
+    return {
+        "selective": sel,
+        "fixed": fixed,
+        "sel_acc": a,
+        "fixed_acc": b,
+        "gap": a - b,
+        "separated": a - b >= SEPARATED,
+    }
 
 
 def fall_line(df: pd.DataFrame, tr) -> str | None:
-    """'At width d, from 2 to 16 pairs: linear attention 97% → 40%; …': every model of the pairs panel."""
+    """'At width d, from a to b pairs: model x% → y%; …' for every model of the pairs panel."""
     pr = _first_pairs(df)
     falls = [f for f in (_fall(pr, m) for m in dict.fromkeys(pr["mixer"])) if f is not None]
     if not falls:
@@ -168,18 +180,37 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
             else:
                 key = "recall.take.reached" if hit is not None else "recall.take.short"
             point = hit if hit is not None else best
-            out.append(tr(key, model=model_name(m, tr), P=P, T=T, state=format_bytes(point["state_bytes"]),
-                          d=int(point["d_model"]), acc=pct(point["accuracy"]) + seed_spread(point, tr),
-                          best=pct(best["accuracy"]), best_state=format_bytes(best["state_bytes"]),
-                          best_d=int(best["d_model"]), chance=pct(float(rows["chance"].iloc[0])),
-                          what=tr(f"recall.state.{m}")))  # fmt: skip
+            out.append(
+                tr(
+                    key,
+                    model=model_name(m, tr),
+                    P=P,
+                    T=T,
+                    state=format_bytes(point["state_bytes"]),
+                    d=int(point["d_model"]),
+                    acc=pct(point["accuracy"]) + seed_spread(point, tr),
+                    best=pct(best["accuracy"]),
+                    best_state=format_bytes(best["state_bytes"]),
+                    best_d=int(best["d_model"]),
+                    chance=pct(float(rows["chance"].iloc[0])),
+                    what=tr(f"recall.state.{m}"),
+                )
+            )
         if att_best is not None:
             d, layers = int(att_best["d_model"]), int(att_best.get("n_layers", 2))
             cache = lambda n: BYTES * layers * registry.get(ATTENTION_MODEL).state_floats(n, registry.Spec(d))
             per_token = cache(KV_PAGE) / KV_PAGE  # it grows a page at a time: a whole page's bytes per token
-            out.append(tr("recall.take.cache", T=T, state=format_bytes(att_best["state_bytes"]), d=d,
-                          per_token=format_bytes(per_token), T2=f"{10 * T:,}",
-                          state2=format_bytes(att_best["state_bytes"] + cache(10 * T) - cache(T))))  # fmt: skip
+            out.append(
+                tr(
+                    "recall.take.cache",
+                    T=T,
+                    state=format_bytes(att_best["state_bytes"]),
+                    d=d,
+                    per_token=format_bytes(per_token),
+                    T2=f"{10 * T:,}",
+                    state2=format_bytes(att_best["state_bytes"] + cache(10 * T) - cache(T)),
+                )
+            )
     fell = fall_line(df, tr)
     if fell:
         out.append(fell)
@@ -190,7 +221,16 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         bs, bf = best(g["selective"]), best(g["fixed"])
         key = "recall.take.copy_split" if g["separated"] else "recall.take.copy_no_split"
         diff = tr("recall.take.higher" if g["gap"] >= 0 else "recall.take.lower", gap=f"{100 * abs(g['gap']):.0f}")
-        out.append(tr(key, sel=names(g["selective"]), fixed=names(g["fixed"]), a=pct(g["sel_acc"]),
-                      b=pct(g["fixed_acc"]), diff=diff, best_sel=f"{model_name(bs.mixer, tr)} {pct(bs.accuracy)}",
-                      best_fixed=f"{model_name(bf.mixer, tr)} {pct(bf.accuracy)}"))  # fmt: skip
+        out.append(
+            tr(
+                key,
+                sel=names(g["selective"]),
+                fixed=names(g["fixed"]),
+                a=pct(g["sel_acc"]),
+                b=pct(g["fixed_acc"]),
+                diff=diff,
+                best_sel=f"{model_name(bs.mixer, tr)} {pct(bs.accuracy)}",
+                best_fixed=f"{model_name(bf.mixer, tr)} {pct(bf.accuracy)}",
+            )
+        )
     return out

@@ -22,10 +22,7 @@ from core.terms import status
 from core.terms.i18n import translator
 from core.terms.rules import GPU_SCHEDULERS_PER_SM, GPU_SMS
 
-# The GPU width the fit is extrapolated to (core.terms.rules): an H100 SXM has 132 streaming multiprocessors with 4 warp
-# schedulers each, 528 instruction streams that can issue at once. That is the unit comparable to a CPU core: each
-# core's own SIMD lanes already work inside the one-thread time, as a warp's 32 lanes do inside one scheduler, so the
-# plain count of CUDA cores (16,896 lanes) would credit a GPU with parallelism the CPU measurement never separated.
+# the GPU width the fit extrapolates to: warp schedulers, each comparable to a CPU core with its SIMD lanes
 GPU_WIDTH = GPU_SMS * GPU_SCHEDULERS_PER_SM
 FIT_COLUMNS = ("model", "seq_len", "serial_fraction", "serial_fraction_se", "serial_fraction_lo",
                "serial_fraction_hi", "fit_points", "fit_flag", "gpu_width", "gpu_speedup_extrapolated",
@@ -127,8 +124,17 @@ def curves(df: pd.DataFrame, up_to: float | None = None) -> pd.DataFrame:
     top = (up_to or max(16.0, 4.0 * float(measured(df)["threads"].max()))) if len(f) else 1.0
     ps = np.geomspace(1, top, 25)
     extra = [c for c in f.columns if c not in FIT_COLUMNS]
-    rows = [{"model": r["model"], "seq_len": r["seq_len"], **{c: r[c] for c in extra}, "threads": float(p),
-             "speedup": float(amdahl(r["serial_fraction"], p))} for _, r in f.iterrows() for p in ps]  # fmt: skip
+    rows = [
+        {
+            "model": r["model"],
+            "seq_len": r["seq_len"],
+            **{c: r[c] for c in extra},
+            "threads": float(p),
+            "speedup": float(amdahl(r["serial_fraction"], p)),
+        }
+        for _, r in f.iterrows()
+        for p in ps
+    ]
     return pd.DataFrame(rows, columns=["model", "seq_len", *extra, "threads", "speedup"])
 
 
@@ -218,9 +224,16 @@ def takeaways(df: pd.DataFrame, tr=None) -> list[str]:
             tr("serial.scaling.take.fit_item", model=name(m, tr), s=fraction_text(r, tr)) for m, r in fitted.iterrows()
         ]
         out.append(tr("serial.scaling.take.fits", T=T, items=sep.join(parts)))
-        gpu = [tr("serial.scaling.take.gpu_item", model=name(m, tr), gpu=_x(r["gpu_speedup_extrapolated"]),
-                  lo=_x(r["gpu_speedup_lo"]), hi=_x(r["gpu_speedup_hi"]))
-               for m, r in fitted.iterrows()]  # fmt: skip
+        gpu = [
+            tr(
+                "serial.scaling.take.gpu_item",
+                model=name(m, tr),
+                gpu=_x(r["gpu_speedup_extrapolated"]),
+                lo=_x(r["gpu_speedup_lo"]),
+                hi=_x(r["gpu_speedup_hi"]),
+            )
+            for m, r in fitted.iterrows()
+        ]
         out.append(tr("serial.scaling.take.gpu", items=sep.join(gpu)))
         if int(fitted["fit_points"].max()) < 2:
             out.append(tr("serial.scaling.take.weak", p=p))
@@ -253,5 +266,14 @@ def why(df: pd.DataFrame, tr=None) -> list[str]:
     def s_of(m) -> str:
         return fraction_text(f.loc[m], tr) if m in f.index else "–"
 
-    return [tr(f"serial.scaling.why.{c['order']}", T=c["T"], p=c["p"], att=name(c["att"], tr),
-               rec=name(c["rec"], tr), att_s=s_of(c["att"]), rec_s=s_of(c["rec"]))]  # fmt: skip
+    return [
+        tr(
+            f"serial.scaling.why.{c['order']}",
+            T=c["T"],
+            p=c["p"],
+            att=name(c["att"], tr),
+            rec=name(c["rec"], tr),
+            att_s=s_of(c["att"]),
+            rec_s=s_of(c["rec"]),
+        )
+    ]

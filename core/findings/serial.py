@@ -37,9 +37,8 @@ def _ok(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def comparison(df: pd.DataFrame) -> dict | None:
-    """The chapter's pair at the longest length both ran: their rows, the Transformer ÷ LSTM time ratio with its
-    spread over paired repeats (they were timed side by side), and which was faster — 'same' when that spread
-    includes 1; and every length both ran."""
+    """The chapter's pair at the longest length both ran: rows, Transformer ÷ LSTM time ratio with its paired
+    spread, which was faster ('same' when the spread includes 1), and every length both ran."""
     ok = _ok(df) if len(df) else df
     pair = chapter_pair(ok["model"]) if len(ok) else None
     if pair is None:
@@ -57,8 +56,18 @@ def comparison(df: pd.DataFrame) -> dict | None:
     verdict = (
         "slower" if lo > 1 else "faster" if hi < 1 else "same" if lo != hi else ("slower" if ratio > 1 else "faster")
     )
-    return {"T": T, "rec": rec, "att": att, "rec_row": at.loc[rec], "att_row": at.loc[att], "ratio": ratio,
-            "lo": lo, "hi": hi, "verdict": verdict, "lengths": common}  # fmt: skip
+    return {
+        "T": T,
+        "rec": rec,
+        "att": att,
+        "rec_row": at.loc[rec],
+        "att_row": at.loc[att],
+        "ratio": ratio,
+        "lo": lo,
+        "hi": hi,
+        "verdict": verdict,
+        "lengths": common,
+    }
 
 
 def spread_text(c: dict) -> tuple[str, str, str]:
@@ -70,9 +79,8 @@ def spread_text(c: dict) -> tuple[str, str, str]:
 
 
 def explanation(c: dict, hw: roofline.Hardware | None, tr) -> list[str]:
-    """Why, by the roofline model of the device measured (`hw`, from `measured_hardware`: the numbers the roofline
-    chart's legend states): which limit bounds the LSTM's step, and whether the model predicts the order the
-    measurement found (if not, it says so)."""
+    """Why, by the roofline of the measured device (`hw`): which limit bounds the LSTM's step, and whether the
+    model predicts the order measured (saying so if not)."""
     lstm, tf = c["rec_row"], c["att_row"]
     if hw is None:
         return []
@@ -80,8 +88,16 @@ def explanation(c: dict, hw: roofline.Hardware | None, tr) -> list[str]:
     steps = int(lstm["seq_steps"])
     compute_ms, latency_ms = lstm["flops"] / peak * 1e3, steps * latency * 1e3
     key = "serial.why.compute" if roofline.bound(lstm["flops"], steps, hw) == "compute" else "serial.why.latency"
-    out = [tr(key, gflops=f"{peak / 1e9:,.0f}", us=sig3(latency * 1e6), compute_ms=sig3(compute_ms),
-              latency_ms=sig3(latency_ms), steps=steps)]  # fmt: skip
+    out = [
+        tr(
+            key,
+            gflops=f"{peak / 1e9:,.0f}",
+            us=sig3(latency * 1e6),
+            compute_ms=sig3(compute_ms),
+            latency_ms=sig3(latency_ms),
+            steps=steps,
+        )
+    ]
     predicted_tf = roofline.predict_ms(tf["flops"], int(tf["seq_steps"]), hw)
     predicted_lstm = roofline.predict_ms(lstm["flops"], steps, hw)
     predicted = "faster" if predicted_tf < predicted_lstm else "slower"
@@ -177,10 +193,20 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         hybrid = registry.find(at_c.index, table1="recurrent_attention")  # attention over a recurrence
         if hybrid is not None:
             h = at_c.loc[hybrid]
-            times = lambda x: f"{x:.2g}" if x < 1 else f"{x:.1f}" if x < 10 else f"{x:.0f}"  # 1.0×, not 1×
-            out.append(tr("serial.take.hybrid", model=model_name(hybrid, tr), T=Tc, tf=times(h["train_ms"] / tf["train_ms"]),
-                          lstm=times(h["train_ms"] / lstm["train_ms"]), steps=f"{int(h['seq_steps']):,}",
-                          lstm_steps=f"{int(lstm['seq_steps']):,}"))  # fmt: skip
+            times = lambda x: (
+                f"{x:.2g}" if x < 1 else f"{x:.1f}" if x < 10 else f"{x:.0f}"
+            )  # one decimal below 10: '1.0', not '1'
+            out.append(
+                tr(
+                    "serial.take.hybrid",
+                    model=model_name(hybrid, tr),
+                    T=Tc,
+                    tf=times(h["train_ms"] / tf["train_ms"]),
+                    lstm=times(h["train_ms"] / lstm["train_ms"]),
+                    steps=f"{int(h['seq_steps']):,}",
+                    lstm_steps=f"{int(lstm['seq_steps']):,}",
+                )
+            )
         gpu = next(h for h in hardware_for(ok, tr) if not h.measured)
         pl = roofline.predict_ms(lstm["flops"], int(lstm["seq_steps"]), gpu)
         pt = roofline.predict_ms(tf["flops"], int(tf["seq_steps"]), gpu)

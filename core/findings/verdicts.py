@@ -190,9 +190,17 @@ def checkpoint(df: pd.DataFrame) -> Verdict | None:
     if not math.isfinite(b):
         return None
     option = 0 if b > 0.75 else 1 if b >= 0.25 else 2
-    return Verdict(option, "verdict.ckpt.measured", {"T": c["T"], "ck": format_bytes(c["ck"]["layer_saved_bytes"]),
-                   "plain": format_bytes(c["plain"]["layer_saved_bytes"]), "b": exponent_text(b, se),
-                   "x": f"{4**b:.1f}"})  # fmt: skip
+    return Verdict(
+        option,
+        "verdict.ckpt.measured",
+        {
+            "T": c["T"],
+            "ck": format_bytes(c["ck"]["layer_saved_bytes"]),
+            "plain": format_bytes(c["plain"]["layer_saved_bytes"]),
+            "b": exponent_text(b, se),
+            "x": f"{4**b:.1f}",
+        },
+    )
 
 
 def _answers_option(x: float) -> int:

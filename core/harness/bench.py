@@ -1,10 +1,8 @@
 """The measurement harness: timing, bytes saved for backward, CUDA peak memory, device peak FLOP/s.
 
-Timing follows torch.utils.benchmark (and flash-attention's benchmarks/, which use it): inputs are built outside
-the timed region, `warmup` untimed calls come first, then each repeat is timed on its own by a
-`torch.utils.benchmark.Timer` (its clock synchronises the accelerator, CUDA or MPS, before reading the time, its
-timeit loop turns the garbage collector off while the call runs, and the thread count is the caller's), and the
-median and interquartile range of the repeats come from its `Measurement`.
+Timing follows torch.utils.benchmark, as flash-attention's benchmarks do: inputs built outside the timed region,
+`warmup` untimed calls, each repeat timed alone by a Timer (accelerator synchronised, garbage collector off), and
+the median and IQR from its `Measurement`.
 """
 
 from __future__ import annotations
@@ -49,11 +47,8 @@ def time_fn(
     device: torch.device | str = "cpu",
     max_seconds: float | None = None,
 ) -> Timing:
-    """Median and IQR (ms) of `repeats` calls of `fn()`, after `warmup` untimed calls; `times_ms` in call order.
-
-    `max_seconds` caps the total timed work: once it is spent, at least 3 repeats are kept and the rest skipped,
-    so one slow point cannot stall a live run.
-    """
+    """Median and IQR (ms) of `repeats` calls of `fn()` after `warmup` untimed ones; `times_ms` in call order.
+    `max_seconds` caps the timed work (at least 3 repeats kept), so one slow point cannot stall a live run."""
     if repeats < 1 or warmup < 0:
         raise ValueError("repeats must be >= 1 and warmup >= 0")
     timings, _ = time_interleaved({"fn": fn}, warmup=warmup, repeats=repeats, device=device, max_seconds=max_seconds)
@@ -62,10 +57,7 @@ def time_fn(
 
 def saved_activation_bytes(fn: Callable[[], object], exclude: tuple = ()) -> int:
     """Exact bytes autograd saves for backward while `fn()` runs, each storage counted once.
-
-    Tensors whose storage belongs to `exclude` (pass the parameters and the inputs) are not activations and are
-    skipped. Device-independent: it counts what the graph holds, not what an allocator happened to reserve.
-    """
+    Storages of `exclude` (parameters, inputs) are skipped; it counts what the graph holds, not what was reserved."""
 
     def key(t: torch.Tensor):
         return (t.device.type, t.device.index, t.untyped_storage().data_ptr())
@@ -80,9 +72,7 @@ def saved_activation_bytes(fn: Callable[[], object], exclude: tuple = ()) -> int
             if k not in excluded and k not in seen:
                 seen[k] = t.untyped_storage().nbytes()
                 keep.append(t.detach())
-        # Detached: a pack hook that hands back an op's own output `t` makes the graph node hold a tensor whose
-        # grad_fn is that node, a cycle through C++ that Python's collector cannot see; every call leaked its
-        # saved tensors (~100 MiB per attention_cost quick run). The detached view shares storage and version.
+        # detached: handing back an op's own output makes a node hold itself, a cycle the collector cannot see
         return t.detach()
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
@@ -106,11 +96,8 @@ def cuda_peak_bytes(fn: Callable[[], object], device: torch.device) -> int | Non
 
 
 def peak_flops(device_str: str = "cpu", dtype_str: str = "float32", n: int | None = None, repeats: int = 10) -> float:
-    """The best FLOP/s this device did on a large square matmul, of `repeats` tries: the ceiling, measured now.
-
-    The best rather than the median: a ceiling is what the device can do, and a busy moment (a browser drawing
-    charts) slows some tries; a median taken then read 92 GFLOP/s where the quiet device does ~160.
-    """
+    """The best FLOP/s of `repeats` large square matmuls: this device's ceiling, measured now.
+    The best, not the median: a busy moment slows some tries, and a ceiling is what the device can do."""
     device = torch.device(device_str)
     dtype = getattr(torch, dtype_str)
     n = n or (8192 if device.type == "cuda" else 1024)
@@ -138,22 +125,15 @@ def time_interleaved(
     after_round: Callable[[int], None] | None = None,
     min_sample_s: float = 0.0,
 ) -> tuple[dict[str, Timing], dict[str, BaseException]]:
-    """Time several callables round-robin, repeat by repeat, so background load falls on all of them alike.
+    """Time callables round-robin, repeat by repeat, so background load falls on all alike: (timings, errors).
 
-    Each round times one call of every callable (the order rotates from round to round); after `warmup` untimed
-    calls each, and more (up to heap.EXTRA_WARMUPS) while the last of them still faulted in fresh memory: a cold
-    heap is not the step's cost. With `min_sample_s`, a callable whose last warm-up call took less is called k
-    times back to back per round, k = ⌈min_sample_s / that time⌉ (at most 50), and the round's time is their mean,
-    as timeit does: a 2 ms step then is not at the mercy of one 1 ms preemption. `max_seconds` caps the timed work per callable (at least 3 rounds are kept). A callable that raises
-    an error `is_fatal` accepts (out of memory, say) is dropped from later rounds and its error returned; any other
-    error propagates. `after_round(r)` is called between rounds (outside the timed calls): a page can report
-    progress there, or stop the measurement by raising. Returns (timings, errors); timings[name].times_ms are in
-    round order, so repeat r of two callables ran side by side (paired ratios). Between calls it asks
-    `core.harness.cancel.check()`, so a page's Stop ends even a slow point after the call in progress.
+    Each round times every callable once, in rotating order, so times_ms pair up by round. With `min_sample_s` a
+    fast callable runs k = ⌈min_sample_s / t⌉ times (at most 50) a round and the mean is kept, as timeit does.
+    `max_seconds` caps each callable's timed work (at least 3 rounds); an error `is_fatal` accepts drops the
+    callable and is returned. `after_round(r)` runs between rounds, untimed; cancel.check() between calls.
     """
     device = torch.device(device)
-    # Timer's num_threads defaults to 1 and Timer sets it while timing; the timed loop below sets the caller's count
-    # instead, so timing never changes the threads the caller chose (e.g. inside core.harness.device.torch_threads).
+    # the caller's thread count, not Timer's default of 1: timing never changes the threads chosen
     num_threads = torch.get_num_threads()
     timers = {name: tub.Timer("fn()", globals={"fn": fn}, num_threads=num_threads) for name, fn in fns.items()}
     errors: dict[str, BaseException] = {}
@@ -174,10 +154,8 @@ def time_interleaved(
     index = device.index if device.type != "cpu" else None
     with torch.accelerator.device_index(index), common.set_torch_threads(num_threads), freed_memory_reused():
         for name, fn in fns.items():
-            # The heap grows over several calls of a step that allocates gigabytes: the n = 8192 naive attention
-            # step faulted in 5.0, 3.0, 2.0, 1.0 GiB of fresh pages, then none (6.6 s a call cold, 1.1 s warm), and
-            # one quiet call can be followed by one that faults again. So warming up goes on until two calls in a
-            # row faulted in fewer than FRESH_PAGES, up to EXTRA_WARMUPS more calls and max_seconds of them.
+            # a step that allocates gigabytes grows the heap over several calls: warm up until two calls in a row
+            # fault in fewer than FRESH_PAGES (at most EXTRA_WARMUPS more calls and max_seconds of them)
             done, planned, extra_s, was_fresh = 0, warmup, 0.0, False
             while name not in errors and done < planned:
                 before = heap.minor_faults()
@@ -196,15 +174,8 @@ def time_interleaved(
                     planned += 1
                 was_fresh = fresh
         synchronize(device)
-        # Each repeat is one Timer._timeit(1), the step blocked_autorange repeats: Timer's timeit loop (garbage
-        # collector off during the call) and clock (torch.accelerator.synchronize(), CUDA or MPS, then
-        # timeit.default_timer). Not the public Timer.timeit(number=1), measured on this 2-core CPU (median of 3000
-        # calls, best of 5): it runs max(number // 100, 2) = 2 untimed calls of its own first, so 3 calls of fn per
-        # repeat (warmup counts and the cost of slow points would change), and on a no-op fn it cost 15-21 us of
-        # wall time per repeat, against 3.3 us for _timeit(1) and 0.3 us for a bare perf_counter loop. The time
-        # _timeit(1) reports exceeds a bare perf_counter pair by ~0.7 us (no-op) to ~1.8 us (16x16 matmul); the old
-        # loop here, which also timed its synchronize() call, read ~1.5 us more than _timeit(1). Building the Timer
-        # and the Measurement costs ~0.6 ms per call of this function, outside the timed region.
+        # each repeat is one Timer._timeit, blocked_autorange's step: not Timer.timeit(1), which first makes
+        # max(number // 100, 2) untimed calls of its own (overheads: docs/BENCHMARKS.md)
         start = time.perf_counter()
         for r in range(repeats):
             names = [n for n in fns if n not in errors]
@@ -227,8 +198,7 @@ def time_interleaved(
             start += time.perf_counter() - start - spent  # the callback's time is not timed work
             if max_seconds is not None and r >= 2 and spent > max_seconds * len(names):
                 break
-    # Measurement's median, p25 and p75 are torch.quantile with linear interpolation: numpy's default quantiles,
-    # and for an even count the median is the mean of the middle two.
+    # Measurement's quantiles interpolate linearly, as numpy's default does
     spec = common.TaskSpec(stmt="fn()", setup="pass", num_threads=num_threads)
     out = {}
     for name, ts in times.items():
@@ -241,9 +211,8 @@ def time_interleaved(
 
 @functools.lru_cache(maxsize=8)
 def step_latency_s(device_str: str = "cpu") -> float:
-    """Seconds per dependent step of the fused LSTM kernel the models use, where compute is negligible (width 8,
-    batch 1): the slope of its forward + backward time between 32 and 512 steps. The latency floor of a chain of
-    steps on this device; a Python LSTMCell loop would measure the interpreter instead (~10× more here)."""
+    """Seconds per dependent step of the fused LSTM kernel at width 8, batch 1: the fwd + bwd slope from 32 to 512
+    steps. The latency floor of a chain of steps here (a Python LSTMCell loop would time the interpreter)."""
     device = torch.device(device_str)
     torch.manual_seed(0)
     lstm = torch.nn.LSTM(8, 8, batch_first=True).to(device)
@@ -271,10 +240,7 @@ KERNEL_OPS = (
 
 class LivePeak(TorchDispatchMode):
     """Peak bytes of live tensors returned by operators while active (a CPU stand-in for max_memory_allocated).
-
-    Storages that existed before (inputs, parameters: pass them as `exclude`) are not counted; scratch memory a
-    fused kernel allocates and frees inside one operator is not seen. Records the operator names too.
-    """
+    Storages in `exclude` are not counted, nor a fused kernel's scratch; the operator names are recorded too."""
 
     def __init__(self, exclude=()):
         super().__init__()
@@ -311,8 +277,7 @@ def backend_from_ops(ops) -> str:
 
 @functools.lru_cache(maxsize=8)
 def cell_loop_latency_s(device_str: str = "cpu") -> float:
-    """Seconds per step of a tiny nn.LSTMCell called from a Python loop (forward only, no grad): what an explicit
-    step-by-step read of n tokens pays per token on this device, interpreter and dispatch included."""
+    """Seconds per step of a tiny nn.LSTMCell in a Python loop (forward, no grad): a step loop's cost per token."""
     device = torch.device(device_str)
     torch.manual_seed(0)
     cell = torch.nn.LSTMCell(8, 8).to(device)

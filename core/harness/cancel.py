@@ -1,10 +1,8 @@
 """Stopping a run in the middle of a point: a check that the harness makes between timed repeats and training steps.
 
-A page's Stop only sets a flag; the measurement itself runs on in its own thread, holding the process-wide lock,
-until it next looks at that flag. Progress callbacks come once per point, and one point can take minutes, so the
-timing loop (`core.harness.bench.time_interleaved`) and the training loop (`core.training.loop.train`) also call `check()` between
-repeats and steps, outside the timed region. The condition is set per thread of execution with `stop_when(...)`
-(a context variable: two sessions' runs in two threads never see each other's Stop).
+A page's Stop only sets a flag, and one point can take minutes, so the timing and training loops call `check()`
+between repeats and steps, outside the timed region. `stop_when(...)` sets the condition per context, so two
+sessions' runs never see each other's Stop.
 """
 
 from __future__ import annotations

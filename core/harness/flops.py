@@ -18,20 +18,18 @@ def recurrent_forward(gates: int, batch_size: int, seq_len: int, d_in: int, hidd
 CONVENTION = "causal_half"  # the convention of every count here, recorded in each row's flop_convention column
 
 
-def attention_forward(batch_size: int, seq_len: int, d_model: int, kv_len: int | None = None,
-                      causal: bool = False) -> int:  # fmt: skip
+def attention_forward(
+    batch_size: int, seq_len: int, d_model: int, kv_len: int | None = None, causal: bool = False
+) -> int:
     """QKᵀ and (probabilities)V: 4·B·T·S·d for all heads together, halved when causal.
-
-    Causal attention is counted as the fused kernels perform it: they skip the blocks above the diagonal, about
-    half the square (FlashAttention's benchmarks count it so). PaLM's "model FLOPs utilization" counts the whole
-    square instead; a share of a measured peak must use what was performed, or it can exceed 100%.
-    """
+    Causal counts what fused kernels perform (blocks above the diagonal skipped), so a share of peak cannot exceed 1."""
     full = 4 * batch_size * seq_len * (kv_len or seq_len) * d_model
     return full // 2 if causal else full
 
 
-def transformer_layer_forward(batch_size: int, seq_len: int, d_model: int, mlp_ratio: int = 4,
-                              causal: bool = True) -> int:  # fmt: skip
+def transformer_layer_forward(
+    batch_size: int, seq_len: int, d_model: int, mlp_ratio: int = 4, causal: bool = True
+) -> int:
     """One block: QKV + output projection 8·d², MLP 2·2·ratio·d², per token; plus attention (halved if causal)."""
     tokens = batch_size * seq_len
     dense = tokens * (8 + 4 * mlp_ratio) * d_model * d_model

@@ -20,8 +20,7 @@ from core.harness.memory_formulas import format_bytes
 from core.terms import status
 from core.terms.rules import BUDGET_FRACTION  # of the memory free now: room for the app, the allocator, other sessions
 
-# Housekeeping (gc.collect + empty_cache) after a point only when less than this share of the device's memory is
-# free (cached blocks counted as free): with many rows held, each round cost ~90 ms on CUDA, ~20 s over `depth`.
+# housekeeping (gc.collect + empty_cache) after a point only below this free share: each round is slow
 TIGHT_FRACTION = 0.25
 
 

@@ -18,8 +18,7 @@ class Hardware:
     measured: bool  # True when both numbers were measured on this device
 
 
-# Assumed: an H100-class GPU at fp32 (~60 TFLOP/s sustained without TF32) and ~10 µs per dependent step
-# (a few kernel launches forward and backward). The page says these are assumptions.
+# assumed, not measured: an H100-class GPU at fp32, a few kernel launches per step; the page says so
 DATACENTRE_GPU = Hardware("data-centre GPU", 60e12, 10e-6, False)
 
 

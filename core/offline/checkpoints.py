@@ -1,10 +1,8 @@
 """Small trained models shipped with the lab, so the "she looks at Alice" map shows without training.
 
-`python -m core checkpoints` trains a Transformer and a parameter-matched LSTM on the recall task (core.training.tasks)
-with the distance drawn anew for every batch, and writes data/checkpoints/{transformer,lstm}_recall.pt: a plain
-dict of tensors and numbers, read back with `torch.load(..., weights_only=True)` (no pickled code runs).
-From a loaded pair this module computes what the page draws: the Transformer's attention from the query to every
-position (each layer, each head) beside the LSTM's gradient saliency (‖∂ logit / ∂ input embedding‖ per position).
+`python -m core checkpoints` trains a Transformer and a parameter-matched LSTM on recall (a new distance per batch)
+and writes data/checkpoints/{transformer,lstm}_recall.pt, plain dicts read with `weights_only=True`. From a loaded
+pair it computes the page's map: the Transformer's attention from the query beside the LSTM's gradient saliency.
 """
 
 from __future__ import annotations
@@ -35,9 +33,18 @@ from core.training import tasks
 
 CHECKPOINT_DIR = DATA_DIR / "checkpoints"
 MODELS = ("transformer", "lstm")
-# What the shipped pair was trained with; small enough to train in about a minute on one CPU thread.
-SPEC = {"seq_len": 24, "n_keys": 8, "d_model": 32, "n_layers": 2, "steps": 1500, "batch_size": 64, "lr": 3e-3,
-        "forget_bias": 1.0, "seed": 0}  # fmt: skip
+# what the shipped pair was trained with: small enough for one CPU thread
+SPEC = {
+    "seq_len": 24,
+    "n_keys": 8,
+    "d_model": 32,
+    "n_layers": 2,
+    "steps": 1500,
+    "batch_size": 64,
+    "lr": 3e-3,
+    "forget_bias": 1.0,
+    "seed": 0,
+}
 
 
 def path_for(name: str, folder: Path | None = None) -> Path:
@@ -76,9 +83,13 @@ def train(name: str, spec: dict = SPEC, log=None) -> tuple[torch.nn.Module, dict
 
     t0 = time.perf_counter()
     plan = train_loop.TrainSpec(
-        spec["steps"], spec["lr"], optimizer="adamw", clip=1.0, max_loss=train_loop.loss_bound(V),
+        spec["steps"],
+        spec["lr"],
+        optimizer="adamw",
+        clip=1.0,
+        max_loss=train_loop.loss_bound(V),
         chunk_steps=spec["steps"],
-    )  # fmt: skip
+    )
     out = train_loop.train(model, batch, query_loss, plan, on_step)
     if out.status != status.OK:
         raise RuntimeError(f"{name}: training diverged ({out.note}); nothing was written")
@@ -107,8 +118,19 @@ def save(model: torch.nn.Module, meta: dict, path: Path) -> Path:
 
 
 # What `load` needs of a checkpoint's meta, and the type each must have (bool is not taken for a number)
-META_TYPES = {"seq_len": int, "n_keys": int, "d_model": int, "n_layers": int, "vocab_size": int, "params": int,
-              "steps": int, "seed": int, "lr": float, "forget_bias": float, "accuracy_by_distance": list}  # fmt: skip
+META_TYPES = {
+    "seq_len": int,
+    "n_keys": int,
+    "d_model": int,
+    "n_layers": int,
+    "vocab_size": int,
+    "params": int,
+    "steps": int,
+    "seed": int,
+    "lr": float,
+    "forget_bias": float,
+    "accuracy_by_distance": list,
+}
 
 
 def _accuracies_problem(meta: dict) -> str | None:
@@ -120,10 +142,7 @@ def _accuracies_problem(meta: dict) -> str | None:
 
 def load(name: str, folder: Path | None = None) -> tuple[torch.nn.Module, dict]:
     """A shipped model, in eval mode, on the CPU; the Transformer uses explicit attention so its maps can be read.
-
-    Raises core.store.files.DamagedFile (a ValueError) for a file that is missing, empty, cut off, unreadable, or not a
-    checkpoint of this model (wrong type, keys or shapes): the page shows that one problem and goes on.
-    """
+    Raises core.store.files.DamagedFile (a ValueError) for a missing, damaged or mismatched file."""
     path = path_for(name, folder)
     meta, state = files.load_checkpoint(path, META_TYPES, _accuracies_problem)
     model = build_model(name, _config(meta), meta["vocab_size"], impl="naive")
@@ -167,10 +186,7 @@ def map_frame(
     tokens: list[int], transformer: torch.nn.Module, lstm: torch.nn.Module, n_keys: int, labels: dict | None = None
 ) -> pd.DataFrame:
     """Tidy rows (row, kind, position, word, share) for the heat map: one row per attention head, one for the LSTM.
-
-    Each row is a distribution over positions: attention probabilities as they are; the saliency divided by its sum
-    (a share of the gradient, so both kinds of row read on the same 0–1 scale).
-    """
+    Each row sums to 1: attention as it is, the saliency divided by its sum."""
     labels = labels or {}
     words = tasks.show_tokens(tokens, n_keys)
     att = attention_from_query(transformer, tokens)

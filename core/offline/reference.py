@@ -1,11 +1,9 @@
 """`python -m core reference`: every experiment's preset, each in a process of its own, each under its own time limit.
 
-A GPU session is rare and short; nothing it measures may be lost to one failure. Each experiment runs as
-`python -m core run NAME --out-dir DIR --time-limit S` in a child process, which writes its rows as they are
-measured and, on a failure or at its time limit, ends its CSV with a status row ('stopped', the reason in the note).
-A child that cannot say so itself (killed after the limit and a grace period, or dead by a signal) gets that row
-from this parent. A broken CUDA context dies with its process: the next experiment starts in a fresh one. One line
-per experiment goes to the log. This parent imports torch only to check the input; it never touches the device.
+A GPU session is rare and short, so nothing it measures may be lost to one failure: each experiment runs as
+`python -m core run NAME --time-limit S` in a child that writes rows as it goes and ends with a status row (this
+parent writes it for a child killed or dead). A broken CUDA context dies with its process; the parent never
+touches the device.
 """
 
 from __future__ import annotations
@@ -165,8 +163,7 @@ def run_isolated(name: str, preset: str, device: str, out_dir: Path, limit: floa
             path or out_dir / f"{name}-{device}-failed.csv", killed or _exit_note(rc), {"device": device}
         )
         rows, counts, last = summary(path)
-    # stopped by this runner at its limit, the outcome is the limit whatever the exit code: on a loaded machine the
-    # SIGTERM can reach a child already ending at its own limit, which then exits by the signal (-15), not 124
+    # stopped here at its limit: the outcome is the limit whatever the exit code (SIGTERM may beat its own 124)
     outcome = "done" if rc == 0 else "TIME LIMIT" if rc in (124, 143) or at_limit else "FAILED"
     counted = ", ".join(f"{k} {v}" for k, v in counts.items())
     log(

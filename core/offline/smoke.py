@@ -1,13 +1,9 @@
 """`python -m core smoke` and `python -m core env`: the environment, then a short test of the risky paths.
 
-Run first in a rare GPU session (scripts/gpu_reference.sh), in its own process, before the experiments: every SDPA
-backend in bf16 at two lengths and the naive path (through the attention experiment's own guarded point), the fused
-recurrent kernels (through the serial experiment's timing), the peak-memory counter against a known allocation,
-one out-of-memory error on purpose (the guard must make it a row, and the device must go on working), the FLOP/s
-ceiling and the dependent-step latency. One row per check, written as it is measured, with whether it passed; an
-attention row shows the guard's predicted peak (`predicted`, inputs included) beside the measured one (`value`, above
-the `inputs`), so the formulas are checked on CUDA too. A device that stops computing ends the test there. Lengths 256 and 2048 on an accelerator, 32
-and 64 on the CPU (where it only tests the script). Under a minute on a GPU.
+Run first in a GPU session (scripts/gpu_reference.sh): every SDPA backend in bf16 and the naive path, the fused
+recurrent kernels, the peak-memory counter, one out-of-memory error on purpose, the FLOP/s ceiling and the step
+latency. One row per check with whether it passed; attention rows put the guard's predicted peak beside the
+measured one. A device that stops computing ends the test there; on the CPU it only tests the script.
 """
 
 from __future__ import annotations

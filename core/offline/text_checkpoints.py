@@ -1,16 +1,11 @@
 """Train the real-text models shipped in data/checkpoints/: `python -m core text-checkpoints`.
 
-Each model tagged `real_text` (core.experiments.text_lm) learns to predict the next byte of the standard library's
-training files, for the same number of bytes (TRAIN's steps × batch × window), on one torch thread, with AdamW, a
-linear warm-up and a cosine decay. Every CURVE_EVERY steps the curve records the bytes read, the seconds spent
-training and the mean training loss; every `eval_every` steps, and before the first, the held-out loss on windows at
-random offsets and the copy probe (text_lm.copy_bits at the longest distance), not counted in the seconds.
+Each model tagged `real_text` learns next-byte prediction on the standard library's training files for the same
+bytes (TRAIN's steps × batch × window), one torch thread, AdamW with warm-up and cosine decay. The curve records
+bytes, training seconds and loss every CURVE_EVERY steps; held-out loss and the copy probe every `eval_every`.
 
-A run resumes: every `save_every` steps it writes its whole state (float32 weights, the optimiser, the curve, the
-step) to STATE_DIR, git-ignored; the training windows of step s are a function of (seed, s), so a resumed run reads
-what an unbroken one would have. At each evaluation the half-precision checkpoint is written too, its meta saying
-how far it got (`bytes_trained`) and how far it is going (`planned_steps`). Two processes of one thread each, one
-per seed, are the fair way to train on 2 cores: `--seeds 0` in one, `--seeds 1` in the other.
+A run resumes from STATE_DIR (step s's windows depend only on (seed, s)); each evaluation also writes the
+half-precision checkpoint. Train one seed per process: `--seeds 0` in one, `--seeds 1` in another.
 """
 
 from __future__ import annotations
@@ -89,19 +84,36 @@ def train_one(
 
     def meta() -> dict:
         return {
-            "model": name, "seed": seed, "n_layers": n_layers, "params": n_params(model),
-            "bytes_trained": max(step, 1) * B * W, "train_s": train_s, "curve": curve, "planned_steps": steps,
+            "model": name,
+            "seed": seed,
+            "n_layers": n_layers,
+            "params": n_params(model),
+            "bytes_trained": max(step, 1) * B * W,
+            "train_s": train_s,
+            "curve": curve,
+            "planned_steps": steps,
             "copy_probe": probe,
             "corpus": f"Python {platform.python_version()} standard library, {len(train_texts)} files for training, "
             f"{len(held_texts)} held out (crc32(path) % {text.HELD_OUT_EVERY} == 0)",
-            "torch_version": str(torch.__version__), "cpu": platform.processor() or platform.machine(),
+            "torch_version": str(torch.__version__),
+            "cpu": platform.processor() or platform.machine(),
             "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            **spec, "steps": max(step, 1),
-        }  # fmt: skip
+            **spec,
+            "steps": max(step, 1),
+        }
 
     def save_state() -> None:
-        _save_atomic({"model": model.state_dict(), "optimizer": opt.state_dict(), "curve": curve, "step": step,
-                      "train_s": train_s, "spec": dict(spec)}, spath)  # fmt: skip
+        _save_atomic(
+            {
+                "model": model.state_dict(),
+                "optimizer": opt.state_dict(),
+                "curve": curve,
+                "step": step,
+                "train_s": train_s,
+                "spec": dict(spec),
+            },
+            spath,
+        )
 
     if not curve:
         curve.append([0, 0, 0.0, math.nan, *evaluate()])
@@ -134,17 +146,18 @@ def train_one(
                 if not math.isnan(evals[0]):
                     text_lm.save(model, meta(), text_lm.path_for(name, seed, out_dir))
                     if log:
-                        log(f"{name} seed {seed}: step {step}/{steps}, {train_s:.0f} s, train {point[3]:.3f}, "
+                        log(
+                            f"{name} seed {seed}: step {step}/{steps}, {train_s:.0f} s, train {point[3]:.3f}, "
                             f"held-out {evals[0]:.3f}, copy at {probe} bytes {evals[1]:.3f} → {evals[2]:.3f} "
-                            "bits per byte")  # fmt: skip
+                            "bits per byte"
+                        )
             if step % save_every == 0 or step == steps:
                 save_state()
     return model.eval(), meta()
 
 
 def cli(args) -> int:
-    """`python -m core text-checkpoints [--models M …] [--seeds S …] [--steps N] [--out-dir DIR] [--state-dir DIR]`:
-    trains (or resumes) each model for each seed."""
+    """`python -m core text-checkpoints [--models M …] [--seeds S …] [--steps N] [--out-dir DIR] [--state-dir DIR]`."""
     spec = dict(text_lm.TRAIN)
     if args.steps is not None:
         if not str(args.steps).isdigit() or int(args.steps) < 1:
@@ -171,6 +184,8 @@ def cli(args) -> int:
             t0 = time.perf_counter()
             model, meta = train_one(name, seed, spec, log=log, state_dir=state_dir, out_dir=folder)
             path = text_lm.save(model, meta, text_lm.path_for(name, seed, folder))
-            log(f"{name} seed {seed}: {meta['params']:,} parameters, {meta['n_layers']} layers, "
-                f"{time.perf_counter() - t0:.0f} s; {path.stat().st_size / 1024:.0f} KiB → {path}")  # fmt: skip
+            log(
+                f"{name} seed {seed}: {meta['params']:,} parameters, {meta['n_layers']} layers, "
+                f"{time.perf_counter() - t0:.0f} s; {path.stat().st_size / 1024:.0f} KiB → {path}"
+            )
     return 0

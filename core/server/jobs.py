@@ -1,14 +1,9 @@
 """The server's live runs: each in a worker process (core.server.worker), one measuring at a time for the whole server.
 
-A page submits a job (an experiment and its validated config) and follows it: its place in the queue and an
-estimate of the wait while it waits, then the rows as the worker measures them. The server never imports a model
-or a tensor for a run, never changes torch's thread count, never touches the allocator: the worker does all of that
-in its own main thread, as `python -m core run` does. Stop ends the worker at once (SIGTERM, then SIGKILL after
-GRACE_S); a worker that dies (killed, crashed, out of memory) is a job whose state says so, with every row it sent
-kept. On Linux each worker is a fork of one warm zygote process (core.server.zygote) that imported torch and every
-experiment once, so a Run, queued or not, does not pay the import; elsewhere (no safe fork: macOS) one spare worker
-waits with torch already imported (both timed by scripts/bench_worker.py). Torch-free and streamlit-free: ui.live
-draws it, the tests drive it directly.
+A page submits a job (an experiment and its config) and follows it: its place and wait while queued, then the rows
+as the worker measures them in its own main thread. Stop ends the worker at once; a worker that dies leaves a job
+saying so, with its rows kept. On Linux workers fork from a warm zygote (core.server.zygote), elsewhere one spare
+worker waits warm. Torch-free and streamlit-free: ui.live draws it, the tests drive it directly.
 """
 
 from __future__ import annotations
@@ -86,8 +81,9 @@ class Runner:
 
     # --- what a page calls -------------------------------------------------------------------------------------
 
-    def submit(self, owner: str, experiment: str, config: dict, threads: int | None = None,
-               settle_s: float = 0.0) -> Job:  # fmt: skip
+    def submit(
+        self, owner: str, experiment: str, config: dict, threads: int | None = None, settle_s: float = 0.0
+    ) -> Job:
         """Queue a run; `settle_s`: the worker waits this long before measuring (the page redraws itself)."""
         now = self._clock()
         job = Job(next(self._ids), owner, experiment, dict(config), threads, submitted=now, seen=now, settle_s=settle_s)
@@ -127,8 +123,7 @@ class Runner:
             return len(ahead) + 1, wait
 
     def prepare(self) -> None:
-        """Start the zygote or the spare worker now if nothing measures (a page with a Run form calls this: the
-        import happens while the learner reads the form)."""
+        """Start the zygote or spare worker now if nothing measures: the import runs while the form is read."""
         with self._lock:
             if self._current is None:
                 self._ensure_spare()
@@ -253,10 +248,8 @@ class Runner:
 
 
 def _compact(row: dict) -> dict:
-    """A row as the server keeps it: its keys and short text values shared with every other row's (sys.intern).
-    Each protocol line is decoded on its own, so without this every row holds its own copies of ~30 column names:
-    a depth quick run's 3,900 rows took 12.3 MiB as decoded and 3.9 MiB compacted (tracemalloc), per session that
-    keeps them (a closed tab's session lives on for Streamlit's disconnectedSessionTTL, 120 s)."""
+    """A row as the server keeps it: keys and short text values shared with every other row's (sys.intern).
+    Each protocol line is decoded alone, so otherwise every row holds its own column names (docs/BENCHMARKS.md)."""
     return {sys.intern(k): sys.intern(v) if isinstance(v, str) and len(v) < 80 else v for k, v in row.items()}
 
 

@@ -1,21 +1,14 @@
 """`python -m core worker`: a page's live run, in a process of its own, through the command line's own path.
 
-A run measured inside the web server shares it with every visitor: the server's threads, its heap (glibc maps
-every block above 64 MiB afresh in a thread other than the main one, which made checkpointing look free) and its
-life (a run that exhausts memory takes the server down with it). A worker measures in its own main thread, as
-`python -m core run` does, and can be stopped at once or die alone.
+Inside the web server a run would share its threads, its heap and its life; a worker measures in its own main
+thread, as `python -m core run` does, and can be stopped at once or die alone.
 
 The protocol, one JSON object per line:
-- the worker starts, imports the experiments (the slow part: a spare worker waits here, warm; a fork of the
-  zygote has them already) and says `{"type": "ready", "pid": …}`;
-- the server sends one job: `{"experiment": NAME, "config": {field: value, …}, "threads": N, "settle_s": S}`
-  (S: seconds to wait before measuring, while the page that pressed Run redraws itself);
-- the worker says `{"type": "started"}`, then `{"type": "progress", "done", "total", "message", "rows": [...]}`
-  after every chunk of work,
-  and at the end one of `{"type": "done"}`, `{"type": "bad_input", "error": …}` (the config was refused) or
-  `{"type": "failed", "error": …}` (the rows measured before stay with the server).
-A SIGTERM ends the run at once (the rows already sent are the server's); what the run prints for a person (the
-table, the takeaways, a traceback) goes to stderr. The worker ends when its server does.
+- the worker imports the experiments and says `{"type": "ready", "pid": …}`;
+- the server sends one job: `{"experiment": NAME, "config": {…}, "threads": N, "settle_s": S}`;
+- the worker says `{"type": "started"}`, `{"type": "progress", "done", "total", "message", "rows": [...]}` per chunk,
+  then `{"type": "done"}`, `{"type": "bad_input", "error": …}` or `{"type": "failed", "error": …}`.
+SIGTERM ends the run at once; what it prints for a person goes to stderr. The worker ends when its server does.
 """
 
 from __future__ import annotations
@@ -26,9 +19,8 @@ import sys
 
 
 def _die_with_parent(every_s: float = 1.0) -> None:
-    """End this worker if its server goes away mid-run (a waiting worker sees its stdin close). Not Linux's
-    PR_SET_PDEATHSIG: that fires when the *thread* that started the worker ends, and a page's script thread ends
-    after every rerun."""
+    """End this worker if its server goes away mid-run (a waiting worker sees its stdin close).
+    Not PR_SET_PDEATHSIG: that fires when the starting *thread* ends, and a page's thread ends every rerun."""
     import threading
     import time
 

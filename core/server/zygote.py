@@ -1,14 +1,9 @@
 """The zygote: one warm process that imports torch and every experiment once, and forks each live-run worker.
 
-A spawned worker (`python -m core worker`) spends ~1.9 s of CPU importing before it can take its job (2 cores,
-scripts/bench_worker.py), and a run queued behind another waits for that, since nothing may import beside a
-measurement. On Linux the server (core.server.jobs) keeps one `python -m core worker --zygote` instead (Android's and
-Chromium's name for a process that only forks), and each worker is a fork of it: a fresh process in milliseconds.
-The fork's heap, threads and state are those of a worker that has just imported — the zygote keeps one torch thread
-and touches no accelerator, so no thread pool and no CUDA context exist to inherit (tests/test_jobs.py checks that
-the import asks CUDA nothing, and that a fork's ops run on several threads) — and it runs core.server.worker.serve in its
-main thread, exactly as a spawned worker does. Not on macOS, whose system frameworks are not safe to fork after use:
-there the server spawns each worker.
+A spawned worker pays for importing torch before it can take its job (scripts/bench_worker.py times it); on Linux
+the server keeps one `python -m core worker --zygote` (Android's and Chromium's name) and forks each worker from it.
+The zygote keeps one torch thread and touches no accelerator, so a fork inherits no thread pool or CUDA context,
+and runs core.server.worker.serve in its main thread. Not on macOS, whose frameworks are unsafe to fork.
 """
 
 from __future__ import annotations
@@ -138,16 +133,10 @@ class Forked:
 
 def serve_forks(control: socket.socket) -> int:
     """The warm parent of every worker: import, then fork one fresh worker per request until the server goes away.
-
-    The server sends `fork ID` with three file descriptors (the worker's stdin, stdout and stderr) over a Unix
-    SOCK_SEQPACKET socket; the zygote answers `pid ID PID`, and `exit PID STATUS` once that worker has ended
-    (STATUS as subprocess writes it: negative for a signal). Its own end: the server's socket closing."""
+    Over a SOCK_SEQPACKET socket: `fork ID` with three fds in, `pid ID PID` and `exit PID STATUS` out."""
     import torch
 
-    # One torch thread here, so no thread pool exists to fork: an OpenMP pool that an op at import starts (a module's
-    # tensor, such as core.experiments.scaling's) is not copied into a fork, whose first parallel region then waits
-    # forever for threads it does not have (seen: a scaling run hung at its first op on 2 threads). Each worker
-    # sets its own count before it measures (core.harness.device.configure_threads), and its pool starts there, fresh.
+    # one torch thread: a fork of an OpenMP pool hangs at its first parallel op; each worker sets its own count
     torch.set_num_threads(1)
     import core.experiments  # noqa: F401 - what every worker needs, imported once
     from core.server.worker import serve

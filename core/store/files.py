@@ -1,9 +1,7 @@
 """Is a shipped file whole? One answer for reference CSVs and model checkpoints: its contents, or one problem.
 
-A learner's copy can hold a file cut short by a failed download, overwritten by something else, or emptied; one
-such file must cost the page that one chart, with a message that names the file and what is wrong with it, never
-the whole page. A problem has a `kind` that the catalogues translate (`file.<kind>`) and an English `detail`.
-Torch-free: the home page reads reference files without torch.
+A file cut short, overwritten or emptied must cost the page one chart and a message naming it, never the page.
+A problem has a `kind` the catalogues translate (`file.<kind>`) and an English `detail`. Torch-free.
 """
 
 from __future__ import annotations
@@ -79,9 +77,8 @@ def ends_mid_line(path: Path) -> bool:
 
 
 def checked_checkpoint(blob, file: str, meta_types: dict, check=None) -> tuple[dict, dict]:
-    """(meta, state_dict) of a loaded {'meta', 'state_dict'} checkpoint, or DamagedFile('wrong_kind') naming what
-    does not fit: each of `meta_types` in meta with its type (a bool is no number; an int ≥ 1 but the seed), then
-    `check(meta)` (a problem in words, or None), then named tensors."""
+    """(meta, state_dict) of a loaded checkpoint, or DamagedFile('wrong_kind') naming what does not fit.
+    Checked in order: `meta_types` (a bool is no number; ints ≥ 1 but the seed), `check(meta)`, the tensors."""
 
     def wrong(detail: str):
         return DamagedFile(FileProblem(file, "wrong_kind", detail))

@@ -1,12 +1,8 @@
 """Where the command line writes: output paths checked before any work, rows written as they are measured.
 
-A bad `--out` or `--out-dir` (a folder given as a file, a parent that cannot be created, a place that cannot be
-written, a name not ending in .csv) is a ValueError naming the option, which the CLI turns into exit 2 and one
-line before anything is measured. During a run, `RowWriter` rewrites the partial CSV atomically every chunk (at
-most every couple of seconds, so a 14,000-row `depth` run spends a few per cent of its time writing): a time-out,
-a crash or a kill keeps what was measured. A run that ends early says so in a last row (`stop_row`: status
-'stopped', the reason in its note). A write that still fails puts the rows beside the requested path or in the
-temp folder, with a message, rather than losing them. Torch-free: the reference runner's parent uses it too.
+A bad `--out` or `--out-dir` is a ValueError naming the option (exit 2) before anything is measured. `RowWriter`
+rewrites the partial CSV atomically, throttled, so a time-out, crash or kill keeps what was measured; a run that
+ends early adds a `stop_row`. A write that fails puts the rows elsewhere rather than losing them. Torch-free.
 """
 
 from __future__ import annotations
@@ -69,10 +65,7 @@ def stop_row(rows: list[dict], note: str, env: dict | None = None) -> dict:
 
 class RowWriter:
     """Rows of one run, written to `path` as they arrive (atomically, throttled) and once more at the end.
-
-    `on_message(text)` hears once if the rows had to go elsewhere. A write that fails mid-run is retried at the
-    next chunk; only the last write may raise (OSError: nowhere could be written).
-    """
+    `on_message(text)` hears once if they went elsewhere; only the last write may raise (OSError)."""
 
     def __init__(self, path: str | os.PathLike, on_message: Callable[[str], None] | None = None):
         self.path = self.target = Path(path)

@@ -1,12 +1,8 @@
 """A results table as a CSV a spreadsheet opens safely.
 
-A cell whose text begins with `=`, `+`, `-`, `@`, a tab or a carriage return is read by Excel, LibreOffice and Google
-Sheets as a formula, and a formula can fetch a URL or run a command (OWASP, "CSV Injection"). Rows uploaded from
-another machine carry text the lab did not write, so the page's "Download CSV" passes every text cell through
-`safe_cells`: such a cell gets a leading single quote, which spreadsheets take as "this is text" and do not show.
-Numbers stay numbers, and a text cell that is a number ("-1.5") is left as it is. `csv_text` writes the file with
-RFC 4180's line break (CRLF), so a cell holding a carriage return or a newline is quoted: unquoted, a carriage return
-would start a new row whose first cell could again begin with `=`.
+A text cell starting with `=`, `+`, `-`, `@`, a tab or a carriage return runs as a formula in a spreadsheet (OWASP,
+"CSV Injection"); uploaded rows carry text the lab did not write, so `safe_cells` prefixes such cells with a quote.
+Numbers stay numbers; `csv_text` writes CRLF line breaks (RFC 4180), so a cell holding a line break is quoted.
 """
 
 from __future__ import annotations

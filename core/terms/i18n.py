@@ -1,11 +1,8 @@
 """The one translation layer: every string a learner reads is a key looked up here (English and 中文).
 
-A language's catalogue is the folder core/locales/<lang>/: one JSON file per page or topic, merged, so that pages
-can be written side by side. `t(key, lang, **values)` formats with str.format; a missing key shows as «key» so a
-test can find it on a page. A sentence whose count `n` can be 1 may have a singular twin, `<key>.one`, in a language
-that needs one (English); 中文 has none and says both with the one sentence. A whole number from 1,000 up is shown
-with thousands separators (one rule for every sentence: "n = 16,384", not "n = 16384"), unless its placeholder gives
-its own format.
+A language's catalogue is core/locales/<lang>/, one JSON file per page or topic. `t(key, lang, **values)` formats
+with str.format; a missing key shows as «key». A sentence with count `n` may have a singular twin `<key>.one`
+(English); whole numbers from GROUPED_FROM up get thousands separators unless the placeholder says otherwise.
 """
 
 from __future__ import annotations

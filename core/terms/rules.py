@@ -1,8 +1,7 @@
 """The lab's shared rules in one place: every threshold a finding, a measurement or a sentence depends on.
 
-The catalogues never write these numbers into their prose: a sentence names `{solved_pct}` and `core.terms.i18n` fills in
-the value from here (`catalogue_values`), so changing a rule can never leave a sentence saying the old number.
-Pure Python: the home page reads it without torch.
+The catalogues never write these numbers: a sentence names `{solved_pct}` and core.terms.i18n fills it in from
+here (`catalogue_values`), so a changed rule never leaves an old number in a sentence. Pure Python.
 """
 
 from __future__ import annotations
@@ -12,9 +11,8 @@ SOLVED = 0.9  # a recall task counts as solved at this held-out accuracy or abov
 NEAR_CHANCE = 0.05  # a final accuracy less than this above chance counts as "at chance"
 SEPARATED = 0.2  # two groups of models differ on a task when their medians are this far apart (20 points)
 REACH_FACTOR = 1000.0  # a gradient's "reach": the first distance where it is this many times below its k=1 value
-# a gradient "stays flat" when its largest and smallest values over every distance are within this factor: an
-# attention block at initialisation spread 2.9-4.8x (four seeds, both presets); attention over an LSTM's states,
-# whose step-by-step path fades first, 30-41x at 200 tokens and 150-170x at 1000
+# a gradient "stays flat" when its largest and smallest values over every distance are within this factor
+# (between attention's spread and a fading recurrent path's: docs/BENCHMARKS.md)
 FLAT_FACTOR = 10.0
 LEARNED_FRACTION = 0.5  # a depth run "trained" if its final loss closed at least this share of the learnable gap
 FINAL_FRACTION = 0.2  # a run's final loss is the mean over this last share of its logged steps
@@ -33,8 +31,7 @@ FLAT_BITS = 0.02
 COPY_ASKED_AT = 128  # the distance, in bytes, between the two copies that the real-text question asks about
 # The recall rule (core.training.text.recall_mask): a copied span of RECALL_SPAN bytes, from more than RECALL_FAR back
 RECALL_SPAN, RECALL_FAR = 8, 64
-# Published positions in tokens are drawn over byte positions at this many bytes a token (GPT-2's BPE averages about
-# four characters a token on English text; a word and its space are about five or six)
+# published token positions are drawn at this many bytes a token (about GPT-2's BPE on English text)
 BYTES_PER_TOKEN = 4
 # The GPU width a serial fraction is extrapolated to: an H100 SXM's streaming multiprocessors × warp schedulers each
 # (its independent instruction streams; core.findings.scaling says why this unit and not its CUDA-core lanes)

@@ -80,8 +80,7 @@ def train(
     on_chunk: Callable[[int, float], None] | None = None,
 ) -> Outcome:
     """Train `model` for spec.steps steps on `batch()`; `on_step(Step)` after every backward, `on_chunk(steps_done,
-    train_s)` after every chunk, the last one included; a chunk callback that returns True ends the run there. A run that diverges returns at once: no chunk is reported
-    for its last steps, the Outcome says where it stopped."""
+    train_s)` after every chunk (True ends the run). A diverging run returns at once, its Outcome says where."""
     params = list(model.parameters())
     optimizer = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[spec.optimizer]
     opt = optimizer(params, lr=lr_at(1, spec.lr, spec.warmup_steps, spec.steps, spec.decay_to))

@@ -1,17 +1,12 @@
 """Synthetic long-range tasks for the "Alice … she" page: one fact early in a sequence, a question about it late.
 
-`recall`: one name ("Alice") somewhere in a sequence of filler words, and at distance `d` after it the query
-token ("she"); the target at the query is the name. A single fact crosses `d` time steps.
-`mqar`: multi-query associative recall (Arora et al. 2023, Zoology): several key–value pairs, filler, then the
-keys again; each query's target is its value. Several facts must cross the gap at once, so a fixed-size
-recurrent state has to hold all of them.
-`selective_copy` (Gu & Dao 2023, Mamba §3.1, after Arjovsky et al. 2016's copying task): a few data tokens at
-random positions among blanks, then as many markers; at the i-th marker the target is the i-th data token. Where the
-tokens sit changes from sequence to sequence, so a model must decide from each token itself what to keep and what
-to skip — what a gate that reads the input can do and a fixed (time-invariant) decay or kernel cannot.
+`recall`: a name ("Alice") among fillers, then `d` steps later the query ("she"), whose target is the name.
+`mqar`: multi-query associative recall (Arora et al. 2023, Zoology): key–value pairs, filler, then the keys again;
+several facts cross the gap at once, so a fixed-size state must hold them all.
+`selective_copy` (Gu & Dao 2023, Mamba §3.1): data tokens at random positions among blanks, then as many markers;
+only a gate that reads the input, not a fixed decay or kernel, knows what to keep.
 
-Every task returns `(tokens, targets)`, both (batch, seq_len) int64; `targets` is IGNORE except at the query
-positions, so one loss (cross-entropy with ignore_index) and one accuracy serve every task and every model.
+Every task returns `(tokens, targets)`, both (batch, seq_len) int64, `targets` IGNORE except at the queries.
 Chance accuracy is 1 / n_keys for both tasks.
 """
 
@@ -23,9 +18,40 @@ IGNORE = -100  # cross_entropy's ignore_index: positions without a question
 N_FILLER = 16  # distinct filler "words"
 
 # What each token id means, for showing a sequence to a learner (the models only see ids).
-NAMES = ("Alice", "Beth", "Cara", "Dana", "Emma", "Fay", "Gina", "Hana", "Iris", "Jane", "Kate", "Lily", "Mia", "Nora",
-         "Olga", "Pia", "Rosa", "Sara", "Tina", "Uma", "Vera", "Wren", "Xia", "Yara", "Zoe", "Ada", "Bea", "Cleo",
-         "Dora", "Eve", "Flo", "Gail")  # fmt: skip
+NAMES = (
+    "Alice",
+    "Beth",
+    "Cara",
+    "Dana",
+    "Emma",
+    "Fay",
+    "Gina",
+    "Hana",
+    "Iris",
+    "Jane",
+    "Kate",
+    "Lily",
+    "Mia",
+    "Nora",
+    "Olga",
+    "Pia",
+    "Rosa",
+    "Sara",
+    "Tina",
+    "Uma",
+    "Vera",
+    "Wren",
+    "Xia",
+    "Yara",
+    "Zoe",
+    "Ada",
+    "Bea",
+    "Cleo",
+    "Dora",
+    "Eve",
+    "Flo",
+    "Gail",
+)
 FILLERS = ("the", "a", "cat", "sat", "on", "mat", "and", "then", "it", "was", "very", "far", "ran", "big", "old", "day")
 MAX_KEYS = len(NAMES)
 
@@ -131,10 +157,7 @@ def mqar_batch(
     n_queries: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """`batch_size` random MQAR examples: distinct keys, random values, queries in random order (see mqar_sequence).
-
-    `n_queries` (default: one per pair) questions end each sequence: every key is asked once in a random order,
-    then again in a new one, until there are n_queries, so a sequence of few pairs asks as many questions (gives as
-    much to learn from per step) as one of many."""
+    `n_queries` (default: one per pair) end each sequence, every key asked once per round, so few pairs still teach."""
     Q = n_pairs if n_queries is None else n_queries
     if n_pairs > n_keys:
         raise ValueError(f"n_pairs: {n_pairs} pairs need at least as many distinct keys (n_keys={n_keys})")

@@ -1,18 +1,11 @@
 """Real text, read byte by byte: the running interpreter's standard library source, or any folder of UTF-8 text.
 
-The standard library is on every machine the lab runs on (PSF licence), so the real-text models train and are
-checked without a download. Which files are held out is a fixed rule of each file's path, never of the list a
-machine happens to have: `crc32(relative path) % HELD_OUT_EVERY == 0`. A file held out on one Python version is
-held out on every other, and no held-out file is ever trained on.
+The standard library is on every machine (PSF licence), so nothing is downloaded. A file is held out by a fixed
+rule of its path, `crc32(relative path) % HELD_OUT_EVERY == 0`, the same on every Python version. Windows sit at
+random offsets inside one file, so a position in a window is how much context a model has.
 
-Windows never cross a file's end. Training and evaluation take windows at random offsets inside a file, chosen in
-proportion to its length (`Sampler`, `offset_windows`), so a position in a window is how much context a model has,
-not a place in a file.
-
-The recall rule (`recall_mask`), in words: the byte at position t of a window is a *recall* byte when the
-SPAN bytes just before it occurred earlier in the window, followed by this same byte, at a match that ends more
-than FAR bytes back, and at no match within the last FAR bytes. Such a byte is predictable by copying from the
-distant past, and by nothing nearer that a copy could use: where attention should help and a fixed state cannot.
+A *recall* byte (`recall_mask`) is one a copy from more than FAR bytes back predicts and nothing nearer could:
+where attention should help and a fixed state cannot.
 """
 
 from __future__ import annotations
@@ -38,8 +31,7 @@ def stdlib_root() -> Path:
 
 
 def stdlib_files(root: Path | None = None) -> list[Path]:
-    """The standard library's .py files of at least MIN_FILE_BYTES, tests and site-packages left out, in path
-    order."""
+    """The standard library's .py files of at least MIN_FILE_BYTES, without tests and site-packages, in path order."""
     root = root or stdlib_root()
     found = []
     for p in root.rglob("*.py"):
@@ -76,10 +68,7 @@ def is_text(data: bytes) -> bool:
 
 def read_text_dir(folder: str | Path, min_bytes: int) -> list[bytes]:
     """Every UTF-8 text file under `folder` (recursively, in path order) of at least `min_bytes` bytes.
-
-    ValueError naming `text_dir` for a folder that is missing, empty, holds no text file, or no text file that
-    long; checked before any model is loaded.
-    """
+    ValueError naming `text_dir` if there is none, checked before any model is loaded."""
     folder = Path(folder).expanduser()
     if not folder.is_dir():
         raise ValueError(f"text_dir: {str(folder)!r} is not a folder")
@@ -147,13 +136,9 @@ def offset_windows(texts: list[bytes], window: int, n: int, seed: int = 0) -> np
 
 
 def recall_mask(window: bytes | np.ndarray, span: int = SPAN, far: int = FAR) -> np.ndarray:
-    """(len(window) − 1,) bool over the window's targets (byte t + 1 predicted from bytes 0..t): True for a recall
-    byte, by the rule of the module's docstring.
-
-    Target index j is the byte at position t = j + 1. Its context is the `span` bytes before it, b[t−span:t]; a
-    match is an earlier position s < t with b[s−span:s] equal to it, and it predicts b[t] when b[s] == b[t]. The
-    byte is recall when a predicting match has t − s > far and no match (predicting or not) has t − s ≤ far.
-    """
+    """(len(window) − 1,) bool over the targets (target j is byte t = j + 1): True for a recall byte.
+    A match is s < t with b[s−span:s] == b[t−span:t], predicting when b[s] == b[t]; recall when a predicting
+    match has t − s > far and no match at all has t − s ≤ far."""
     b = bytes(window)
     out = np.zeros(len(b) - 1, dtype=bool)
     seen: dict[bytes, list[int]] = {}  # context → positions s that followed it, in order
