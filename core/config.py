@@ -12,7 +12,7 @@ import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # pandas costs ~0.5 s to import; the home page needs none of it
+if TYPE_CHECKING:  # the home page's cold start imports no pandas
     import pandas as pd
 
 

@@ -74,8 +74,12 @@ def _reach_fact(ok: pd.DataFrame, m: str) -> dict:
     near = g[g["distance"] == 1]["grad_norm"]
     far = g.iloc[-1]
     ratio = float(far["grad_norm"] / near.iloc[0]) if len(near) and near.iloc[0] > 0 else math.nan
-    return {"reach": float(g["reach"].iloc[0]) if "reach" in g else math.nan,
-            "T": int(g["seq_len"].iloc[0]), "far": int(far["distance"]), "ratio": ratio}  # fmt: skip
+    return {
+        "reach": float(g["reach"].iloc[0]) if "reach" in g else math.nan,
+        "T": int(g["seq_len"].iloc[0]),
+        "far": int(far["distance"]),
+        "ratio": ratio,
+    }
 
 
 def reach_facts(df: pd.DataFrame | None) -> dict:
@@ -111,16 +115,24 @@ def serial_cells(frames: dict, tr) -> dict:
     m = registry.find(ok.get("model", []), table1="recurrent_attention")
     if m is not None:
         f = _serial_fact(ok, serial_findings.scaling_exponents(ok[ok["model"] == m]), m)
-        out["recurrent_attention"] = (tr("home.t1.cost", b=f["slope"], what=tr(f"long_range.model.{m}")),
-                                      tr("home.t1.steps", steps=f["steps"], T=f["T"]), None)  # fmt: skip
+        out["recurrent_attention"] = (
+            tr("home.t1.cost", b=f["slope"], what=tr(f"long_range.model.{m}")),
+            tr("home.t1.steps", steps=f["steps"], T=f["T"]),
+            None,
+        )
     return out
 
 
 def attention_cells(frames: dict, tr) -> dict:
     """The attention page's cell: materialised attention's time exponent."""
     naive, _ = attention_findings.materialised_and_fused(frames.get("attention_cost"))
-    return {"self_attention": (tr("home.t1.cost", b=naive["time_text"], what=tr("home.t1.naive")) if naive else None,
-                               None, None)}  # fmt: skip
+    return {
+        "self_attention": (
+            tr("home.t1.cost", b=naive["time_text"], what=tr("home.t1.naive")) if naive else None,
+            None,
+            None,
+        )
+    }
 
 
 def reach_cells(frames: dict, tr) -> dict:
@@ -187,20 +199,34 @@ def serial_finding(frames: dict, tr) -> str | None:
     c = serial_findings.comparison(_ok(frames.get("serial")))
     if c is None:
         return None
-    return tr(f"home.find.serial_tf_{c['verdict']}", T=c["T"], ratio=serial_findings.spread_text(c)[0],
-              steps=int(c["rec_row"]["seq_steps"]))  # fmt: skip
+    return tr(
+        f"home.find.serial_tf_{c['verdict']}",
+        T=c["T"],
+        ratio=serial_findings.spread_text(c)[0],
+        steps=int(c["rec_row"]["seq_steps"]),
+    )
 
 
 def long_range_finding(frames: dict, tr) -> str | None:
     """Recall at the longest distance trained, else (no training rows) the gradient's reach."""
     rc = long_range_findings.chapter_pair(frames.get("long_range"))  # the numbers the page's verdict states
     if rc is not None:
-        return tr("home.find.long_range", d=rc["distance"], task=tr(f"long_range.task.{rc['task']}"),
-                  tf=pct(rc[ATTENTION]["accuracy"]), lstm=pct(rc[RECURRENT]["accuracy"]), chance=pct(rc["chance"]))  # fmt: skip
+        return tr(
+            "home.find.long_range",
+            d=rc["distance"],
+            task=tr(f"long_range.task.{rc['task']}"),
+            tf=pct(rc[ATTENTION]["accuracy"]),
+            lstm=pct(rc[RECURRENT]["accuracy"]),
+            chance=pct(rc["chance"]),
+        )
     r = reach_facts(frames.get("gradient_reach"))
     if RECURRENT in r and ATTENTION in r:
-        return tr("home.find.reach", reach=_num(r[RECURRENT]["reach"], 3), ratio=_num(r[ATTENTION]["ratio"]),
-                  far=r[ATTENTION]["far"])  # fmt: skip
+        return tr(
+            "home.find.reach",
+            reach=_num(r[RECURRENT]["reach"], 3),
+            ratio=_num(r[ATTENTION]["ratio"]),
+            far=r[ATTENTION]["far"],
+        )
     return None
 
 

@@ -113,9 +113,7 @@ def _naive_bytes(s: Shape, backend: str, device_type: str) -> float:
 
 
 def _math_bytes(s: Shape) -> float:
-    # SDPA's math backend upcasts fp16/bf16 inputs to fp32 inside (unless allow_fp16_bf16_reduction_math_sdp), on
-    # every device: its three live n² tensors are fp32 whatever the input (bf16 at n=2048: 195.5 MiB, 1.4x what the
-    # input's dtype would give); it keeps no mask
+    # SDPA's math backend keeps its three live n² tensors in fp32 whatever the input dtype, and no mask
     return float(_linear_part(s) + 3 * score_bytes(s.batch_size, s.n_heads, s.seq_len, max(s.elem_bytes, 4)))
 
 
@@ -162,22 +160,24 @@ def _attend(kernel: str, q, k, v, causal: bool, backend: str):
     return layers.sdpa(q, k, v, backend, causal)
 
 
+# fmt: off
 register(AttentionImpl(
     "naive", "softmax", "train", 2, 2, _softmax_flops, _naive_bytes, partial(_attend, "naive"), saved_formula=_naive_saved,
     model_bytes=lambda L, s: L * score_bytes(s.batch_size, s.n_heads, s.seq_len, s.elem_bytes),
-))  # fmt: skip
+))
 register(AttentionImpl(
     "sdpa", "softmax", "train", 2, 1, _softmax_flops, _sdpa_bytes, partial(_attend, "sdpa"), uses_backends=True,
     saved_formula=_sdpa_saved,
     model_bytes=lambda L, s: L * s.batch_size * s.n_heads * s.seq_len * (s.head_dim * s.elem_bytes + 4),
-))  # fmt: skip
+))
 register(AttentionImpl(
     "linear", "linear", "train", 1, 1, lambda s: 3.5 * 4.0 * s.batch_size * s.n_heads * s.seq_len * s.head_dim**2,
     _linear_bytes, partial(_attend, "linear"),
-))  # fmt: skip
+))
 # an LSTM as wide as all heads together reads n tokens at inference, keeping only (h, c): 8·d·2d FLOPs per token
 register(AttentionImpl(
     "lstm_state", "state", "inference", 1, 0,
     lambda s: 8.0 * (s.n_heads * s.head_dim) * (2 * s.n_heads * s.head_dim) * s.batch_size * s.seq_len,
     _state_bytes, latency_bound=True,
-))  # fmt: skip
+))
+# fmt: on

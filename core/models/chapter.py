@@ -74,48 +74,50 @@ def _tags(*tags: str) -> frozenset:
     return frozenset({CHAPTER, *tags})
 
 
+# fmt: off
 _LSTM_FACTS = {"family": RECURRENT, "layer_flops": _recurrent_flops(4), "layer_params": _recurrent_params(4),
-               "activation_floats": 12, "forget_gate": True, "table1": "recurrent"}  # fmt: skip
+               "activation_floats": 12, "forget_gate": True, "table1": "recurrent"}
 _BLOCK_FACTS = {"family": ATTENTION, "layer_flops": fl.transformer_layer_forward, "activation_floats": 40,
-                "positions": True, "table1": "self_attention"}  # fmt: skip
+                "positions": True, "table1": "self_attention"}
 _PRE_LN = {"make": partial(_block, "pre", True), "layer_params": _block_params("pre"), "color": "#1f77b4",
-           "final_norm": True, "representative": True, "residual": True, "norm": "pre", **_BLOCK_FACTS}  # fmt: skip
+           "final_norm": True, "representative": True, "residual": True, "norm": "pre", **_BLOCK_FACTS}
 _REACH = ("gradient_reach", "gradient_reach:quick")  # offered on the gradient reach page and run by its presets
 # the chapter's models on page 5: they read one token at a time through their state (or KV cache)
 _PAGE5 = {"steps": lambda n, form, s: n, "decoder": partial(_decoder, "FusedRecurrent")}
 
 register(Model("rnn", RECURRENT, partial(_fused, "RNN"), _tags("serial", "scaling", "checkpoint", *_REACH), "#ff7f0e",
                _recurrent_flops(1), _recurrent_params(1), 12, table1="recurrent",
-               recurrent_weight=lambda layer: layer.rnn.weight_hh_l0))  # fmt: skip
+               recurrent_weight=lambda layer: layer.rnn.weight_hh_l0))
 register(Model("lstm", make=partial(_fused, "LSTM"), color="#d62728", representative=True,
                tags=_tags("serial", "scaling", "checkpoint", "checkpoint:quick", *_REACH, "long_range", "depth",
                           "depth:quick", ANSWERS, SELECTIVE, "answers_reach", "recall_frontier",
                           "recall_frontier:quick", "real_text"),
                state_floats=lambda n, s: 2 * s.d_model, source="Hochreiter & Schmidhuber 1997 (nn.LSTM)",
-               **_PAGE5, **_LSTM_FACTS))  # fmt: skip
+               **_PAGE5, **_LSTM_FACTS))
 register(Model("gru", RECURRENT, partial(_fused, "GRU"),
                _tags("serial", "scaling", "checkpoint", *_REACH, ANSWERS, SELECTIVE), "#e377c2", _recurrent_flops(3),
                _recurrent_params(3), 12, table1="recurrent",
-               state_floats=lambda n, s: s.d_model, source="Cho et al. 2014 (nn.GRU)", **_PAGE5))  # fmt: skip
+               state_floats=lambda n, s: s.d_model, source="Cho et al. 2014 (nn.GRU)", **_PAGE5))
 register(Model("lstm_loop", make=_loop_lstm, tags=_tags("serial", "scaling"), fused=False, twin="lstm",
-               **_LSTM_FACTS))  # fmt: skip
+               **_LSTM_FACTS))
 register(Model("transformer", tags=_tags("serial", "scaling", "long_range", ANSWERS, "recall_frontier",
                                          "recall_frontier:quick", "recall_frontier:tiny", "real_text"),
                steps=lambda n, form, s: 1, state_floats=lambda n, s: 2 * tokens_held(n) * s.d_model,
                decoder=partial(_decoder, "CachedBlock"), source="Vaswani et al. 2017 (Pre-LN block, SDPA)",
-               **_PRE_LN))  # fmt: skip
+               **_PRE_LN))
 # gradient reach probes one layer alone: a whole Pre-LN Transformer block (attention + MLP, residual)
 register(Model("attention", tags=_tags(*_REACH, "answers_reach"), **_PRE_LN))
 # attention bolted onto a recurrence: attention's one-step path between tokens, the LSTM's n dependent steps
 register(Model("lstm_attention", RECURRENT, _lstm_attention, _tags("serial", "scaling", *_REACH, "long_range"),
                "#9467bd", _lstm_attention_flops,
                lambda d: _recurrent_params(4)(d) + 4 * d * d + 6 * d, 24,  # LSTM, LayerNorm, attention
-               forget_gate=True, table1="recurrent_attention"))  # fmt: skip
+               forget_gate=True, table1="recurrent_attention"))
 # the depth page's variants: the LSTM stack with GNMT's residuals, and Transformers with LayerNorm moved or removed
 register(Model("lstm_residual", make=partial(_fused, "LSTM", residual=True), tags=_tags("depth", "depth:quick"),
-               residual=True, **_LSTM_FACTS))  # fmt: skip
+               residual=True, **_LSTM_FACTS))
 for _name, _norm, _residual in (("post_ln", "post", True), ("pre_ln", "pre", True), ("no_residual", "pre", False),
-                                ("no_norm", "none", True)):  # fmt: skip
+                                ("no_norm", "none", True)):
     register(Model(_name, make=partial(_block, _norm, _residual), layer_params=_block_params(_norm),
                    tags=_tags("depth", *(("depth:quick",) if _name != "no_norm" else ())), final_norm=_norm == "pre",
-                   residual=_residual, norm=_norm, representative=_name == "pre_ln", **_BLOCK_FACTS))  # fmt: skip
+                   residual=_residual, norm=_norm, representative=_name == "pre_ln", **_BLOCK_FACTS))
+# fmt: on

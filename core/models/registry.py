@@ -1,4 +1,4 @@
-"""The model registry: one record per model — the chapter's and page 5's mixers alike — holds everything that
+"""The model registry: one record per model (the chapter's and page 5's mixers alike) holds everything that
 differs between models.
 
 How to build its layer in each of its forms, whether it is recurrent, how many dependent steps a layer takes for
@@ -6,11 +6,8 @@ n tokens, its analytic forward FLOPs and parameter count, what it keeps for back
 Vaswani et al.'s Table 1, its source, colour and tags: the record answers, so no experiment, chart or page asks a
 model's name (zoology's mixers/, lm-evaluation-harness's task registry). Experiments choose models by tag
 (`names(tag)`): an experiment's name offers a model there, `<experiment>:<preset>` puts it in that preset's run
-where the preset runs fewer than it offers. Adding a model is one module with one `register(Model(...))` call plus
-its catalogue strings (`model.<name>` in core/locales); core.models.chapter holds the chapter's records,
-core.models.mixers page 5's.
-
-Torch is imported only when a layer is built: the home page and the findings read the records without it.
+where the preset runs fewer than it offers. core.models.chapter holds the chapter's records; each of page 5's
+mixers is a module of core.models.mixers whose layer class declares its facts (`@mixer`).
 """
 
 from __future__ import annotations
