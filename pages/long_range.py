@@ -8,7 +8,7 @@ import streamlit as st
 from core.charts import long_range as charts
 from core.charts import real_text as text_charts
 from core.config import make_config
-from core.experiments import gradient_reach, long_range, real_text, text_lm, text_race
+from core.experiments import gradient_reach, long_range, real_text, recall_map, text_lm, text_race
 from core.findings import listing
 from core.findings import real_text as text_findings
 from core.models import registry
@@ -76,16 +76,16 @@ with why_tab:
             placeholder="Alice the cat sat on the mat and then it was very far she",
         )
         st.caption(tr("long_range.map.vocab", names=listing(tasks.NAMES[:K], tr), fillers=listing(tasks.FILLERS, tr)))
-        tokens = ck.random_example(T, distance, K, st.session_state.get(f"{PAGE}:map:seed", 0), name)
+        tokens = recall_map.random_example(T, distance, K, st.session_state.get(f"{PAGE}:map:seed", 0), name)
         if typed.strip():
             try:
-                tokens = ck.parse_example(typed, K)
+                tokens = recall_map.parse_example(typed, K)
             except ValueError as err:
                 st.error(tr("long_range.map.bad", error=ui.literal(str(err))))
         with lock:
             labels = {"head": tr("long_range.map.label.attention"), "saliency": tr("long_range.map.label.saliency")}
-            frame = ck.map_frame(tokens, tfm, lstm, K, labels)
-            map_lines = ck.map_takeaways(frame, tokens, tfm, lstm, K, tr)
+            frame = recall_map.map_frame(tokens, tfm, lstm, K, labels)
+            map_lines = recall_map.map_takeaways(frame, tokens, tfm, lstm, K, tr)
         ui.chart_ui(charts.attention_map_chart(frame, tr))
         ui.takeaways_ui(tr, map_lines)
 

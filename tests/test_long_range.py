@@ -10,6 +10,7 @@ from conftest import app_test, unescaped
 from core.cli import main
 from core.config import make_config
 from core.experiments import long_range as lr
+from core.experiments import recall_map
 from core.models import registry
 from core.offline import checkpoints as ck
 from core.terms.i18n import translator
@@ -167,15 +168,15 @@ def test_shipped_checkpoints_load_with_weights_only_and_attention_finds_the_name
     lstm, _ = ck.load("lstm")
     assert min(meta["accuracy_by_distance"]) >= 0.9
     T, K = meta["seq_len"], meta["n_keys"]
-    tokens = ck.random_example(T, T - 3, K, seed=7)
-    att = ck.attention_from_query(tfm, tokens)  # (layers, heads, T)
+    tokens = recall_map.random_example(T, T - 3, K, seed=7)
+    att = recall_map.attention_from_query(tfm, tokens)  # (layers, heads, T)
     assert torch.allclose(att.sum(-1), torch.ones(att.shape[:2]), atol=1e-5)
     assert int(att[-1, 0].argmax()) == 2  # the name, T−3 positions before the query at T−1
-    assert ck.predict(tfm, tokens)[0] == tokens[2]
-    frame = ck.map_frame(tokens, tfm, lstm, K)
+    assert recall_map.predict(tfm, tokens)[0] == tokens[2]
+    frame = recall_map.map_frame(tokens, tfm, lstm, K)
     assert len(frame) == (att.shape[0] * att.shape[1] + 1) * T
     assert frame[frame["kind"] == "saliency"]["share"].sum() == pytest.approx(1.0, rel=1e-5)
-    lines = ck.map_takeaways(frame, tokens, tfm, lstm, K, translator("en"))
+    lines = recall_map.map_takeaways(frame, tokens, tfm, lstm, K, translator("en"))
     assert any("of the query's attention lands on" in s for s in lines)
 
 
@@ -184,7 +185,7 @@ def test_naive_attention_checkpoint_matches_the_fused_path():
     blob = torch.load(ck.path_for("transformer"), map_location="cpu", weights_only=True)
     fused = lr.build_model("transformer", ck._config(meta), meta["vocab_size"])
     fused.load_state_dict(blob["state_dict"])
-    x = torch.tensor([ck.random_example(meta["seq_len"], 5, meta["n_keys"], seed=1)])
+    x = torch.tensor([recall_map.random_example(meta["seq_len"], 5, meta["n_keys"], seed=1)])
     with torch.no_grad():
         assert torch.allclose(tfm(x), fused.eval()(x), atol=1e-5)
 
@@ -199,12 +200,12 @@ def test_checkpoints_command_writes_loadable_files(tmp_path, capsys):
 
 
 def test_typed_examples_are_parsed_and_bad_words_named():
-    assert ck.parse_example("Alice the cat", 8) == [0, 9, 11, 8]
-    assert ck.parse_example("Beth sat she", 8) == [1, 12, 8]
+    assert recall_map.parse_example("Alice the cat", 8) == [0, 9, 11, 8]
+    assert recall_map.parse_example("Beth sat she", 8) == [1, 12, 8]
     with pytest.raises(ValueError, match="^example: unknown word.*'dog'"):
-        ck.parse_example("Alice dog she", 8)
+        recall_map.parse_example("Alice dog she", 8)
     with pytest.raises(ValueError, match="^example"):
-        ck.parse_example("", 8)
+        recall_map.parse_example("", 8)
 
 
 def _page():
@@ -264,8 +265,8 @@ def test_charts_encode_the_physics():
     assert acc["spec"]["layer"][1]["encoding"]["y2"]["field"] == "hi_pct"
     tfm, meta = ck.load("transformer")
     lstm, _ = ck.load("lstm")
-    tokens = ck.random_example(meta["seq_len"], 5, meta["n_keys"], seed=3)
-    heat = charts.attention_map_chart(ck.map_frame(tokens, tfm, lstm, meta["n_keys"]), tr).to_dict()
+    tokens = recall_map.random_example(meta["seq_len"], 5, meta["n_keys"], seed=3)
+    heat = charts.attention_map_chart(recall_map.map_frame(tokens, tfm, lstm, meta["n_keys"]), tr).to_dict()
     assert heat["layer"][0]["mark"]["type"] == "rect"
     assert heat["layer"][0]["encoding"]["x"]["sort"][-1].endswith("she")  # positions in reading order
 
