@@ -1,15 +1,22 @@
-"""One record per section (ui.section): a toy section, registered with its catalogue keys at test time, is drawn by
-the page it names — header, intro, its question, its live form, and (once its question is answered) its charts with
-the reference rows of its experiment — and its home record (core.home.records, under the same key) puts its finding on its
-page's card of the home page. Its question, section and home record are its own lines: nothing shipped is
-edited."""
+"""One record per section (ui.section): a toy section and its toy experiment, registered with their catalogue keys at
+test time, are drawn by the page the section names — header, intro, its question, its live form, and (once its
+question is answered) its charts with its experiment's reference rows — and its home record (core.home.records,
+under the same key) puts its finding on its page's card of the home page. The experiment, its reference rows, its
+question, section and home record are this file's own lines: nothing shipped is edited (CONTRIBUTING, "Recipes")."""
 
+import dataclasses
+
+import pandas as pd
 import pytest
 from conftest import app_test
 
-from core.experiments import answers_reach
+from core.config import Experiment, spec
+from core.experiments import EXPERIMENTS
 from core.findings import verdicts
+from core.harness.device import environment, resolve_device
 from core.home import records as home
+from core.store import results
+from core.terms import status
 from core.terms.i18n import catalogue
 from ui import section
 
@@ -24,6 +31,28 @@ TEXTS = {
     "toy.home": "the toy read {n} rows.",
 }
 
+# ---------------------------------------------------------------- the toy experiment: config, run, columns, record
+
+COLUMNS = ("step", "square", "status", "seed")  # what uploads read of it (core.server.uploads), as of any experiment
+TEXT = ()
+FLAGS = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class ToyConfig:
+    steps: int = spec(5, lo=1, hi=64, help="rows the toy writes")
+    seed: int = spec(0, lo=0, hi=2**31 - 1)
+
+
+def run(cfg: ToyConfig, on_progress=None) -> pd.DataFrame:
+    """One row per step: its square."""
+    env = environment(resolve_device("cpu"))
+    rows = [{"step": i, "square": i * i, "status": status.OK, "seed": cfg.seed, **env} for i in range(cfg.steps)]
+    return pd.DataFrame(rows)
+
+
+TOY = Experiment("toy", ToyConfig, run, {"quick": {}, "tiny": {"steps": 2}}, "each step's square")
+
 
 def toy_cell(both, primary, tr):
     """A chart cell that draws what it was handed: the rows of the toy's experiment."""
@@ -33,15 +62,24 @@ def toy_cell(both, primary, tr):
 
 
 @pytest.fixture
-def toy(monkeypatch):
+def toy(monkeypatch, tmp_path):
     for lang in ("en", "zh"):
         for key, text in TEXTS.items():
             monkeypatch.setitem(catalogue(lang), key, text)
-    monkeypatch.setitem(verdicts.QUESTIONS, "toy", verdicts.Question("answers_reach", lambda primary: None))
+    monkeypatch.setitem(EXPERIMENTS, TOY.name, TOY)
+    # its reference, run here, beside the shipped ones
+    folder = tmp_path / "reference"
+    folder.mkdir()
+    for shipped in results.REFERENCE_DIR.glob("*.csv"):
+        (folder / shipped.name).symlink_to(shipped)
+    monkeypatch.setattr(results, "REFERENCE_DIR", folder)
+    rows = run(TOY.config("quick"))
+    results.save_csv(rows, results.reference_path(TOY.name, rows["device"][0], rows["device_type"][0]))
+    monkeypatch.setitem(verdicts.QUESTIONS, "toy", verdicts.Question(TOY.name, lambda primary: None))
     record = section.Section(
         "depth:toy",
-        answers_reach.EXPERIMENT,
-        ("seq_len", "seed"),
+        TOY,
+        ("steps", "seed"),
         text="toy",
         question="toy",
         charts=((toy_cell,),),
@@ -49,10 +87,7 @@ def toy(monkeypatch):
     )
     monkeypatch.setitem(section.SECTIONS, record.key, record)
     finding = home.Home(
-        record.key,
-        ("answers_reach",),
-        lambda frames, tr: tr("toy.home", n=len(frames["answers_reach"])),
-        question="toy",
+        record.key, (TOY.name,), lambda frames, tr: tr("toy.home", n=len(frames[TOY.name])), question="toy"
     )
     monkeypatch.setitem(home.RECORDS, record.key, finding)
     return record
@@ -87,7 +122,7 @@ def test_a_registered_section_draws_its_charts_once_its_question_is_answered(toy
     at = _depth_page(**{"predict.toy": "show"})
     texts = _texts(at)
     cells = [t for t in texts if t.startswith("toy cell")]
-    assert len(cells) == 1 and not cells[0].startswith("toy cell: 0 rows"), cells
+    assert cells == ["toy cell: 5 rows, 5 of them the run shown"], cells  # its own reference's rows
     assert "The toy's legend." in texts
 
 
@@ -107,7 +142,7 @@ def test_a_registered_sections_home_finding_is_on_the_home_page(toy):
     assert not at.exception, at.exception
     findings = _findings(at)
     toy = [f for f in findings if "the toy read" in f]
-    assert len(toy) == 1 and not toy[0].endswith(" 0 rows."), toy  # the shipped reference's answers_reach rows
+    assert len(toy) == 1 and toy[0].endswith("the toy read 5 rows."), toy  # its own reference's rows
     depth = next(
         i for i, f in enumerate(findings) if "-layer" in f
     )  # the depth page's own finding stays, then the toy's

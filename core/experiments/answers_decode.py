@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 
 from core.config import Experiment, spec
-from core.experiments.common import Rows, copied, quartiles, tagged
+from core.experiments.common import MixerSizes, Rows, copied, quartiles, tagged
 from core.findings.answers import decode_takeaways
 from core.harness import cancel, guard
 from core.harness.device import DEVICES, environment, resolve_device, synchronize, threads_used, torch_threads
@@ -36,7 +36,7 @@ PREFILL_CHUNK = 1024  # tokens read per prefill call (exact in pieces: tests/tes
 
 
 @dataclasses.dataclass(frozen=True)
-class AnswersDecodeConfig:
+class AnswersDecodeConfig(MixerSizes):
     mixers: tuple[str, ...] = tagged(ANSWERS, help="which mixers decode")
     context_lens: tuple[int, ...] = spec(
         (256, 1024, 4096, 16384, 32768),
@@ -46,10 +46,6 @@ class AnswersDecodeConfig:
     )
     d_model: int = spec(128, lo=8, hi=1024, help="width of every mixer")
     gen_tokens: int = spec(16, lo=1, hi=1024, help="tokens generated (and timed) at each context length")
-    window: int = spec(32, lo=1, hi=4096, help="sliding window: tokens each query sees")
-    kernel: int = spec(2, lo=2, hi=8, help="dilated convolution: kernel size")
-    levels: int = spec(6, lo=1, hi=16, help="dilated convolution: layers")
-    d_state: int = spec(16, lo=1, hi=64, help="selective SSM: state numbers per channel")
     device: str = spec("auto", choices=DEVICES, help="auto = CUDA, then MPS, then CPU")
     seed: int = spec(0, lo=0, hi=2**31 - 1)
 
@@ -58,8 +54,7 @@ class AnswersDecodeConfig:
         return Spec(self.d_model, self.window, self.kernel, self.levels, d_state=self.d_state)
 
     def check(self):
-        if self.kernel**self.levels > 2**16:
-            raise ValueError(f"levels: a receptive field of {self.kernel}^{self.levels} tokens is over 65,536")
+        self.check_sizes()
         device = resolve_device(self.device)
         n = max(self.context_lens)
         need = max(predicted_bytes(m, self, n) for m in self.mixers)

@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 
 from core.config import Experiment, spec
-from core.experiments.common import Rows, copied, fitting, ok_fields, paired, tagged, time_points
+from core.experiments.common import MixerSizes, Rows, copied, fitting, ok_fields, paired, tagged, time_points
 from core.experiments.serial import TINY_STEP, training_step
 from core.findings.answers import speed_takeaways
 from core.harness import bench, guard
@@ -38,7 +38,7 @@ FLAGS = ("noisy",)
 
 
 @dataclasses.dataclass(frozen=True)
-class AnswersSpeedConfig:
+class AnswersSpeedConfig(MixerSizes):
     mixers: tuple[str, ...] = tagged(
         ANSWERS, help="which mixers to time (the chapter's LSTM, GRU and Transformer included)"
     )
@@ -46,11 +46,7 @@ class AnswersSpeedConfig:
     seq_lens: tuple[int, ...] = spec((256, 1024, 4096), lo=2, hi=16384, help="sequence lengths to sweep")
     d_model: int = spec(128, lo=8, hi=1024, help="width of every mixer")
     batch_size: int = spec(8, lo=1, hi=256, help="sequences per training step")
-    window: int = spec(32, lo=1, hi=4096, help="sliding window: tokens each query sees")
     chunk: int = spec(64, lo=1, hi=4096, help="linear attention, chunked form: tokens per chunk")
-    kernel: int = spec(2, lo=2, hi=8, help="dilated convolution: kernel size (dilations kernel^i)")
-    levels: int = spec(6, lo=1, hi=16, help="dilated convolution: layers (receptive field kernel^levels)")
-    d_state: int = spec(16, lo=1, hi=64, help="selective SSM: state numbers per channel")
     vocab_size: int = spec(64, lo=2, hi=65536, help="small, so the output layer does not dominate")
     device: str = spec("auto", choices=DEVICES, help="auto = CUDA, then MPS, then CPU")
     seed: int = spec(0, lo=0, hi=2**31 - 1)
@@ -68,8 +64,7 @@ class AnswersSpeedConfig:
                 raise ValueError(
                     f"forms: {m} has none of {', '.join(self.forms)} (it has {', '.join(registry.get(m).forms)})"
                 )
-        if self.kernel**self.levels > 2**16:
-            raise ValueError(f"levels: a receptive field of {self.kernel}^{self.levels} tokens is over 65,536")
+        self.check_sizes()
 
     @property
     def mixer_spec(self) -> Spec:

@@ -5,6 +5,7 @@ quartiles of paired ratios (`paired`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -14,6 +15,20 @@ from core.harness import bench, guard
 from core.models import registry
 from core.models.layers import n_params
 from core.terms import status
+
+
+@dataclasses.dataclass(frozen=True)
+class MixerSizes:
+    """The sizes page 5's mixers take beyond the width; the configs that build them by name inherit these fields."""
+
+    window: int = spec(32, lo=1, hi=4096, help="sliding window: tokens each query sees")
+    kernel: int = spec(2, lo=2, hi=8, help="dilated convolution: kernel size (dilations kernel^i)")
+    levels: int = spec(6, lo=1, hi=16, help="dilated convolution: layers (receptive field kernel^levels)")
+    d_state: int = spec(16, lo=1, hi=64, help="selective SSM: state numbers per channel")
+
+    def check_sizes(self) -> None:
+        if self.kernel**self.levels > 2**16:
+            raise ValueError(f"levels: a receptive field of {self.kernel}^{self.levels} tokens is over 65,536")
 
 
 def tagged(tag: str, default: str | None = None, **more):
