@@ -130,9 +130,18 @@ def open_form(page) -> None:
 
 
 def press_run(page, label: str = "Run") -> None:
-    """In a real browser: open the page's first "measure it yourself", then press Run."""
-    open_form(page)
-    page.get_by_role("button", name=label, exact=True).first.click(timeout=60000)
+    """In a real browser: open the page's first "measure it yourself", then press Run until the page's script takes
+    it. A press that lands before the form's lazily loaded button is wired up (slow on a busy host) leaves the page as
+    it was, and a learner would press again."""
+    for _ in range(3):
+        open_form(page)
+        page.get_by_role("button", name=label, exact=True).first.click(timeout=60000)
+        for _ in range(100):
+            state = page.get_attribute("[data-testid='stApp']", "data-test-script-state")
+            if state == "running" or page.query_selector("[data-testid='stProgress']"):
+                return
+            page.wait_for_timeout(200)
+    raise AssertionError(f"three presses of {label} started no run")
 
 
 def app_test(default_timeout: float = 60, revealed: bool = True):

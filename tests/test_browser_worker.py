@@ -12,6 +12,7 @@ import urllib.parse
 
 import pytest
 from conftest import REVEALED, open_form, press_run
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_browser import _settle
 
 from core.terms.i18n import translator
@@ -92,8 +93,12 @@ def _type_lengths(page, text: str) -> None:
     raise AssertionError(f"the form kept dropping {text!r}")
 
 
-def _run(page) -> None:
-    press_run(page)
+def _wait(page, selector: str, timeout_s: float) -> None:
+    """Until `selector` shows; on a timeout the failure quotes the page (a queue, an error or a lost click says which)."""
+    try:
+        page.wait_for_selector(selector, timeout=timeout_s * 1000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"{selector} not shown in {timeout_s} s; the page read:\n{page.inner_text('body')[:2000]}")
 
 
 def _no_exception(page) -> None:
@@ -106,8 +111,8 @@ def test_the_run_measures_in_a_child_process_and_stop_ends_it_in_the_middle_of_a
     page = _open(browser, url, f"serial?{SHOWN}&models=lstm_loop")
     _type_lengths(page, "16, 65535")  # LONG, typed: a point of minutes
     spare = set(_workers(server_pid))
-    _run(page)
-    page.wait_for_selector("text=/1 of 2 done/", timeout=120000)  # n = 16 measured; now inside n = 65,535
+    press_run(page)
+    _wait(page, "text=/1 of 2 done/", 240)  # n = 16 measured; now inside n = 65,535
     worker = _measuring(server_pid, set())
     assert worker in _workers(server_pid) and worker != server_pid  # a child of the server measures
     assert spare <= {worker} | set(_workers(server_pid))
@@ -118,7 +123,7 @@ def test_the_run_measures_in_a_child_process_and_stop_ends_it_in_the_middle_of_a
             break
         time.sleep(0.05)
     assert _gone(worker)
-    page.wait_for_selector("text=/Stopped after 1 of 2 steps of work/", timeout=30000)
+    _wait(page, "text=/Stopped after 1 of 2 steps of work/", 60)
     _settle(page)
     assert "your run" in page.inner_text("body")  # the point measured before the Stop is drawn
     _no_exception(page)
@@ -128,16 +133,16 @@ def test_the_run_measures_in_a_child_process_and_stop_ends_it_in_the_middle_of_a
 def test_a_worker_killed_from_outside_is_a_message_and_the_next_run_completes(served, browser):
     url, server_pid = served
     page = _open(browser, url, f"serial?{SHOWN}&{LONG}")
-    _run(page)
-    page.wait_for_selector("text=/1 of 2 done/", timeout=120000)
+    press_run(page)
+    _wait(page, "text=/1 of 2 done/", 240)
     os.kill(_measuring(server_pid, set()), signal.SIGKILL)
-    page.wait_for_selector("text=/ended before it finished/", timeout=30000)
+    _wait(page, "text=/ended before it finished/", 60)
     _settle(page)
     body = page.inner_text("body")
     assert "SIGKILL" in body and "your run" in body  # what happened, and the row measured before it
     _no_exception(page)
     _type_lengths(page, "16, 32")
-    _run(page)
+    press_run(page)
     page.wait_for_timeout(1500)
     _settle(page, 120)
     body = page.inner_text("body")
@@ -160,6 +165,24 @@ EIGHT = [  # eight sessions, five pages, each run short (the fields a page's lin
 REFUSED_LINK = translator("en")("ui.bad_url", error="\x00").split("\x00")[0]  # "The link's settings were not valid"
 
 
+def _place(page, timeout_s: float = 60) -> int | None:
+    """Its place in the queue once Run was pressed; None if its run measured at once (every run before it was done)."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        text = page.inner_text("body")
+        if found := re.search(r"number (\d+) in the queue", text):
+            return int(found.group(1))
+        if "Your run is done" in text or re.search(r"\d+ of \d+ done", text):
+            return None
+        page.wait_for_timeout(200)
+    bar = page.query_selector("[data-testid='stProgress']")
+    script = page.get_attribute("[data-testid='stApp']", "data-test-script-state")
+    raise AssertionError(
+        f"neither a place in the queue nor a run in {timeout_s} s; its bar: {bar.inner_text() if bar else None}; its "
+        f"script: {script}; the page's last words:\n{text[-300:]}"
+    )
+
+
 def test_eight_sessions_pressing_run_together_queue_and_all_complete(served, browser):
     url, _ = served
     pages, places = [], []
@@ -167,14 +190,13 @@ def test_eight_sessions_pressing_run_together_queue_and_all_complete(served, bro
         pages.append(_open(browser, url, path))
         assert REFUSED_LINK not in pages[-1].inner_text("body"), path  # each run is the link's, not the defaults
     for i, page in enumerate(pages):  # Run on every page within a few seconds
-        _run(page)
+        press_run(page)
         if not i:  # the first holds the machine before the others ask: on a loaded host, a later page's script
-            page.wait_for_selector("[data-testid='stProgress']", timeout=60000)  # could submit its run first
+            _wait(page, "[data-testid='stProgress']", 120)  # could submit its run first
         else:
-            page.wait_for_selector("text=/in the queue/", timeout=30000)
-            text = page.inner_text("body")
-            places.append(int(re.search(r"number (\d+) in the queue", text).group(1)))
-    assert places and all(p >= 1 for p in places) and max(places) >= 2, places
+            places.append(_place(page))
+    waited = [p for p in places if p is not None]  # the last few may start at once if the runs before them are done
+    assert len(waited) >= 2 and all(p >= 1 for p in waited) and max(waited) >= 2, places
     for page in pages:
         page.wait_for_timeout(500)
         _settle(page, 240)
