@@ -1,4 +1,4 @@
-"""The home page's scoreboard is computed from result rows, and stays torch-free for a fast cold start."""
+"""The home page's scoreboard is computed from result rows; its cold start reads the shipped summary, torch-free."""
 
 import subprocess
 import sys

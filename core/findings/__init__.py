@@ -1,4 +1,5 @@
-"""Findings: what each page (and the home page) concludes from result rows. Torch-free: pandas and numpy."""
+"""Findings: what each page (and the home page) concludes from result rows. Pandas and numpy on rows; no model
+is run here (the model records they read are in core.models)."""
 
 
 def sig3(v: float) -> str:

@@ -1,5 +1,5 @@
 """What page 5 and the home page conclude: training speed (parallel forms against their loops), decoding (a fixed
-state against a growing cache) and gradient reach (Table 1's path lengths); torch-free, facts from the records."""
+state against a growing cache) and gradient reach (Table 1's path lengths); facts from the records."""
 
 from __future__ import annotations
 

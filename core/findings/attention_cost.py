@@ -1,5 +1,5 @@
 """What the attention-cost page and the home page conclude from its rows: the wall, the long-context
-extrapolation and the takeaways. Torch-free; implementations are told apart by their records' facts.
+extrapolation and the takeaways. Implementations are told apart by their records' facts.
 
 `wall` and `extrapolate` turn the fitted curves into where each implementation stops fitting, labelled as
 extrapolation, never as measurement.

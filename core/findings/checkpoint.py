@@ -1,6 +1,6 @@
 """What the checkpointed-BPTT rows say, computed from them: memory cut, its growth with n, the time it cost.
 
-Torch-free (the home page and the verdicts read it). Rows come from core.experiments.checkpoint: one per (model,
+The home page and the verdicts read it. Rows come from core.experiments.checkpoint: one per (model,
 bptt form, length), `layer_saved_bytes` the recurrent layers' share of what autograd keeps, `time_ratio` the
 checkpointed step's time over the plain one's, paired round by round, with its quartiles.
 """

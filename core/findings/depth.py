@@ -1,6 +1,6 @@
 """What the depth page and the home page conclude from depth rows: outcomes, gradient profiles, takeaways.
 
-Torch-free. The variants compared (plain vs residual LSTM stack, Post-LN vs Pre-LN, Pre-LN without its skip
+The variants compared (plain vs residual LSTM stack, Post-LN vs Pre-LN, Pre-LN without its skip
 connection) are found by their records' facts in the model registry, not by their names.
 """
 

@@ -1,5 +1,5 @@
 """The depth page's sentences: gradients at initialisation, then training outcomes, each computed from the rows
-shown (core.findings.depth reads them). Torch-free."""
+shown (core.findings.depth reads them)."""
 
 from __future__ import annotations
 

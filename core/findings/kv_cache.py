@@ -1,5 +1,5 @@
 """What the KV-cache demo concludes from its rows: per-token cache of real models, the GQA/MQA saving, measured
-bytes against the formula, and the recurrent state that does not grow. Torch-free."""
+bytes against the formula, and the recurrent state that does not grow."""
 
 from __future__ import annotations
 

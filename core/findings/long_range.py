@@ -1,5 +1,5 @@
 """What the long-range page and the home page conclude from training rows: final accuracy per distance, which
-distances each model solved, and the contrast between the recurrent and the attention model. Torch-free."""
+distances each model solved, and the contrast between the recurrent and the attention model."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What the real-text rows say: whether each model beats the count baseline, the copy probe (a span's repeat
-against its first occurrence), each model's effective context, and where the Transformer's lead lives. Torch-free.
+against its first occurrence), each model's effective context, and where the Transformer's lead lives.
 
 Olsson et al. 2022: with induction heads a span's second occurrence costs a fraction of its first. Kaplan et al.
 2020 (Fig. 7, §3.2.1, App. D.5): an LSTM plateaus after fewer than 100 tokens while a Transformer keeps improving,

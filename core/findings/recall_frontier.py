@@ -1,6 +1,6 @@
 """What the recall-frontier rows say, computed from them: the smallest state at which each model recalled, who
 stayed at chance, how recall fell as the pairs grew, and whether selectivity separated the models on selective
-copying. Torch-free (the verdicts and the home page read it).
+copying. The verdicts and the home page read it.
 
 Rows come from core.experiments.recall_frontier: one per (task, mixer, width, pairs, seed, chunk of steps); a run's
 final row is the one with its largest step.

@@ -1,5 +1,5 @@
 """What the serial page concludes from thread-scaling rows: paired speed-ups, Amdahl's law fitted per model, and
-what the fit predicts at a GPU's width — torch-free, every sentence computed from the rows shown.
+what the fit predicts at a GPU's width — every sentence computed from the rows shown.
 
 Amdahl (1967): if a share s of a step's work cannot be split, p workers make it 1 / (s + (1 − s)/p) times faster,
 and no number of workers beyond 1/s. A Transformer step is a few large matrix products that split across cores

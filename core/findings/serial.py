@@ -1,4 +1,4 @@
-"""What the serial page and the home page conclude from serial rows: one computation per finding, torch-free.
+"""What the serial page and the home page conclude from serial rows: one computation per finding.
 
 Every sentence is computed from the rows shown (a live run, else the shipped reference), with the model kinds'
 facts read from the registry, never from their names.

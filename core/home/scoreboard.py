@@ -3,7 +3,8 @@ else the shipped reference) — its finding for its page's card, its cells of Va
 what this machine measured — and the paper's table itself.
 
 Each number comes from the same function the page itself calls for its takeaways (core.findings), so a home card
-and its page always state the same number. Torch-free on purpose (pandas and numpy only): the home page starts fast.
+and its page always state the same number. It reads the model records, whose mixers are torch modules, so the home
+page's cold start reads the shipped summary (core.home.summary) instead, with neither torch nor pandas.
 """
 
 from __future__ import annotations
