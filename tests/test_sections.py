@@ -167,3 +167,12 @@ def test_the_home_page_keeps_each_finding_until_its_question_is_answered():
     at.query_params["predict.serial"] = "2"
     at.run()
     assert [f for f in _findings(at) if "dependent steps" in f] and len(_findings(at)) == 1
+
+
+def test_a_section_whose_question_has_no_verdict_or_reads_another_experiment_is_refused(toy, monkeypatch):
+    monkeypatch.setattr(section, "SECTIONS", {})  # nothing registered stays
+    with pytest.raises(ValueError, match="question: 'nope' has no verdict"):
+        section.register(dataclasses.replace(toy, question="nope"))
+    with pytest.raises(ValueError, match="question: 'serial' reads serial, not toy"):
+        section.register(dataclasses.replace(toy, question="serial"))
+    assert section.SECTIONS == {}

@@ -69,7 +69,7 @@ def page_ui(page: str):
         with st.popover(tr("ui.glossary"), icon=":material/menu_book:"):
             st.markdown(tr(f"{page}.glossary"))
     device_card_ui(tr)
-    if page != "home":  # the home page stays torch-free; its scoreboard reads this machine's runs
+    if page != "home":  # the home page starts from its shipped summary, torch-free; files are added on the pages
         upload_ui(tr)
     return tr
 

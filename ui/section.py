@@ -81,6 +81,8 @@ def register(*sections: Section) -> None:
     from core.findings.verdicts import QUESTIONS
 
     for s in sections:
+        if s.question and s.question not in QUESTIONS:
+            raise ValueError(f"question: {s.question!r} has no verdict in core.findings.verdicts")
         if s.question and QUESTIONS[s.question].experiment != s.experiment.name:
             raise ValueError(
                 f"question: {s.question!r} reads {QUESTIONS[s.question].experiment}, not {s.experiment.name}"

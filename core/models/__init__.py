@@ -1,6 +1,6 @@
-"""Models: the layers (`core.models.layers`, torch) and the registry of models (`core.models.registry`, which
-imports torch only when it builds a layer), filled here: page 5's mixers first (the order of its runs and charts),
-then the chapter's models."""
+"""Models: the layers (`core.models.layers`, torch) and the registry of models (`core.models.registry`), filled
+here by importing each model's module, its layer class beside its facts (so torch too): page 5's mixers first (the
+order of its runs and charts), then the chapter's models."""
 
 # isort: off
 from core.models import mixers  # noqa: F401

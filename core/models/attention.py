@@ -3,8 +3,8 @@
 What each implementation computes (exact softmax attention, a different function, or a recurrent state), how its
 time and memory should grow with n, its analytic FLOPs, the bytes it keeps for backward by formula, a generous
 peak for the memory guard, and what a whole model of it would hold at long n: the record answers, so the
-attention-cost experiment, its findings and its charts never ask an implementation's name. Torch-free (the kernels
-live in `core.models.layers` and are imported when called); adding an implementation (sliding-window, chunked) is
+attention-cost experiment, its findings and its charts never ask an implementation's name. This module imports no
+torch (the kernels live in `core.models.layers` and are imported when called); adding an implementation (sliding-window, chunked) is
 one `register(...)` call plus its catalogue strings (`attention_cost.impl.<name>`).
 """
 
