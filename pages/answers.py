@@ -5,6 +5,8 @@ from core.charts import answers as charts
 from core.charts import recall_frontier as recall_charts
 from core.experiments import answers_decode, answers_reach, answers_speed, recall_frontier
 from core.findings import answers as findings
+from core.findings import answers_decode as decode_findings
+from core.findings import answers_reach as reach_findings
 from core.findings import recall_frontier as recall_findings
 from ui import common as ui
 
@@ -32,7 +34,7 @@ ui.register(
         answers_decode.EXPERIMENT,
         ("mixers", "context_lens", "d_model", "gen_tokens", "window", "device"),
         text="answers.decode",
-        takeaways=findings.decode_takeaways,
+        takeaways=decode_findings.decode_takeaways,
         charts=((ui.both(charts.decode_memory_chart),), (ui.both(charts.decode_time_chart),)),
     ),
     ui.Section(  # gradient reach: Table 1's maximum path length for every row
@@ -40,7 +42,7 @@ ui.register(
         answers_reach.EXPERIMENT,
         ("models", "seq_len", "d_model", "seed"),
         text="answers.reach",
-        takeaways=findings.reach_takeaways,
+        takeaways=reach_findings.reach_takeaways,
         charts=((lambda b, p, tr: charts.reach_chart(p, tr),),),
         method=PAGE,
     ),

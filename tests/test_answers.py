@@ -14,6 +14,8 @@ from core.charts import answers as charts
 from core.cli import main
 from core.experiments import answers_decode, answers_reach, answers_speed
 from core.findings import answers as findings
+from core.findings import answers_decode as decode_findings
+from core.findings import answers_reach as reach_findings
 from core.findings import verdicts
 from core.harness import guard
 from core.harness.fit import tail_fit
@@ -125,7 +127,7 @@ def test_decoding_keeps_a_fixed_state_while_the_kv_cache_grows_linearly(decode):
             assert abs(slope) < 1e-9, m
     window = decode[decode["mixer"] == "sliding_window"]
     assert window[window["context_len"] >= 4]["state_bytes"].nunique() == 1  # flat at r once r tokens are read
-    lines = findings.decode_takeaways(decode, tr)
+    lines = decode_findings.decode_takeaways(decode, tr)
     assert any("byte for byte the formula" in s for s in lines) and any("did not grow at all" in s for s in lines)
 
 
@@ -136,20 +138,20 @@ def test_a_context_between_pages_is_said_to_hold_whole_pages_not_the_token_formu
     df = answers_decode.run(cfg)
     att = df[df["mixer"] == "transformer"].set_index("context_len")["state_bytes"]
     assert att[100] == 2 * 112 * cfg.d_model * 4  # 7 pages of 16 tokens, not 100 tokens
-    lines = " ".join(findings.decode_takeaways(df, tr))
+    lines = " ".join(decode_findings.decode_takeaways(df, tr))
     assert "rounded up to whole pages of 16 tokens" in lines and "byte for byte" not in lines
 
 
 def test_reach_ends_at_the_receptive_field_and_after_layers_times_the_window():
     cfg = answers_reach.EXPERIMENT.config("tiny", {"device": "cpu", "seq_len": "140",
                                                    "models": "sliding_window,dilated_conv,min_gru,linear_attention"})  # fmt: skip
-    prof = findings.reach_profiles(answers_reach.EXPERIMENT.run(cfg)).set_index("model")
+    prof = reach_findings.reach_profiles(answers_reach.EXPERIMENT.run(cfg)).set_index("model")
     spec = registry.Spec(8)
     assert prof.loc["dilated_conv", "end"] == spec.kernel**spec.levels
     assert prof.loc["sliding_window", "end"] == registry.get("sliding_window").reach_depth * (spec.window - 1) + 1
     assert math.isnan(prof.loc["min_gru", "end"]) and prof.loc["min_gru", "reach"] < 60
     assert math.isnan(prof.loc["linear_attention", "reach"])  # flat: no decay
-    said = " ".join(findings.reach_takeaways(answers_reach.EXPERIMENT.run(cfg), tr))
+    said = " ".join(reach_findings.reach_takeaways(answers_reach.EXPERIMENT.run(cfg), tr))
     assert "reached exactly 63 tokens back" in said and "reached exactly 124 tokens back" in said
 
 

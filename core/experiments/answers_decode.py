@@ -17,7 +17,7 @@ import torch
 
 from core.config import Experiment, spec
 from core.experiments.common import MixerSizes, Rows, copied, quartiles, tagged
-from core.findings.answers import decode_takeaways
+from core.findings.answers_decode import decode_takeaways
 from core.harness import cancel, guard
 from core.harness.device import DEVICES, environment, resolve_device, synchronize, threads_used, torch_threads
 from core.harness.memory_formulas import format_bytes

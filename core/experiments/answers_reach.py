@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from core.config import Experiment
 from core.experiments import gradient_reach
-from core.findings.answers import reach_takeaways
+from core.findings.answers_reach import reach_takeaways
 from core.models import registry
 
 # page 5's mixers, then the chapter's two anchors as the long-range page measures them: the models tagged

@@ -14,6 +14,7 @@ import math
 import pandas as pd
 
 from core.findings import answers as answers_findings
+from core.findings import answers_reach as reach_findings
 from core.findings import attention_cost as attention_findings
 from core.findings import depth as depth_findings
 from core.findings import long_range as long_range_findings
@@ -167,7 +168,7 @@ def answers_cells(frames: dict, tr) -> dict:
     """Table 1's convolutional, restricted-attention and scan rows from page 5's rows: the time exponent and the
     dependent steps of the row's mixer at its longest length, and where its gradient ends (or how fast it falls);
     each cell a link to the page."""
-    speed, reach = _ok(frames.get("answers_speed")), answers_findings.reach_profiles(frames.get("answers_reach"))
+    speed, reach = _ok(frames.get("answers_speed")), reach_findings.reach_profiles(frames.get("answers_reach"))
     none = tr("home.t1.none")
     out = {}
     for row in ("convolutional", "restricted", "scan"):
