@@ -82,7 +82,7 @@ def test_cli_bad_input_exits_2(capsys):
 
 def test_models_have_matched_parameter_counts():
     cfg = _cfg(d_model=32)
-    V = tasks.vocab_size("recall", cfg.n_keys)
+    V = tasks.Layout("recall", cfg.seq_len, cfg.n_keys).vocab
     p = {m: sum(t.numel() for t in lr.build_model(m, cfg, V).parameters()) for m in registry.names("long_range")}
     assert abs(p["lstm"] - p["transformer"]) / p["transformer"] < 0.02
     lstm = lr.build_model("lstm", cfg, V)
@@ -296,3 +296,8 @@ def test_seeds_are_read_by_their_median_and_their_range_is_said():
     text = " ".join(lines)
     assert "d=36: 96% (3 seeds: 20%–100%)" in text and "d=36: 12% (3 seeds: 10%–14%)" in text
     assert "the LSTM did not" in text  # the median Transformer solved it, the median LSTM did not
+
+
+def test_a_layout_names_an_unknown_task():
+    with pytest.raises(ValueError, match="task: 'copy' is not one of recall, mqar, selective_copy"):
+        tasks.Layout("copy", seq_len=32, n_keys=8)

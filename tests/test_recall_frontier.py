@@ -55,7 +55,7 @@ def test_every_number_of_pairs_is_asked_across_the_same_gap():
     cfg = experiment.EXPERIMENT.config("quick", {"n_pairs": (2, 4), "seq_len": 32, "n_keys": 16})
     assert cfg.distance == 32 - 2 * 4 - 4 + 1  # the room the most pairs leave
     for pairs in cfg.n_pairs:
-        x, _ = experiment._batch("mqar", cfg, pairs, 16, torch.Generator().manual_seed(0))
+        x, _ = experiment.layout(cfg, "mqar", pairs).batch(16, torch.Generator().manual_seed(0))
         first_query = 32 - cfg.queries
         last_value = first_query - cfg.distance
         assert (x[:, last_value] >= 16).all() and (x[:, last_value] < 32).all()  # a value token, the gap after it

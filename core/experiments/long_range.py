@@ -159,7 +159,7 @@ def run(cfg: LongRangeConfig, on_progress=None) -> pd.DataFrame:
         for seed in range(cfg.seed, cfg.seed + cfg.seeds):
             run_cfg = dataclasses.replace(cfg, seed=seed)
             for task in cfg.tasks:
-                V = task_lib.vocab_size(task, cfg.n_keys)
+                V = task_lib.Layout(task, cfg.seq_len, cfg.n_keys).vocab
                 for distance in sorted(cfg.distances):
                     for name in cfg.models:
                         train_one(run_cfg, task, name, distance, V, device, env, emit)
@@ -180,7 +180,7 @@ def train_one(cfg, task, name, distance, V, device, env, emit) -> None:
         "seed": cfg.seed,
         **env,
     }
-    sample = lambda size, g: task_lib.batch(task, size, cfg.seq_len, distance, cfg.n_keys, cfg.n_pairs, g)
+    sample = task_lib.Layout(task, cfg.seq_len, cfg.n_keys, distance, cfg.n_pairs).batch
     stop_at = SOLVED if cfg.stop_when_solved else None
     train_chunks(model, sample, V, cfg, base, emit, stop_at, f"{task} {name} d={distance}", device)
 

@@ -40,6 +40,9 @@ FLAGS = ()
 
 @dataclasses.dataclass(frozen=True)
 class RecallFrontierConfig:
+    """`gap` and `n_queries` are the same in every run, so only the pairs change and every run learns from as many
+    questions per step. One head of linear attention keeps a d × d state, as Zoology's does."""
+
     tasks: tuple[str, ...] = spec(
         ("mqar",), choices=TASKS, help="mqar = key-value recall; selective_copy = copy the tokens among blanks"
     )
@@ -50,18 +53,14 @@ class RecallFrontierConfig:
     n_pairs: tuple[int, ...] = spec((4, 8), lo=1, hi=64, help="key-value pairs: every count at the pairs width")
     seq_len: int = spec(32, lo=8, hi=1024, help="tokens per sequence; the queries come last, after a gap")
     n_keys: int = spec(16, lo=2, hi=256, help="K keys and K values; chance is 1/K")
-    # fmt: off
-    gap: int = spec(0, lo=0, hi=1024, help="tokens between the last pair and the first question, the same in every "
-                                           "run; 0 = all the room the run with the most pairs leaves")
-    n_queries: int = spec(0, lo=0, hi=256, help="questions that end each sequence, keys asked again in turn; 0 = as "
-                                                "many as the most pairs, so every run learns from as many per step")
+    gap: int = spec(
+        0, lo=0, hi=1024, help="tokens between the last pair and the first question; 0 = the room the most pairs leave"
+    )
+    n_queries: int = spec(0, lo=0, hi=256, help="questions that end each sequence; 0 = as many as the most pairs")
     copy_tokens: int = spec(8, lo=1, hi=64, help="selective copying: data tokens to copy, among blanks")
     n_layers: int = spec(2, lo=1, hi=8, help="layers in every model")
-    heads: int = spec(1, lo=0, hi=64, help="heads of linear and sliding-window attention (0 = heads of 32 channels): "
-                                           "one head keeps a d × d state, as Zoology's linear attention")
-    pairs_width: int = spec(0, lo=0, hi=512, help="the width at which every n_pairs is trained; 0 = the first "
-                                                  "of d_models")
-    # fmt: on
+    heads: int = spec(1, lo=0, hi=64, help="heads of linear and window attention; 0 = heads of 32 channels")
+    pairs_width: int = spec(0, lo=0, hi=512, help="the width at which every n_pairs is trained; 0 = the first width")
     copy_width: int = spec(0, lo=0, hi=512, help="the width of selective copying; 0 = the pairs width")
     steps: int = spec(300, lo=1, hi=100_000, help="training steps per run (a budget when stop_when_solved)")
     batch_size: int = spec(32, lo=1, hi=1024)
@@ -217,14 +216,16 @@ def run(cfg: RecallFrontierConfig, on_progress=None) -> pd.DataFrame:
     return tidy(emit.rows, COLUMNS)
 
 
-def _batch(task: str, cfg: RecallFrontierConfig, pairs: int, size: int, g: torch.Generator):
+def layout(cfg: RecallFrontierConfig, task: str, pairs: int) -> task_lib.Layout:
+    """One run's sequences: MQAR across the config's gap, or selective copying of `pairs` tokens."""
     distance = cfg.distance if task == "mqar" else 1
-    return task_lib.batch(task, size, cfg.seq_len, distance, cfg.n_keys, pairs, g, cfg.queries)
+    return task_lib.Layout(task, cfg.seq_len, cfg.n_keys, distance, pairs, cfg.queries)
 
 
 def train_one(cfg, seed, task, name, d, pairs, form, device, env, emit) -> None:
     """Train one (task, mixer, width, pairs) run with core.training.loop; `emit(row)` after every chunk of steps."""
-    V = task_lib.vocab_size(task, cfg.n_keys)
+    sequences = layout(cfg, task, pairs)
+    V = sequences.vocab
     torch.manual_seed(seed)
     model = registry.get(name).stack(V, cfg.mixer_spec(d), cfg.n_layers, form).to(device)
     base = {
@@ -244,9 +245,8 @@ def train_one(cfg, seed, task, name, d, pairs, form, device, env, emit) -> None:
         "seed": seed,
         **env,
     }
-    sample = lambda size, g: _batch(task, cfg, pairs, size, g)
     stop_at = STOP_AT if cfg.stop_when_solved else None
-    train_chunks(model, sample, V, cfg, base, emit, stop_at, f"{task} {name} d={d} pairs={pairs}", device)
+    train_chunks(model, sequences.batch, V, cfg, base, emit, stop_at, f"{task} {name} d={d} pairs={pairs}", device)
 
 
 EXPERIMENT = Experiment(

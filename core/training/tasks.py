@@ -12,6 +12,8 @@ Chance accuracy is 1 / n_keys for both tasks.
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 IGNORE = -100  # cross_entropy's ignore_index: positions without a question
@@ -234,28 +236,33 @@ TASKS = ("recall", "mqar")  # the long-range page's tasks
 ALL_TASKS = (*TASKS, "selective_copy")
 
 
-def vocab_size(task: str, n_keys: int) -> int:
-    return {"recall": recall_vocab, "mqar": mqar_vocab, "selective_copy": copy_vocab}[task](n_keys)
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """One task's sequences: the one interface the training loops use. Recall reads no n_pairs; selective copying
+    copies n_pairs tokens and reads no distance (its positions are random); n_queries is MQAR's."""
 
+    task: str
+    seq_len: int
+    n_keys: int
+    distance: int = 1
+    n_pairs: int = 1
+    n_queries: int | None = None
 
-def batch(
-    task: str,
-    batch_size: int,
-    seq_len: int,
-    distance: int,
-    n_keys: int,
-    n_pairs: int,
-    generator: torch.Generator,
-    n_queries: int | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """A batch of `task` (one interface for the training loop); `n_queries` for MQAR only."""
-    if task == "recall":
-        return recall_batch(batch_size, seq_len, distance, n_keys, generator)
-    if task == "mqar":
-        return mqar_batch(batch_size, seq_len, distance, n_keys, n_pairs, generator, n_queries)
-    if task == "selective_copy":  # n_pairs tokens to copy; distance is not used (the positions are random)
-        return copy_batch(batch_size, seq_len, n_pairs, n_keys, generator)
-    raise ValueError(f"task: {task!r} is not one of {', '.join(ALL_TASKS)}")
+    def __post_init__(self):
+        if self.task not in ALL_TASKS:
+            raise ValueError(f"task: {self.task!r} is not one of {', '.join(ALL_TASKS)}")
+
+    @property
+    def vocab(self) -> int:
+        return {"recall": recall_vocab, "mqar": mqar_vocab, "selective_copy": copy_vocab}[self.task](self.n_keys)
+
+    def batch(self, size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        T, K = self.seq_len, self.n_keys
+        if self.task == "recall":
+            return recall_batch(size, T, self.distance, K, generator)
+        if self.task == "mqar":
+            return mqar_batch(size, T, self.distance, K, self.n_pairs, generator, self.n_queries)
+        return copy_batch(size, T, self.n_pairs, K, generator)
 
 
 def show_tokens(tokens, n_keys: int, task: str = "recall") -> list[str]:
