@@ -1,0 +1,74 @@
+"""How long each experiment's quick preset takes as a page's live run (a benchmark that prints figures, not a test).
+
+    python scripts/bench_quick.py [--runs 3] [--only answers_speed recall_frontier]
+
+Each run goes through a worker, as a page's Run does (core.server.jobs, the page's threads, its settle time), and is
+timed from the submit to the last row; the runs of all experiments are interleaved, so a busy moment of the machine
+falls on every experiment alike. Prints a Markdown table (median and range) against the quick budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core.experiments import EXPERIMENTS
+from core.harness.device import page_threads
+from core.server import jobs
+from ui.live import START_SETTLE_S
+
+BUDGET_S = 30.0  # a live quick run on 2 cores, the guide's target
+
+
+def _time(runner: jobs.Runner, name: str) -> tuple[float, str]:
+    """(submit → last row in seconds, the job's final state)."""
+    config = EXPERIMENTS[name].config("quick", {"device": "cpu"})
+    t0 = time.perf_counter()
+    job = runner.submit("bench", name, vars(config), threads=page_threads(), settle_s=START_SETTLE_S)
+    while job.active:
+        runner.touch(job)
+        time.sleep(0.05)
+    return time.perf_counter() - t0, job.state
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    quick = [n for n, e in EXPERIMENTS.items() if "quick" in e.presets]
+    ap.add_argument("--only", nargs="*", choices=quick, default=quick, help="experiments to time (default: all)")
+    args = ap.parse_args()
+    if args.runs < 1:
+        ap.error(f"--runs: {args.runs} must be at least 1")
+    names = args.only
+    runner = jobs.Runner()
+    runner.prepare()
+    while not runner.zygote_ready():  # a learner reads the form while the worker imports torch
+        time.sleep(0.1)
+    times = {n: [] for n in names}
+    states = {n: set() for n in names}
+    for _ in range(args.runs):
+        for n in names:
+            s, state = _time(runner, n)
+            times[n].append(s)
+            states[n].add(state)
+            print(f"  {n}: {s:.1f} s ({state})", file=sys.stderr)
+    runner.shutdown()
+    print(f"{dt.date.today()}, {os.cpu_count()} cores, {page_threads()} threads, {args.runs} runs each:")
+    print("| experiment | median | range | within the budget |")
+    print("|---|---|---|---|")
+    for n in names:
+        med = statistics.median(times[n])
+        ok = "yes" if max(times[n]) <= BUDGET_S else "no"
+        note = "" if states[n] == {"done"} else f" ({', '.join(sorted(states[n]))})"
+        print(f"| {n} | {med:.1f} s | {min(times[n]):.1f}–{max(times[n]):.1f} s | {ok}{note} |")
+
+
+if __name__ == "__main__":
+    main()
