@@ -178,6 +178,16 @@ def test_the_verdict_reads_the_paired_speed_up_and_names_the_gpu_off_one():
     )
 
 
+def test_the_takeaways_name_the_ratio_at_the_length_the_verdict_reads():
+    rows = pd.concat([_pair(200.0, 100.0, 1.9, 2.1, n) for n in (128, 1024)] + [_pair(300.0, 100.0, 2.9, 3.1, 4096)]
+                     + [_pair(400.0, 100.0, 3.9, 4.1, 8192)])  # fmt: skip
+    said = findings.speed_takeaways(rows, tr)[0]
+    assert verdicts.answers(rows).values["n"] == 4096 and verdicts.answers(rows).values["x"] == "3"
+    assert said.startswith("At n = 8,192,") and "At n = 4,096, the length the question asks about, it was 3." in said
+    short = pd.concat([_pair(200.0, 100.0, 1.9, 2.1, n) for n in (128, 4096)])
+    assert "the question asks about" not in findings.speed_takeaways(short, tr)[0]  # its headline is at 4,096
+
+
 def test_charts_draw_the_rows_feng_et_al_and_the_kv_formula(speed, decode):
     spec = charts.speedup_chart(speed, tr).to_dict()
     feng = [d for d in spec["datasets"].values() if d and "source" in d[0]]

@@ -53,6 +53,9 @@ def speedups(df: pd.DataFrame | None) -> pd.DataFrame:
     return out.rename(columns={"speedup_vs_loop": "speedup", "speedup_q25": "q25", "speedup_q75": "q75"})
 
 
+QUESTION_TOKENS = 4096  # the length the page's question asks about
+
+
 def headline(df: pd.DataFrame | None) -> dict | None:
     """The headline: minGRU's scan against its loop at the longest length both ran, with spread, rows and steps."""
     s = speedups(df)
@@ -78,6 +81,14 @@ def headline(df: pd.DataFrame | None) -> dict | None:
         "loop": at.loc[LOOP],
         "fast": at.loc[top["form"]],
     }
+
+
+def question_length(df: pd.DataFrame, h: dict) -> int:
+    """The length measured for the headline's mixer and form nearest the question's QUESTION_TOKENS (the longer of
+    two equally near)."""
+    s = speedups(df)
+    s = s[(s["mixer"] == h["mixer"]) & (s["form"] == h["form"])]
+    return min(set(s["seq_len"]), key=lambda v: (abs(math.log(v / QUESTION_TOKENS)), -v))
 
 
 def how(h: dict) -> tuple[str, dict]:
@@ -234,7 +245,11 @@ def speed_takeaways(df: pd.DataFrame, tr) -> list[str]:
     h = headline(df)
     out = []
     if h is not None:
-        out.append(headline_text(h, tr))
+        text, n_q = headline_text(h, tr), question_length(df, h)
+        if n_q not in (h["n"], h["n0"]):
+            x_q = times_text(headline(df[df["seq_len"] <= n_q])["speedup"])
+            text += tr("ui.sentence_sep") + tr("answers.take.headline_q", n=n_q, x=x_q)
+        out.append(text)
         loop, fast = h["loop"], h["fast"]
         why = "answers.take.why_faster" if h["speedup"] > 1 else "answers.take.why"
         out.append(

@@ -38,7 +38,6 @@ from core.terms.rules import NEAR_CHANCE, SEPARATED, SOLVED
 DEPTH_SAME_BELOW, DEPTH_FEW_UP_TO, DEPTH_THOUSANDS_FROM = 3.0, 100.0, 1000.0
 DEPTH_LAYERS = 8  # the question's stack
 SERIAL_TOKENS = 1000  # the serial question's sequence length
-ANSWERS_TOKENS = 4096  # the answers question's sequence length
 # The answers question: "no faster" below this speed-up over its own loop, "a few times" up to the next, "tens of
 # times or more" from there
 ANSWERS_FEW_FROM, ANSWERS_TENS_FROM = 2.0, 10.0
@@ -216,10 +215,7 @@ def answers(df: pd.DataFrame) -> Verdict | None:
     h = answers_findings.headline(df) if len(df) else None
     if h is None:
         return None
-    s = answers_findings.speedups(df)
-    s = s[(s["mixer"] == h["mixer"]) & (s["form"] == h["form"])]
-    n = min(set(s["seq_len"]), key=lambda v: (abs(math.log(v / ANSWERS_TOKENS)), -v))
-    h = answers_findings.headline(df[df["seq_len"] <= n])
+    h = answers_findings.headline(df[df["seq_len"] <= answers_findings.question_length(df, h)])
     lo, hi = _answers_option(h["q25"]), _answers_option(h["q75"])
     way, said = answers_findings.how(h)
     option = lo if lo == hi else None
