@@ -47,19 +47,21 @@ def main() -> None:
     if args.runs < 1:
         ap.error(f"--runs: {args.runs} must be at least 1")
     names = args.only
-    runner = jobs.Runner()
-    runner.prepare()
-    while not runner.zygote_ready():  # a learner reads the form while the worker imports torch
-        time.sleep(0.1)
     times = {n: [] for n in names}
     states = {n: set() for n in names}
-    for _ in range(args.runs):
-        for n in names:
-            s, state = _time(runner, n)
-            times[n].append(s)
-            states[n].add(state)
-            print(f"  {n}: {s:.1f} s ({state})", file=sys.stderr)
-    runner.shutdown()
+    runner = jobs.Runner()
+    try:
+        runner.prepare()
+        while not runner.zygote_ready():  # a learner reads the form while the worker imports torch
+            time.sleep(0.1)
+        for _ in range(args.runs):
+            for n in names:
+                s, state = _time(runner, n)
+                times[n].append(s)
+                states[n].add(state)
+                print(f"  {n}: {s:.1f} s ({state})", file=sys.stderr)
+    finally:
+        runner.shutdown()  # no worker outlives an interrupted benchmark
     print(f"{dt.date.today()}, {os.cpu_count()} cores, {page_threads()} threads, {args.runs} runs each:")
     print("| experiment | median | range | within the budget |")
     print("|---|---|---|---|")

@@ -83,12 +83,13 @@ def headline(df: pd.DataFrame | None) -> dict | None:
     }
 
 
-def question_length(df: pd.DataFrame, h: dict) -> int:
-    """The length measured for the headline's mixer and form nearest the question's QUESTION_TOKENS (the longer of
-    two equally near)."""
+def question_headline(df: pd.DataFrame, h: dict) -> dict:
+    """The headline at the length measured nearest the question's QUESTION_TOKENS (the longer of two equally near),
+    for the mixer and form of `h`, the headline at the longest length."""
     s = speedups(df)
     s = s[(s["mixer"] == h["mixer"]) & (s["form"] == h["form"])]
-    return min(set(s["seq_len"]), key=lambda v: (abs(math.log(v / QUESTION_TOKENS)), -v))
+    n = min(set(s["seq_len"]), key=lambda v: (abs(math.log(v / QUESTION_TOKENS)), -v))
+    return headline(df[df["seq_len"] <= n])
 
 
 def how(h: dict) -> tuple[str, dict]:
@@ -245,10 +246,9 @@ def speed_takeaways(df: pd.DataFrame, tr) -> list[str]:
     h = headline(df)
     out = []
     if h is not None:
-        text, n_q = headline_text(h, tr), question_length(df, h)
-        if n_q not in (h["n"], h["n0"]):
-            x_q = times_text(headline(df[df["seq_len"] <= n_q])["speedup"])
-            text += tr("ui.sentence_sep") + tr("answers.take.headline_q", n=n_q, x=x_q)
+        text, q = headline_text(h, tr), question_headline(df, h)
+        if q["n"] not in (h["n"], h["n0"]):
+            text += tr("ui.sentence_sep") + tr("answers.take.headline_q", n=q["n"], x=times_text(q["speedup"]))
         out.append(text)
         loop, fast = h["loop"], h["fast"]
         why = "answers.take.why_faster" if h["speedup"] > 1 else "answers.take.why"

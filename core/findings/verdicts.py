@@ -215,7 +215,7 @@ def answers(df: pd.DataFrame) -> Verdict | None:
     h = answers_findings.headline(df) if len(df) else None
     if h is None:
         return None
-    h = answers_findings.headline(df[df["seq_len"] <= answers_findings.question_length(df, h)])
+    h = answers_findings.question_headline(df, h)
     lo, hi = _answers_option(h["q25"]), _answers_option(h["q75"])
     way, said = answers_findings.how(h)
     option = lo if lo == hi else None
