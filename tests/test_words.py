@@ -18,12 +18,15 @@ from core.terms.i18n import catalogue, t
 
 # ---- one form per concept: the chapter's term, or the glossary's (docs/GLOSSARY.md) -------------------------------
 NUMBER = r"(?:\{[^{}]*\}|[\d.,，/]+|[一二两三四五六七八九十百千万]+|几十|几百|几千|几|数十|数百)"
-TERMS_ZH = {  # concept -> (the one form, what must not appear)
+TERMS_ZH = {  # concept -> (the one form, what must not appear); docs/GLOSSARY.md §1 gives each its reason
     "recurrent neural network": ("循环神经网络", r"循环网络"),
     "hidden state of a recurrence": ("隐状态", r"(?<![隐细胞])状态向量|(?:上一个|前一个|每一步的|固定大小的)状态"),
+    "a recurrent model's fixed-size state": ("固定大小的隐状态", r"固定的?隐状态|固定状态"),
+    "LSTM cell state (ch.)": ("细胞状态", r"记忆单元|记忆细胞"),
+    "recurrence, h_t from h_{t−1}": ("递推", r"线性循环"),
     "Adam's moment estimates": ("一阶矩和二阶矩估计", r"动量"),
     "a value over the seeds": ("各种子中的最低值 / 最高值", r"最[低高]的种子"),
-    "a gradient's reach": ("回传距离", r"传播距离"),
+    "a gradient's reach": ("回传距离 / 梯度能回传多远", r"传播距离|(?<!回)传多远|往回传"),
     "multi-query (associative) recall": ("多查询联想回忆", r"多查询回忆"),
     "a ratio (glossary §2), shapes the glossary check misses": (
         "是……的 N 倍 / 只有……的 1/N / 不到……的 N 倍",
@@ -32,10 +35,28 @@ TERMS_ZH = {  # concept -> (the one form, what must not appear)
     ),
     "what the chapter names (three defects; page 4 is attention's price)": ("三个结构性缺陷", r"四个限制|四堵墙"),
     "a claim with its source (Chen et al., 2016)": ("Chen 等人（2016）", r"教材的预期"),
-    "the n × n matrix of scores (the chapter's 注意力矩阵)": ("得分矩阵", r"得分表"),
-    "the textbook chapter (the lab is not the chapter)": ("教材章节", r"本章"),
+    "attention scores, their n × n matrix (ch. 注意力分数)": (
+        "注意力分数 / 注意力分数矩阵",
+        r"得分矩阵|得分表|打分|(?<!注意力)(?<!百)分数",
+    ),
+    "the textbook chapter (the lab is not the chapter)": ("教材 / 本章", r"教材章节"),
+    "head size, head_dim": ("头维度", r"头大小|头尺寸"),
+    "KV head (keys and values shared by query heads)": ("KV 头", r"K/V\s*头|键值头"),
+    "the attention map (long-range page)": ("注意力热力图", r"注意力图"),
+    "the layer that maps to the vocabulary": ("输出层", r"输出头"),
+    "the standard Transformer (vanilla)": ("标准 Transformer", r"原始\s*Transformer"),
+    "the operating system's kernel (not a GPU kernel)": ("操作系统内核", r"(?<!操作系统)内核[^。；]{0,12}清零"),
+    "a vector lane (SIMD, a warp's lanes)": ("向量单元", r"条通道|向量通道"),
+    "the amount of arithmetic": ("计算量", r"运算量"),
+    "a trade-off": ("权衡", r"交换"),
+    "reference results (shipped runs)": ("参考结果", r"参考数据"),
+    "residual stream; the skip path around a layer": ("残差流 / 跳跃连接", r"残差通路|跳跃通路"),
+    "the copy probe (real text)": ("复制探针", r"重复探针"),
+    "microseconds": ("微秒", r"µs|μs"),
+    "measuring it yourself": ("亲手", r"亲自"),
+    "units of work a run counts": ("项", r"份工作"),
     "the matmul ceiling measured during the run": ("运行期间实测", r"运行旁"),
-    "paired repeats": ("配对重复测量：", r"配对重复(?:之间|的范围|中|：)"),
+    "paired repeats": ("配对重复测量", r"交替重复测量|配对重复(?:之间|的范围|中|：)"),
     "shipped with the lab (files, weights, reference)": ("随实验室附带的", r"自带"),
     "growth as a power of n": ("按 n^b 增长", r"随\s*n\^"),
 }
@@ -44,7 +65,7 @@ TERMS_EN = {
     "a claim with its source": r"textbook's expectation",
 }
 TERMS_EN_ONE_WORD = {
-    "the n × n matrix of scores (score matrix, as 中文 says 得分矩阵)": r"score table|table of scores|n × n table"
+    "the n × n matrix of scores (score matrix, as 中文 says 注意力分数矩阵)": r"score table|table of scores|n × n table"
 }
 
 
@@ -74,7 +95,12 @@ def test_english_says_one_word_per_concept():
     "bad",
     ["快不到 2 倍——差不多", "节省的倍数恰好是 4", "缩小的倍数", "快了近 {x} 倍", "循环网络把全部历史", "Adam 的两个动量",
      "最低的种子，%", "实测传播距离", "每一个都要等上一个状态算完", "多查询回忆往往", "会碰到四个限制", "教材的预期",
-     "把得分表完整写出", "本章的模型", "运行旁实测", "配对重复之间为 2 倍", "自带文件", "耗时随 n^{b} 增长"],
+     "把得分表完整写出", "一张得分矩阵", "为每一对位置打分", "约 2·r·n 个分数", "教材章节中的模型", "运行旁实测",
+     "配对重复之间为 2 倍", "多次交替重复测量，范围 2–3 倍", "自带文件", "耗时随 n^{b} 增长", "× 头大小",
+     "固定的隐状态", "最大固定隐状态", "生成：固定状态还是缓存", "梯度能传多远", "梯度能往回传多远", "线性循环（扫描）",
+     "它的记忆单元", "同样的交换", "再由内核把新的页清零", "内核每次调用都要把它清零", "K/V 头更少", "共用一个键值头",
+     "注意力图", "词表输出头", "每步 3 µs", "在这台机器上亲自测量", "原始 Transformer", "成千上万条通道",
+     "受运算量限制", "参考数据，在 cpu 上测得", "跳跃通路", "残差通路", "重复探针", "共 9 份工作"],
 )  # fmt: skip
 def test_the_term_check_catches(bad):
     assert term_problems(bad)
@@ -84,10 +110,24 @@ def test_the_term_check_catches(bad):
     "good",
     ["不到逐步循环的 2 倍", "是逐步循环的几十倍", "降到多头注意力的 1/N", "循环神经网络", "隐状态向量", "细胞状态",
      "状态空间模型", "每通道状态数 N", "Adam 的一阶矩和二阶矩估计", "各种子中的最低值", "多查询联想回忆",
-     "一张得分矩阵", "教材章节中的模型", "运行期间实测", "配对重复测量：2.4–2.6 倍", "随实验室附带的文件", "随 n 线性增长"],
+     "一张注意力分数矩阵", "约 2·r·n 个注意力分数", "四分位数", "教材中的模型", "本章指出", "运行期间实测",
+     "配对重复测量：2.4–2.6 倍", "配对重复测量中", "随实验室附带的文件", "随 n 线性增长", "× 头维度", "固定大小的隐状态",
+     "梯度能回传多远", "实测回传距离", "线性递推（扫描）", "细胞状态", "这种权衡", "由操作系统内核把新的页清零",
+     "融合内核内部只能看到 0", "一次内核启动", "KV 头更少", "注意力热力图", "这张热力图", "输出层", "每步 3 微秒",
+     "亲手测一测", "标准 Transformer", "向量单元", "受计算量限制", "参考结果", "残差流", "跳跃连接", "复制探针",
+     "共 9 项工作"],
 )  # fmt: skip
 def test_the_term_check_passes(good):
     assert not term_problems(good)
+
+
+def test_the_glossary_writes_down_every_chosen_term():
+    """docs/GLOSSARY.md is the term sheet: each form chosen above is written there, so the test and the sheet agree."""
+    from pathlib import Path
+
+    sheet = (Path(__file__).resolve().parent.parent / "docs" / "GLOSSARY.md").read_text(encoding="utf-8")
+    missing = [form for good, _ in TERMS_ZH.values() for form in good.split(" / ") if form not in sheet]
+    assert not missing, f"chosen in TERMS_ZH but not in docs/GLOSSARY.md: {missing}"
 
 
 # ---- punctuation in Chinese sentences assembled by code --------------------------------------------------------
