@@ -167,6 +167,7 @@ class Experiment:
     summary: str
     # takeaways(df, tr) -> list of sentences computed from df; tr is core.terms.i18n.translator(lang)
     takeaways: Callable[[pd.DataFrame, Callable[..., str]], list[str]] | None = None
+    point: tuple[str, ...] = ()  # the row columns that name a point, in a live run's progress (core.terms.progress)
 
     def config(self, preset: str = "quick", overrides: dict | None = None):
         if preset not in self.presets:

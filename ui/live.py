@@ -72,7 +72,7 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
         state.update(job=job, rows=job.rows)  # the same list: the rows as they arrive
     job = state.get("job")
     if job is not None and job.active:
-        _follow_ui(tr, r, job, page)
+        _follow_ui(tr, r, job, page, experiment.point)
     if job is None:
         return None
     if job.state == "bad_input":
@@ -92,8 +92,11 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
     return pd.DataFrame(list(job.rows)).assign(source="live")  # a copy: the job's list may still grow
 
 
-def _follow_ui(tr, r, job, page: str) -> None:
-    """Until `job` ends: its queue place and wait, or its progress; Stop (or cancel) ends it at once."""
+def _follow_ui(tr, r, job, page: str, point: tuple[str, ...] = ()) -> None:
+    """Until `job` ends: its queue place and wait, or its progress in the page's words (core.terms.progress: the
+    point measured last, from its `point` columns); Stop (or cancel) ends it at once."""
+    from core.terms.progress import progress_words
+
     stop = st.empty()
     stop.button(tr("ui.stop"), key=f"stop:{page}", help=tr("ui.stop_help"), on_click=r.stop, args=(job,))
     bar = st.progress(0.0, text=tr("ui.starting"))
@@ -110,7 +113,8 @@ def _follow_ui(tr, r, job, page: str) -> None:
             step, fraction, text = ("queued", place, wait), 0.0, tr("ui.queued", place=place, wait=f"{wait:,.0f}")
         elif job.total:
             step, fraction = ("running", job.done), min(1.0, job.done / job.total)
-            text = tr("ui.progress", done=job.done, total=job.total, what=job.message)
+            last = job.rows[-1] if job.rows else None
+            text = progress_words(job.done, job.total, last, point, r.left(job), tr)
         else:
             step, fraction, text = ("running", 0), 0.0, tr("ui.starting")
         if step != shown_step:  # a point done, or a new place in the queue: one message for the browser to draw

@@ -148,4 +148,5 @@ EXPERIMENT = Experiment(
     "token-by-token decoding: bytes kept per sequence and ms per token vs the context read, recurrent states "
     "vs the Transformer's KV cache",
     decode_takeaways,
+    point=("mixer", "context_len"),
 )

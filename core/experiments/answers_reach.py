@@ -28,4 +28,5 @@ EXPERIMENT = Experiment(
     PRESETS,
     "‖∂y_T/∂x_(T−k)‖ at initialisation over page 5's mixers: decay, flat, steps of r, a receptive field's end",
     reach_takeaways,
+    point=("model",),
 )

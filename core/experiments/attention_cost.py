@@ -232,4 +232,5 @@ EXPERIMENT = Experiment(
     PRESETS,
     "memory and time of one attention layer vs n: naive O(n²) vs fused SDPA vs linear vs an LSTM's state",
     takeaways,
+    point=("impl", "seq_len"),
 )

@@ -145,4 +145,5 @@ EXPERIMENT = Experiment(
     PRESETS,
     "checkpointed BPTT (segments of ~√n tokens) vs the plain training step: saved bytes and step time",
     takeaways,
+    point=("model", "seq_len"),
 )

@@ -289,4 +289,5 @@ EXPERIMENT = Experiment(
     "per-layer gradients at init and training stability vs depth: LSTM stacks (with/without "
     "residuals) vs Post-LN, Pre-LN and ablated Transformers",
     takeaways,
+    point=("model", "n_layers"),
 )

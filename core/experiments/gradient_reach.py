@@ -235,4 +235,5 @@ EXPERIMENT = Experiment(
     PRESETS,
     "‖∂y_T/∂x_(T−k)‖ at initialisation for every distance k: RNN/LSTM/GRU vs an attention block",
     takeaways,
+    point=("model",),
 )

@@ -222,4 +222,5 @@ EXPERIMENT = Experiment(
     PRESETS,
     "KV cache bytes vs context: MHA vs GQA vs MQA (real configs by formula, a tiny decoder measured) vs an RNN's state",
     takeaways,
+    point=("scheme",),
 )

@@ -262,4 +262,5 @@ EXPERIMENT = Experiment(
     PRESETS,
     "real text: byte-level LSTM, Transformer and linear attention read per position on held-out source code",
     takeaways,
+    point=("model", "measure"),
 )

@@ -203,4 +203,5 @@ EXPERIMENT = Experiment(
     PRESETS,
     "training-step speed-up with 1, 2, 4, … threads per model, Amdahl's serial fraction and its GPU extrapolation",
     takeaways,
+    point=("model", "seq_len", "threads"),
 )

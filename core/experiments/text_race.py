@@ -156,4 +156,5 @@ EXPERIMENT = Experiment(
     PRESETS,
     "real text, live: the LSTM and the Transformer trained from scratch for the same seconds, taking turns",
     race_takeaways,
+    point=("model",),
 )

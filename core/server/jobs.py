@@ -122,6 +122,11 @@ class Runner:
             wait += sum(self._took.get(j.experiment, DEFAULT_RUN_S) for j in ahead)
             return len(ahead) + 1, wait
 
+    def left(self, job: Job) -> float | None:
+        """Estimated seconds until a running `job` ends, from its pace so far; None before its first point."""
+        with self._lock:
+            return self._left(job) if job.state == RUNNING and job.done and job.total else None
+
     def prepare(self) -> None:
         """Start the zygote or spare worker now if nothing measures: the import runs while the form is read."""
         with self._lock:
