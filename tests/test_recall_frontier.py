@@ -47,12 +47,12 @@ def test_few_pairs_ask_as_many_questions_each_key_in_turn():
         for r in range(0, Q, P):  # round by round, every key asked once
             assert sorted(asked[r : r + P]) == sorted(pairs)
     assert (y[:, : T - Q] == task_lib.IGNORE).all()
-    cfg = experiment.EXPERIMENT.config("quick", {"n_pairs": (2, 4)})
+    cfg = experiment.EXPERIMENT.config("train", {"n_pairs": (2, 4)})
     assert cfg.queries == 4  # every run of the cross asks as many questions as the one with the most pairs
 
 
 def test_every_number_of_pairs_is_asked_across_the_same_gap():
-    cfg = experiment.EXPERIMENT.config("quick", {"n_pairs": (2, 4), "seq_len": 32, "n_keys": 16})
+    cfg = experiment.EXPERIMENT.config("train", {"n_pairs": (2, 4), "seq_len": 32, "n_keys": 16})
     assert cfg.distance == 32 - 2 * 4 - 4 + 1  # the room the most pairs leave
     for pairs in cfg.n_pairs:
         x, _ = experiment.layout(cfg, "mqar", pairs).batch(16, torch.Generator().manual_seed(0))
@@ -64,18 +64,18 @@ def test_every_number_of_pairs_is_asked_across_the_same_gap():
 
 
 def test_the_runs_form_a_cross_of_widths_and_pairs():
-    cfg = experiment.EXPERIMENT.config("quick", {"tasks": experiment.TASKS, "d_models": (16, 32, 64),
+    cfg = experiment.EXPERIMENT.config("train", {"tasks": experiment.TASKS, "d_models": (16, 32, 64),
                                                  "n_pairs": (2, 4, 8), "pairs_width": 32})  # fmt: skip
     assert experiment.runs(cfg) == [("mqar", 16, 8), ("mqar", 32, 8), ("mqar", 64, 8), ("mqar", 32, 2),
                                     ("mqar", 32, 4), ("selective_copy", 32, cfg.copy_tokens)]  # fmt: skip
-    cfg = experiment.EXPERIMENT.config("quick", {"d_models": (16, 32), "n_pairs": (2, 8), "pairs_width": 0})
+    cfg = experiment.EXPERIMENT.config("train", {"d_models": (16, 32), "n_pairs": (2, 8), "pairs_width": 0})
     assert experiment.runs(cfg) == [("mqar", 16, 8), ("mqar", 32, 8), ("mqar", 16, 2)]
 
 
 @pytest.mark.parametrize("name", registry.names("recall_frontier"))
 def test_the_state_bytes_are_what_the_layers_keep_after_reading_the_sequence(name):
     d, T, L = 32, 40, 2
-    cfg = experiment.EXPERIMENT.config("quick", {"d_models": (d,), "seq_len": T, "n_layers": L, "n_pairs": (2,)})
+    cfg = experiment.EXPERIMENT.config("train", {"d_models": (d,), "seq_len": T, "n_layers": L, "n_pairs": (2,)})
     spec = cfg.mixer_spec(d)
     layer = registry.get(name).mixer(spec)
     x = torch.randn(3, T, d)
@@ -86,13 +86,13 @@ def test_the_state_bytes_are_what_the_layers_keep_after_reading_the_sequence(nam
 
 def test_the_state_sizes_are_the_formulas_a_learner_can_check():
     d, T, L = 32, 64, 2
-    cfg = experiment.EXPERIMENT.config("quick", {"d_models": (d,), "seq_len": T, "n_layers": L})
+    cfg = experiment.EXPERIMENT.config("train", {"d_models": (d,), "seq_len": T, "n_layers": L})
     conv = (CONV_KERNEL - 1) * d
     assert experiment.state_bytes("transformer", d, cfg) == L * (2 * T * d + conv) * 4  # every token's key and value
     assert experiment.state_bytes("lstm", d, cfg) == L * (2 * d + conv) * 4  # h and c
     assert experiment.state_bytes("min_gru", d, cfg) == L * (d + conv) * 4
     assert experiment.state_bytes("linear_attention", d, cfg) == L * (d * d + d + conv) * 4  # one head: S and z
-    longer = experiment.EXPERIMENT.config("quick", {"d_models": (d,), "seq_len": 2 * T, "n_layers": L})
+    longer = experiment.EXPERIMENT.config("train", {"d_models": (d,), "seq_len": 2 * T, "n_layers": L})
     grown = experiment.state_bytes("transformer", d, longer) - experiment.state_bytes("transformer", d, cfg)
     assert grown == L * 2 * T * d * 4  # T more tokens: T more keys and values per layer
     assert experiment.state_bytes("linear_attention", d, longer) == experiment.state_bytes("linear_attention", d, cfg)
@@ -112,13 +112,13 @@ def test_every_stack_is_causal(name):
 def test_a_config_out_of_range_names_its_field():
     exp = experiment.EXPERIMENT
     with pytest.raises(ValueError, match="n_pairs"):
-        exp.config("quick", {"n_pairs": (2, 40), "n_keys": 32})
+        exp.config("train", {"n_pairs": (2, 40), "n_keys": 32})
     with pytest.raises(ValueError, match="n_pairs"):
-        exp.config("quick", {"n_pairs": (30,), "seq_len": 64})
+        exp.config("train", {"n_pairs": (30,), "seq_len": 64})
     with pytest.raises(ValueError, match="copy_tokens"):
-        exp.config("quick", {"tasks": ("selective_copy",), "copy_tokens": 40, "seq_len": 64})
+        exp.config("train", {"tasks": ("selective_copy",), "copy_tokens": 40, "seq_len": 64})
     with pytest.raises(ValueError, match="d_models"):
-        exp.config("quick", {"d_models": (24,), "heads": 16})
+        exp.config("train", {"d_models": (24,), "heads": 16})
 
 
 def test_a_tiny_run_has_the_issues_columns_and_final_rows():
@@ -135,7 +135,7 @@ def test_a_tiny_run_has_the_issues_columns_and_final_rows():
 def test_attention_recalls_what_an_element_wise_state_cannot():
     """The physics of the page in a few seconds: a 2-layer Transformer learns a small MQAR; a minGRU, whose state
     is a vector of independent channels, stays near chance with the same steps and batches."""
-    cfg = experiment.EXPERIMENT.config("quick", {"mixers": ("transformer", "min_gru"), "d_models": (32,),
+    cfg = experiment.EXPERIMENT.config("train", {"mixers": ("transformer", "min_gru"), "d_models": (32,),
                                                  "n_pairs": (4,), "seq_len": 24, "n_keys": 16, "steps": 300,
                                                  "batch_size": 32, "lr": 3e-3, "eval_every": 100, "device": "cpu",
                                                  "stop_when_solved": True})  # fmt: skip

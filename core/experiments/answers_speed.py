@@ -57,6 +57,10 @@ class AnswersSpeedConfig(MixerSizes):
     rec_mixers: tuple[str, ...] = tagged(
         ANSWERS, min_len=0, help="whose recurrence is also timed alone (Amdahl: the part a scan replaces)"
     )
+    long_lens: tuple[int, ...] = spec((), lo=2, hi=16384, min_len=0, help="more lengths, timed for long_mixers alone")
+    long_mixers: tuple[str, ...] = tagged(
+        ANSWERS, "answers_speed.recurrence:quick", min_len=0, help="the mixers timed at long_lens, in every form"
+    )
 
     def check(self):
         for m in self.mixers:
@@ -75,7 +79,16 @@ REC_QUICK = registry.tagged("answers_speed.recurrence:quick")  # the models whos
 PRESETS = {
     # a tighter limit would turn a busy moment at n = 256 into skipped points at n = 1024
     # the recurrence alone of minGRU only (the verdict's mixer): all five loops' would double the run
-    "quick": {"seq_lens": (256, 1024), "warmup": 1, "repeats": 3, "max_point_s": 1.0, "rec_mixers": REC_QUICK},
+    # and the verdict's mixer on to the question's length
+    "quick": {
+        "seq_lens": (256, 512),
+        "warmup": 1,
+        "repeats": 3,
+        "max_point_s": 1.0,
+        "rec_mixers": REC_QUICK,
+        "long_lens": (1024, 4096),
+        "long_mixers": REC_QUICK,
+    },
     "tiny": {**TINY_STEP, "window": 4, "chunk": 4, "levels": 3},
     # scripts/gpu_reference.sh's preset, for its limit of 50 s (sizing: docs/GPU.md)
     "gpu": {"seq_lens": (128, 512, 1024), "warmup": 1, "repeats": 3, "max_point_s": 2.0, "max_step_s": 2.0},
@@ -83,9 +96,11 @@ PRESETS = {
 }
 
 
-def points(cfg: AnswersSpeedConfig) -> list[tuple[str, str]]:
-    """(mixer, form) pairs the run measures, in the config's order."""
-    return [(m, f) for m in cfg.mixers for f in registry.get(m).forms if f in cfg.forms]
+def points(cfg: AnswersSpeedConfig, T: int | None = None) -> list[tuple[str, str]]:
+    """(mixer, form) pairs the run measures (at length T: at a length of long_lens alone, long_mixers' only), in
+    the config's order."""
+    only = cfg.long_mixers if T is not None and T in cfg.long_lens and T not in cfg.seq_lens else None
+    return [(m, f) for m in cfg.mixers for f in registry.get(m).forms if f in cfg.forms and (only is None or m in only)]
 
 
 def predicted_bytes(m: str, form: str, cfg: AnswersSpeedConfig, T: int) -> float:
@@ -244,10 +259,11 @@ def run(cfg: AnswersSpeedConfig, on_progress=None) -> pd.DataFrame:
     """One row per (length, mixer, form), shortest lengths first; failures and refusals are rows with a status."""
     device = resolve_device(cfg.device)
     env = environment(device)
-    pairs, lengths = points(cfg), sorted(cfg.seq_lens)
-    out, history = Rows(len(lengths) * len(pairs), on_progress), {key: [] for key in pairs}
+    lengths = sorted({*cfg.seq_lens, *cfg.long_lens})
+    out, history = Rows(sum(len(points(cfg, T)) for T in lengths), on_progress), {key: [] for key in points(cfg)}
     same = copied(cfg, "batch_size", "d_model", "window", "chunk", "kernel", "levels", "d_state", "seed")
     for T in lengths:
+        pairs = points(cfg, T)
         fitted, fields = fitting(pairs, lambda key, T=T: predicted_bytes(*key, cfg, T), device)
         runnable = []
         for key in fitted:
@@ -288,4 +304,5 @@ EXPERIMENT = Experiment(
     "training-step time vs n of minGRU/minLSTM/RWKV/SSM/linear/sliding-window/dilated-conv mixers, loop vs scan, "
     "beside nn.LSTM, nn.GRU and the SDPA Transformer",
     speed_takeaways,
+    point=("mixer", "form", "seq_len"),
 )

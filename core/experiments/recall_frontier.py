@@ -27,9 +27,14 @@ from core.models import registry
 from core.models.layers import n_params
 from core.models.registry import ANSWERS, Spec
 from core.store.results import tidy
+from core.terms import status
 from core.training import tasks as task_lib
 
 TASKS = ("mqar", "selective_copy")
+TRAINED, WRITTEN = "trained", "written"
+METHODS = (TRAINED, WRITTEN)
+# written keys: random with this spread, where φ = elu + 1 is nearly a ReLU (a larger spread changes little)
+KEY_SCALE = 8.0
 BYTES_PER_FLOAT = 4  # float32 states
 STOP_AT = 0.99  # two evaluations in a row at or above this end a run early (stop_when_solved)
 COLUMNS = ("task", "mixer", "form", "d_model", "n_pairs", "seq_len", "state_bytes", "params", "step", "loss",
@@ -72,6 +77,9 @@ class RecallFrontierConfig:
     seed: int = spec(0, lo=0, hi=2**31 - 1, help="first seed")
     seeds: int = spec(1, lo=1, hi=20, help="runs per setting, seeds seed, seed+1, …: the takeaways read their median")
     stop_when_solved: bool = spec(True, help="end a run once it is solved at two evaluations in a row")
+    method: str = spec(
+        TRAINED, choices=METHODS, help="trained; written = pairs written straight into each state, no training"
+    )
 
     def check(self):
         most = max(self.n_pairs)
@@ -93,6 +101,11 @@ class RecallFrontierConfig:
                 f"copy_tokens: {self.copy_tokens} tokens and their markers do not fit in seq_len "
                 f"{self.seq_len} (at most {self.seq_len // 2})"
             )
+        if self.method == WRITTEN:
+            if self.tasks != ("mqar",):
+                raise ValueError("tasks: written pairs are recall (mqar) alone")
+            if unable := [m for m in self.mixers if registry.get(m).recall is None]:
+                raise ValueError(f"mixers: {', '.join(unable)} keep no key–value state to write pairs into")
         for d in {*self.d_models, self.width_for_pairs, self.width_for_copy}:
             if d % self.mixer_spec(d).heads:
                 raise ValueError(f"d_models: {d} must be divisible by the number of heads ({self.heads})")
@@ -120,9 +133,20 @@ class RecallFrontierConfig:
 
 
 PRESETS = {
-    # a short MQAR (32 tokens, 16 keys, 4 and 8 pairs) at widths 16 and 32, four models, one seed, within the
-    # quick budget; the page reads the shipped frontier for the rest
-    "quick": {},
+    # the question's widths, pairs and keys with no training: pairs written straight into linear attention's fixed
+    # state and into attention's cache (a page's Run); `train` is the training run these defaults describe
+    "quick": {
+        "method": WRITTEN,
+        "mixers": lambda: tuple(m for m in registry.tagged("recall_frontier")() if registry.get(m).recall),
+        "d_models": (16, 32, 64),
+        "n_pairs": (4, 8, 16),
+        "seq_len": 64,
+        "n_keys": 64,
+        "eval_size": 1024,
+        "seeds": 3,
+    },
+    # a short MQAR (32 tokens, 16 keys, 4 and 8 pairs) at widths 16 and 32, four models, one seed
+    "train": {},
     "tiny": {
         "tasks": TASKS,
         "mixers": registry.tagged("recall_frontier:tiny"),
@@ -209,11 +233,58 @@ def run(cfg: RecallFrontierConfig, on_progress=None) -> pd.DataFrame:
         for seed in range(cfg.seed, cfg.seed + cfg.seeds):
             for task, d, pairs in runs(cfg):
                 for name in cfg.mixers:
+                    if cfg.method == WRITTEN:
+                        emit(written_one(cfg, seed, name, d, pairs, env), math.ceil(cfg.steps / cfg.eval_every) - 1)
+                        continue
                     if (name, d) not in forms:
                         probe = torch.randn(cfg.batch_size, cfg.seq_len, d, device=device)
                         forms[name, d] = fastest_form(name, cfg.mixer_spec(d), probe)
                     train_one(cfg, seed, task, name, d, pairs, forms[name, d], device, env, emit)
     return tidy(emit.rows, COLUMNS)
+
+
+def written_recall(name: str, d: int, pairs: int, n_keys: int, trials: int, seed: int) -> float:
+    """Held-out accuracy of `pairs` key–value pairs written straight into the model's state (`Model.recall`) and
+    read back with their exact keys: out of n_keys random keys and values at width d, the value nearest to what
+    the state returns must be the one written. The same keys, values and pairs for every model of a seed."""
+    g = torch.Generator().manual_seed(seed * 1_000_003 + d * 1009 + pairs)
+    keys = torch.randn(trials, n_keys, d, generator=g) * KEY_SCALE
+    values = torch.nn.functional.normalize(torch.randn(trials, n_keys, d, generator=g), dim=-1)
+    which = torch.rand(trials, n_keys, generator=g).argsort(-1)[:, :pairs]  # distinct keys, as MQAR's
+    answer = torch.randint(0, n_keys, (trials, pairs), generator=g)
+    k = keys.gather(1, which[..., None].expand(-1, -1, d))  # (trials, pairs, d)
+    v = values.gather(1, answer[..., None].expand(-1, -1, d))
+    read = registry.get(name).recall(k, v, k)
+    return float(((read @ values.transpose(1, 2)).argmax(-1) == answer).float().mean())
+
+
+def written_one(cfg, seed, name, d, pairs, env) -> dict:
+    """One row of the written method: `written_recall` over eval_size sequences, step 0."""
+    start = time.perf_counter()
+    accuracy = written_recall(name, d, pairs, cfg.n_keys, cfg.eval_size, seed)
+    return {
+        "task": "mqar",
+        "mixer": name,
+        "form": WRITTEN,
+        "d_model": d,
+        "n_pairs": pairs,
+        "seq_len": cfg.seq_len,
+        "state_bytes": BYTES_PER_FLOAT * registry.get(name).stack_state_floats(cfg.seq_len, cfg.mixer_spec(d), 1),
+        "params": math.nan,
+        "step": 0,
+        "loss": math.nan,
+        "accuracy": accuracy,
+        "chance": 1.0 / cfg.n_keys,
+        "train_s": time.perf_counter() - start,
+        "n_layers": 1,  # one state, written once
+        "n_keys": cfg.n_keys,
+        "n_queries": pairs,
+        "distance": cfg.distance,
+        "seed": seed,
+        "status": status.OK,
+        "note": "",
+        **env,
+    }
 
 
 def layout(cfg: RecallFrontierConfig, task: str, pairs: int) -> task_lib.Layout:
@@ -256,4 +327,5 @@ EXPERIMENT = Experiment(
     PRESETS,
     "recall accuracy against the state a model keeps: MQAR over widths and pairs, and selective copying",
     takeaways,
+    point=("mixer", "d_model", "n_pairs"),
 )

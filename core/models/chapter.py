@@ -89,7 +89,7 @@ register(Model("rnn", RECURRENT, partial(_fused, "RNN"), _tags("serial", "scalin
                _recurrent_flops(1), _recurrent_params(1), 12, table1="recurrent",
                recurrent_weight=lambda layer: layer.rnn.weight_hh_l0))
 register(Model("lstm", make=partial(_fused, "LSTM"), color="#d62728", representative=True,
-               tags=_tags("serial", "scaling", "checkpoint", "checkpoint:quick", *_REACH, "long_range", "depth",
+               tags=_tags("serial", "scaling", "checkpoint", "checkpoint:quick", *_REACH, "long_range", "long_range:quick", "depth",
                           "depth:quick", ANSWERS, SELECTIVE, "answers_reach", "recall_frontier",
                           "recall_frontier:quick", "real_text"),
                state_floats=lambda n, s: 2 * s.d_model, source="Hochreiter & Schmidhuber 1997 (nn.LSTM)",
@@ -100,11 +100,17 @@ register(Model("gru", RECURRENT, partial(_fused, "GRU"),
                state_floats=lambda n, s: s.d_model, source="Cho et al. 2014 (nn.GRU)", **_PAGE5))
 register(Model("lstm_loop", make=_loop_lstm, tags=_tags("serial", "scaling"), fused=False, twin="lstm",
                **_LSTM_FACTS))
-register(Model("transformer", tags=_tags("serial", "scaling", "long_range", ANSWERS, "recall_frontier",
+def _cache_recall(keys, values, queries):
+    from core.models.layers import cache_recall
+
+    return cache_recall(keys, values, queries)
+
+
+register(Model("transformer", tags=_tags("serial", "scaling", "long_range", "long_range:quick", ANSWERS, "recall_frontier",
                                          "recall_frontier:quick", "recall_frontier:tiny", "real_text"),
                steps=lambda n, form, s: 1, state_floats=lambda n, s: 2 * tokens_held(n) * s.d_model,
                decoder=partial(_decoder, "CachedBlock"), source="Vaswani et al. 2017 (Pre-LN block, SDPA)",
-               **_PRE_LN))
+               recall=_cache_recall, **_PRE_LN))
 # gradient reach probes one layer alone: a whole Pre-LN Transformer block (attention + MLP, residual)
 register(Model("attention", tags=_tags(*_REACH, "answers_reach"), **_PRE_LN))
 # attention bolted onto a recurrence: attention's one-step path between tokens, the LSTM's n dependent steps

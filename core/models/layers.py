@@ -159,6 +159,11 @@ def sdpa(q, k, v, backend: str = "auto", causal: bool = False) -> torch.Tensor:
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
+def cache_recall(keys: torch.Tensor, values: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
+    """Pairs (B, n, d) kept one by one in a KV cache, read by softmax attention (SDPA): a state that grows with n."""
+    return F.scaled_dot_product_attention(queries, keys, values)
+
+
 def rotary(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
     """Rotary position embedding (Su et al. 2021, RoFormer) of (B, H, T, hs) queries or keys: each pair of channels
     turned by an angle proportional to its position, so q·k depends on the positions' difference alone."""

@@ -96,6 +96,9 @@ class Model:
     reach_depth: int = 1  # layers stacked when its gradient reach is measured (restricted attention: steps of r)
     reference: str | None = None  # the form its others are checked against in float64 (default: its first form)
     reference_max_len: int = 1 << 20  # the longest sequence that check runs at (a dense reference costs n²)
+    # (keys, values, queries) → what its state returns for each query after the pairs are written straight into it,
+    # with no training (page 5's written recall); None: no key–value state to write
+    recall: Callable[..., object] | None = None
 
     @property
     def recurrent(self) -> bool:

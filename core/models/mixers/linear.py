@@ -92,6 +92,14 @@ class LinearAttention(MixerLayer):
         den = torch.stack(dens, dim=2).view(B, H, n * C, 1)
         return (num / (den + EPS))[:, :, :T]
 
+    @staticmethod
+    def recall(keys: torch.Tensor, values: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
+        """Pairs (B, n, d) written into the state S = Σ φ(k) vᵀ, z = Σ φ(k) as `prefill` sums it; queries read as
+        `step` reads it: φ(q)ᵀS / φ(q)ᵀz."""
+        fk, fq = F.elu(keys) + 1, F.elu(queries) + 1
+        S, z = fk.transpose(-1, -2) @ values, fk.sum(-2)  # (B, d, d), (B, d): the fixed state
+        return (fq @ S) / ((fq * z[..., None, :]).sum(-1, keepdim=True) + EPS)
+
     def init_state(self, batch: int, like: torch.Tensor) -> tuple:
         hs = self.qkv.in_features // self.n_heads
         return like.new_zeros(batch, self.n_heads, hs, hs), like.new_zeros(batch, self.n_heads, hs)
