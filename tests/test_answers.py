@@ -16,7 +16,7 @@ from core.experiments import answers_decode, answers_reach, answers_speed
 from core.findings import answers as findings
 from core.findings import answers_decode as decode_findings
 from core.findings import answers_reach as reach_findings
-from core.findings import verdicts
+from core.findings import clear_of, verdicts
 from core.harness import guard
 from core.harness.fit import tail_fit
 from core.home import records as home
@@ -245,3 +245,12 @@ def test_gradient_reach_itself_accepts_the_mixers():
     assert gradient_reach.path_length("dilated_conv") == "O(log_k n)" and gradient_reach.path_length("lstm") == "O(n)"
     with pytest.raises(ValueError, match="^models"):
         gradient_reach.EXPERIMENT.config("tiny", {"models": "transformer"})  # a page-5 baseline, not a reach layer
+
+
+def test_a_verdict_never_prints_a_number_that_rounds_onto_a_boundary_it_rejects():
+    below = verdicts.answers(_pair(196.0, 100.0, 1.9, 1.98))  # 1.96×: "less than 2×", said as 1.96, not 2
+    assert below.option == 0 and below.values["x"] == "1.96" and below.values["hi"] == "1.98"
+    above = verdicts.answers(_pair(204.0, 100.0, 2.02, 2.1))
+    assert above.option == 1 and above.values["x"] == "2.04" and above.values["lo"] == "2.02"
+    assert verdicts.answers(_pair(290.0, 100.0, 2.8, 3.0)).values["x"] == "2.9"  # clear of the bounds: two figures
+    assert clear_of(9.97, (2.0, 10.0)) == "9.97" and clear_of(10.0, (2.0, 10.0)) == "10"

@@ -120,8 +120,8 @@ def test_the_shipped_references_reuploaded_unchanged_draw_as_uploaded(key):
     assert not at.exception, at.exception  # raised on four of the five pages
     assert len(at.sidebar.get("success")) == len(paths) and not at.sidebar.get("error")  # each file accepted
     specs = _specs(at)
-    assert any("uploaded · cpu" in s for s in specs), "no chart says 'uploaded'"
-    assert any("reference · cpu" in s for s in specs)
+    assert any("uploaded (cpu" in s for s in specs), "no chart says 'uploaded'"
+    assert any("reference (cpu" in s for s in specs)
     assert not any("could not be drawn" in t for t in _texts(at))
 
 
@@ -134,7 +134,7 @@ def test_an_upload_under_the_references_label_does_not_change_the_verdict():
     serial.loc[serial["model"] == "transformer", "train_ms"] *= 100
     before = _verdict(_page("serial"))
     after = _page("serial", [("serial-same-label.csv", _csv(serial))])
-    assert after.sidebar.get("success") and any("uploaded · cpu" in s for s in _specs(after))  # drawn, apart
+    assert after.sidebar.get("success") and any("uploaded (cpu" in s for s in _specs(after))  # drawn, apart
     after = _verdict(after)
     assert before and after == before
 

@@ -12,10 +12,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from core.terms.i18n import (  # device_words: the device label in the page's language: 'cpu · 2 线程'
-    device_words,
-    translator,
-)
+from core.terms.i18n import device_words, translator  # device_words: 'cpu · 2 线程' in the page's language
 from ui.frame import device_facts, has_key, literal
 from ui.predict import revealed_now
 
@@ -45,11 +42,11 @@ def shown_data(tr, name: str, live: pd.DataFrame | None) -> tuple[pd.DataFrame, 
         return pd.DataFrame(), pd.DataFrame()
     both = pd.concat(frames, ignore_index=True)
     # each distinct source and device is worded once (a depth run's reference has ~13,000 rows and two devices)
-    sources = {s: tr(f"ui.source.{s}") for s in both["source"].unique()}
-    devices = {d: device_words(_short_device(d), tr) for d in both["device"].unique()}
-    both["run"] = both["source"].map(sources) + " · " + both["device"].map(devices)
-    # The takeaways and verdicts speak of one run: live, else the reference. Uploaded rows are drawn (their `run` says
-    # "uploaded") but never join that run, even under the reference's device label.
+    pairs = both[["source", "device"]].drop_duplicates().itertuples(index=False)
+    label = {(s, d): tr("ui.run_label", source=tr(f"ui.source.{s}"), device=device_words(_short_device(d), tr))
+             for s, d in pairs}  # fmt: skip
+    both["run"] = [label[k] for k in zip(both["source"], both["device"])]
+    # The takeaways and verdicts speak of one run: live, else the reference; uploaded rows are drawn, never that run
     if live is not None and len(live):
         primary = both[both["source"] == "live"]
     elif len(ref):
@@ -57,6 +54,12 @@ def shown_data(tr, name: str, live: pd.DataFrame | None) -> tuple[pd.DataFrame, 
     else:
         primary = both.iloc[:0]
     return both, primary
+
+
+def reference_rows(both: pd.DataFrame) -> pd.DataFrame:
+    """The shipped rows a live run is set beside: the reference of this kind of device, as `shown_data` picks it."""
+    ref = both[both["source"] == "reference"] if len(both) and "source" in both else both.iloc[:0]
+    return ref[ref["device"] == _reference_device(ref)] if len(ref) else ref
 
 
 def file_problem_ui(tr, problem) -> None:

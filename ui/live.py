@@ -21,6 +21,7 @@ POLL_S = 0.25  # how often a page looks at its job
 # 2 cores, without it the first length's points of a serial quick run came out noisy (4 of the 5-6 noisy points of
 # two browser runs were at n = 32; scripts/bench_serial_noise.py)
 START_SETTLE_S = 1.5
+PREVIEW_S = 1.0  # while a run measures, its rows are drawn again at most this often
 
 
 @st.cache_resource(show_spinner=False, on_release=lambda r: r.shutdown())
@@ -53,10 +54,10 @@ def _live_state(experiment_name: str) -> dict:
     return st.session_state.setdefault(f"live:{experiment_name}", {"rows": [], "job": None})
 
 
-def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
+def run_ui(tr, experiment, cfg, page: str, preview=None) -> pd.DataFrame | None:
     """Run `cfg` live (when given) in a worker process and follow it (ui.live's docstring); return this session's
     live rows. The job outlives this script run: a visit to another page leaves it measuring, and the page follows it
-    again when it is drawn next."""
+    again when it is drawn next. `preview(rows)`: draws the rows measured so far while the run goes on."""
     import dataclasses
 
     from core.harness.device import page_threads
@@ -72,7 +73,7 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
         state.update(job=job, rows=job.rows)  # the same list: the rows as they arrive
     job = state.get("job")
     if job is not None and job.active:
-        _follow_ui(tr, r, job, page, experiment.point)
+        _follow_ui(tr, r, job, page, experiment.point, preview)
     if job is None:
         return None
     if job.state == "bad_input":
@@ -92,16 +93,19 @@ def run_ui(tr, experiment, cfg, page: str) -> pd.DataFrame | None:
     return pd.DataFrame(list(job.rows)).assign(source="live")  # a copy: the job's list may still grow
 
 
-def _follow_ui(tr, r, job, page: str, point: tuple[str, ...] = ()) -> None:
+def _follow_ui(tr, r, job, page: str, point: tuple[str, ...] = (), preview=None) -> None:
     """Until `job` ends: its queue place and wait, or its progress in the page's words (core.terms.progress: the
     point measured last, from its `point` columns); Stop (or cancel) ends it at once."""
-    from core.terms.progress import progress_words
+    from core.terms.progress import left_words, progress_words
 
     stop = st.empty()
     stop.button(tr("ui.stop"), key=f"stop:{page}", help=tr("ui.stop_help"), on_click=r.stop, args=(job,))
     bar = st.progress(0.0, text=tr("ui.starting"))
-    shown_step = None
+    shown_step, drawn, drawn_at = None, 0, 0.0
     while job.active:
+        if preview is not None and len(job.rows) > drawn and time.monotonic() - drawn_at > PREVIEW_S:
+            drawn, drawn_at = len(job.rows), time.monotonic()
+            preview(list(job.rows[:drawn]))
         _, connected = _session()
         if not connected and job.state == "queued":
             r.stop(job)  # a closed tab leaves the queue
@@ -113,8 +117,9 @@ def _follow_ui(tr, r, job, page: str, point: tuple[str, ...] = ()) -> None:
             step, fraction, text = ("queued", place, wait), 0.0, tr("ui.queued", place=place, wait=f"{wait:,.0f}")
         elif job.total:
             step, fraction = ("running", job.done), min(1.0, job.done / job.total)
-            last = job.rows[-1] if job.rows else None
-            text = progress_words(job.done, job.total, last, point, r.left(job), tr)
+            last, left = job.rows[-1] if job.rows else None, r.left(job)
+            text = progress_words(job.done, job.total, last, point, left, tr)
+            step = (*step, left_words(left, tr))  # the estimate counts down between points
         else:
             step, fraction, text = ("running", 0), 0.0, tr("ui.starting")
         if step != shown_step:  # a point done, or a new place in the queue: one message for the browser to draw

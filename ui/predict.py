@@ -16,6 +16,8 @@ import dataclasses
 
 import streamlit as st
 
+from ui.frame import has_key
+
 SHOW = "show"  # the URL's value for "just show me"
 _GATE = "_predict_gate"  # session key: is what the page draws now revealed?
 
@@ -103,11 +105,13 @@ def where_words(tr, primary) -> str:
     return tr("ui.verdict.where.uploaded", file=literal(name))
 
 
-def verdict_ui(tr, prediction: Prediction, verdict, why: list[str], gpu=None, primary=None) -> None:
+def verdict_ui(tr, prediction: Prediction, verdict, why: list[str], gpu=None, primary=None, beside=None) -> None:
     """Under the question, once revealed, two sentences: what was measured (the verdict's sentence, led by where
-    the rows come from), and how it meets the learner's prediction. `gpu`: the same question's verdict from a
-    shipped GPU reference when the run shown is not on a GPU, or the model's word on what another device would
-    answer, as a third line. `why` is drawn by the section among its takeaways, not here."""
+    the rows come from), and how it meets the learner's prediction. `beside`: (the reference's verdict, its rows)
+    when the rows shown are a live run: both measurements are said, each with its device and threads and the option
+    it supports, and why they may differ when they do. `gpu`: the same question's verdict from a shipped GPU
+    reference when the run shown is not on a GPU, or the model's word on what another device would answer, as a
+    further line. `why` is drawn by the section among its takeaways, not here."""
     tally = st.session_state.setdefault("predict_tally", {})
     tally[prediction.page] = {
         "choice": prediction.choice,
@@ -130,6 +134,8 @@ def verdict_ui(tr, prediction: Prediction, verdict, why: list[str], gpu=None, pr
             st.caption(tr("ui.verdict.none"))
             return
         lines = [verdicts.sentence(verdict, tr, where_text=where_words(tr, primary))]
+        if beside is not None and beside[0] is not None:
+            lines = _beside(tr, page, verdict, primary, *beside)
         if verdict.option is None:
             lines.append(tr("ui.verdict.unclear"))
         elif prediction.choice is None:
@@ -148,6 +154,32 @@ def verdict_ui(tr, prediction: Prediction, verdict, why: list[str], gpu=None, pr
             lines.append(tr(verdict.other_device))
         with st.container(border=True):  # not an alert: a verdict is a result, not a warning about the page
             st.markdown("  \n".join(lines))
+
+
+def _beside(tr, page: str, verdict, primary, reference, ref_rows) -> list[str]:
+    """Your run's sentence and the reference's, each led by its device and threads and followed by the option it
+    supports; where the two support different options, what differs between the runs."""
+    from core.findings import verdicts
+
+    def said(v, rows, who: str) -> str:
+        where = tr(f"ui.verdict.beside.{who}", device=_device_of(tr, rows))
+        option = tr(f"{page}.predict.o{v.option + 1}") if v.option is not None else tr("ui.verdict.gpu_unclear")
+        return verdicts.sentence(v, tr, where_text=where) + tr("ui.verdict.beside.supports", answer=option)
+
+    lines = [said(verdict, primary, "live"), said(reference, ref_rows, "reference")]
+    if verdict.option != reference.option:
+        lines.append(tr("ui.verdict.beside.differ", live=_device_of(tr, primary), ref=_device_of(tr, ref_rows)))
+        own = f"{page}.verdict.differ"
+        if has_key(own, "en"):
+            lines.append(tr(own))
+    return lines
+
+
+def _device_of(tr, rows) -> str:
+    from core.terms.i18n import device_words
+    from ui.frame import literal
+
+    return literal(device_words(str(rows["device"].iloc[0]), tr)) if "device" in rows and len(rows) else ""
 
 
 def answered(question: str) -> bool:

@@ -18,7 +18,16 @@ from typing import Any
 
 import streamlit as st
 
-from ui.data import caption_source_ui, chart_ui, gpu_reference, shown_data, status_ui, table_ui, takeaways_ui
+from ui.data import (
+    caption_source_ui,
+    chart_ui,
+    gpu_reference,
+    reference_rows,
+    shown_data,
+    status_ui,
+    table_ui,
+    takeaways_ui,
+)
 from ui.form import config_form_ui
 from ui.frame import heading_ui, literal, method_ui
 from ui.live import run_ui
@@ -140,6 +149,19 @@ def section_ui(tr, s: Section, views: dict | None = None, prediction: Prediction
     if s.question and not main:
         view.prediction = predict_ui(tr, s.question, 3)
     shown = st.container()  # filled below, once the live run (if any) has added its rows
+    with shown:
+        during = st.empty()  # the first chart with the rows measured so far, while a run goes on
+
+    def preview(rows: list) -> None:
+        import pandas as pd
+
+        if not revealed_now() and s.gate:
+            return
+        b, p = shown_data(tr, s.experiment.name, pd.DataFrame(rows).assign(source="live"))
+        with during.container():
+            st.caption(tr("ui.live_preview", n=f"{len(rows):,}"))
+            _charts_ui(tr, s.charts[:1], b, p)
+
     damaged = None
     with st.expander(tr("ui.measure_yourself")):
         st.caption(tr("ui.live_intro"))
@@ -147,7 +169,8 @@ def section_ui(tr, s: Section, views: dict | None = None, prediction: Prediction
             cfg = config_form_ui(tr, s.experiment, s.key, list(s.fields))
         except ValueError as err:  # a shipped file the run needs is damaged: it costs this section's run, not the page
             damaged, cfg = err, None
-        live = run_ui(tr, s.experiment, cfg, s.key)
+        live = run_ui(tr, s.experiment, cfg, s.key, preview)
+    during.empty()
     with shown:
         if damaged is not None:  # said where the learner looks, not inside the closed form
             st.error(tr("ui.bad_input", error=literal(str(damaged))))
@@ -157,7 +180,9 @@ def section_ui(tr, s: Section, views: dict | None = None, prediction: Prediction
             gpu = gpu_reference(both, primary) if s.gpu_verdict else ()
             verdict = s.verdict(primary) if len(primary) else None
             why = s.why(view) if s.why else view.lines
-            verdict_ui(tr, view.prediction, verdict, why, s.verdict(gpu) if len(gpu) else None, primary)
+            ref = reference_rows(both) if live is not None and len(live) else both.iloc[:0]
+            beside = (s.verdict(ref), ref) if len(ref) else None  # a live run is read beside the reference
+            verdict_ui(tr, view.prediction, verdict, why, s.verdict(gpu) if len(gpu) else None, primary, beside)
         if not len(s.measured(both) if s.measured else both):
             st.info(tr(s.no_data))
             return view

@@ -6,7 +6,18 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core.charts.common import Chart, dash_legend, device_subtitle, log_x, log_y, ok_rows, tips, titled
+from core.charts.common import (
+    RUN_LEGEND,
+    Chart,
+    dash_legend,
+    device_subtitle,
+    log_x,
+    log_y,
+    ok_rows,
+    run_style,
+    tips,
+    titled,
+)
 from core.findings.answers import FENG, FENG_N, amdahl
 from core.harness.memory_formulas import kv_cache_bytes
 from core.models import registry
@@ -21,8 +32,11 @@ TALL = 340  # the charts whose legend lists all ten mixers need this height besi
 
 
 def _detail(d: pd.DataFrame) -> dict:
-    """One line per run (live beside reference) where the rows say which run they are."""
-    return {"detail": "run:N"} if "run" in d else {}
+    """One line per run (live beside reference) where the rows say which run they are: your run bold, the reference
+    thin (dashes say the form here)."""
+    style = run_style(d)
+    style.pop("strokeDash", None)
+    return style
 
 
 def _named(df: pd.DataFrame, tr, col: str = "mixer") -> pd.DataFrame:
@@ -60,7 +74,7 @@ def _by_length(d: pd.DataFrame, tr, y: str, chart: str, subtitle: str, tooltip, 
     own point shape."""
     extra = {}
     if "run" in d and d["run"].nunique() > 1:
-        extra["shape"] = alt.Shape("run:N", title=None, legend=LEGEND)
+        extra["shape"] = alt.Shape("run:N", title=None, legend=alt.Legend(**RUN_LEGEND))
     dash = alt.StrokeDash(
         "form_name:N",
         title=tr("answers.axis.form"),

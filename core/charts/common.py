@@ -95,19 +95,61 @@ def log_y(field: str, title: str) -> alt.Y:
 
 
 SOURCE_WIDTH = {"live": 3.0, "uploaded": 2.0, "reference": 1.2}  # line widths: this session's run stands out
+# dashes by source: your run solid, the reference dashed, an upload dotted; a second run of a source its next one
+RUN_DASHES = {"live": ([1, 0], [8, 2]), "uploaded": ([2, 2], [1, 3]), "reference": ([6, 3], [3, 3], [8, 2, 2, 2])}
+SOURCE_ORDER = ("live", "uploaded", "reference")  # the run legend's order: yours first
+GREY = "#b8b8b8"  # the series beside the question's pair
+RUN_LEGEND = {"orient": "bottom", "direction": "vertical", "labelLimit": 600}  # below the plot: room for devices
 
 
-def lines(df: pd.DataFrame, x, y, color: str, color_title: str, dash: str = "run", tooltip=()) -> alt.Chart:
-    """Lines with points, one per (colour, dash) pair; the dash legend tells live from reference and device."""
-    enc = {"x": x, "y": y, "color": alt.Color(f"{color}:N", title=color_title)}
+def run_style(d: pd.DataFrame, legend: bool = True) -> dict:
+    """Encodings that tell the runs drawn apart (a run: its source and device, the `run` column): your run solid and
+    bold, the reference thin and dashed, an upload dotted, named in a legend below the plot where a long device name
+    has room. One run: only a line per run (`detail`)."""
+    if "run" not in d or not len(d):
+        return {}
+    if d["run"].nunique() < 2:
+        return {"detail": "run:N"}
+    firsts = d.drop_duplicates("run")
+    if "source" in firsts:
+        firsts = firsts.sort_values("source", key=lambda s: s.map(SOURCE_ORDER.index), kind="stable")
+    sources = list(firsts["source"]) if "source" in firsts else ["reference"] * len(firsts)
+    dashes = [RUN_DASHES[s][sources[:i].count(s) % len(RUN_DASHES[s])] for i, s in enumerate(sources)]
+    scale = alt.Scale(domain=list(firsts["run"]), range=dashes)
+    enc = {
+        "detail": "run:N",
+        "strokeDash": alt.StrokeDash(
+            "run:N", title=None, scale=scale, legend=dash_legend(**RUN_LEGEND) if legend else None
+        ),
+    }
+    if "source" in d and d["source"].nunique() > 1:
+        scale = alt.Scale(domain=list(SOURCE_WIDTH), range=list(SOURCE_WIDTH.values()))
+        enc["strokeWidth"] = alt.StrokeWidth("source:N", legend=None, scale=scale)
+    return enc
+
+
+def focus_color(d: pd.DataFrame, field: str, title: str, focus: dict | None, **legend) -> alt.Color:
+    """Colour by `field`: the values in `focus` (value → colour, the question's pair) in theirs, every other value
+    grey, the focus first in the legend; `focus` None: every value in the default scheme."""
+    if not focus:
+        return alt.Color(f"{field}:N", title=title, legend=alt.Legend(**legend) if legend else alt.Undefined)
+    shown = [v for v in focus if v in set(d[field])] if field in d else list(focus)
+    others = [v for v in dict.fromkeys(d[field]) if v not in focus] if field in d else []
+    scale = alt.Scale(domain=shown + others, range=[focus[v] for v in shown] + [GREY] * len(others))
+    return alt.Color(f"{field}:N", title=title, scale=scale, legend=alt.Legend(**legend) if legend else alt.Undefined)
+
+
+def lines(
+    df: pd.DataFrame, x, y, color: str, color_title: str, dash: str = "run", tooltip=(), focus: dict | None = None
+) -> alt.Chart:
+    """Lines with points, one per (colour, run): `focus` (value → colour) in colour and the rest grey; your run solid
+    and bold beside the reference (run_style)."""
+    enc = {"x": x, "y": y, "color": focus_color(df, color, color_title, focus)}
     enc["tooltip"] = list(tooltip) or [color, dash]
-    if dash in df.columns and df[dash].nunique() > 1:
-        enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None, legend=dash_legend(orient="right", labelLimit=240))
-        enc["shape"] = alt.Shape(f"{dash}:N", title=None, legend=None)
-    if "source" in df.columns and df["source"].nunique() > 1:  # this session's run bold, the reference thin
-        enc["strokeWidth"] = alt.StrokeWidth(
-            "source:N", legend=None, scale=alt.Scale(domain=list(SOURCE_WIDTH), range=list(SOURCE_WIDTH.values()))
-        )
+    if dash == "run":
+        enc.update(run_style(df))
+    elif dash in df.columns and df[dash].nunique() > 1:
+        enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None, legend=dash_legend(**RUN_LEGEND))
     return Chart(df).mark_line(point=True).encode(**enc)
 
 

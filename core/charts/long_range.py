@@ -11,10 +11,10 @@ from core.charts.common import (
     PADDING,
     Chart,
     chance_rule,
-    dash_legend,
     device_subtitle,
     lines,
     ok_rows,
+    run_style,
     thin,
     tips,
     title,
@@ -81,7 +81,7 @@ def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     chance = chance_rule(last, tr("long_range.axis.chance"))
     chart = (
         alt.layer(line, spread, chance, data=last)
-        .properties(width=320, height=220)
+        .properties(width=280, height=220)
         .facet(column=alt.Column("task:N", title=None))
     )
     sub = device_subtitle(last, tr) if "device" in last else ""
@@ -107,17 +107,16 @@ def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
         "color": _model_color(d["model"], tr),
         "tooltip": tips(d, ["task", "model", "distance", "seed", "step", "percent", "loss", "train_s", "run"]),
     }
-    if "seed" in d and d["seed"].nunique() > 1:
-        enc["detail"] = "seed:N"  # one line per seed
-    if "run" in d and d["run"].nunique() > 1:
-        enc["strokeDash"] = alt.StrokeDash("run:N", title=None, legend=dash_legend(orient="bottom", labelLimit=500))
+    enc.update(run_style(d))
+    if "seed" in d and d["seed"].nunique() > 1:  # one line per seed (and run)
+        enc["detail"] = ["seed:N"] + (["run:N"] if "run" in d else [])
     line = Chart(d).mark_line(point=True).encode(**enc)
     chance = Chart(d).mark_rule(strokeDash=[4, 4], color="gray").encode(y="mean(chance_pct):Q")
     order = list(dict.fromkeys(d.sort_values(["task", "distance"])["panel"]))
     per_task = int(d.groupby("task")["distance"].nunique().max()) if len(d) else 1
     chart = (
         alt.layer(line, chance, data=d)
-        .properties(width=180, height=150)
+        .properties(width=150, height=150)
         .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=curve_columns(len(order), per_task))
     )
     return chart.properties(

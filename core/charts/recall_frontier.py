@@ -8,14 +8,21 @@ import altair as alt
 import pandas as pd
 
 from core.charts.answers import mixer_color
-from core.charts.common import PADDING, Chart, chance_rule, device_subtitle, filled_points, tips, title, titled
+from core.charts.common import (
+    PADDING,
+    Chart,
+    chance_rule,
+    device_subtitle,
+    filled_points,
+    run_style,
+    tips,
+    title,
+    titled,
+)
 from core.charts.long_range import percent_axis, percents, seed_bars
 from core.findings import recall_frontier as findings
 from core.models import registry
 from core.models.registry import ANSWERS
-
-DASHES = ([1, 0], [6, 4], [2, 2], [8, 2, 2, 2])  # the reference solid, any other run dashed
-SHAPES = ("circle", "square", "triangle-up", "diamond")
 
 
 def _named(d: pd.DataFrame, tr) -> pd.DataFrame:
@@ -29,25 +36,8 @@ def _color(d: pd.DataFrame, tr) -> alt.Color:
 
 
 def _detail(d: pd.DataFrame) -> dict:
-    """One line per run (live beside reference), told apart by dash and point shape where there are several."""
-    if "run" not in d:
-        return {}
-    if d["run"].nunique() < 2:
-        return {"detail": "run:N"}
-    # no legend for them (the mixers' fills the height): the subtitle names each run, the caption says which is which
-    firsts = d.drop_duplicates("run")
-    runs = list(
-        firsts.sort_values("source", key=lambda s: s != "reference", kind="stable")["run"]
-        if "source" in firsts
-        else firsts["run"]
-    )
-    dashes = alt.Scale(domain=runs, range=[DASHES[i % len(DASHES)] for i in range(len(runs))])
-    shapes = alt.Scale(domain=runs, range=[SHAPES[i % len(SHAPES)] for i in range(len(runs))])
-    return {
-        "detail": "run:N",
-        "strokeDash": alt.StrokeDash("run:N", title=None, legend=None, scale=dashes),
-        "shape": alt.Shape("run:N", title=None, legend=None, scale=shapes),
-    }
+    """One line per run (live beside reference): your run solid and bold, the reference thin and dashed."""
+    return run_style(d)
 
 
 def _settings(d: pd.DataFrame, tr, key: str) -> list[str]:

@@ -7,7 +7,8 @@ import pandas as pd
 
 from core.charts.common import Chart, dash_legend, device_subtitle, lines, log_x, log_y, ok_rows, titled
 from core.findings import model_name
-from core.models.registry import family_of
+from core.models import registry
+from core.models.registry import ATTENTION, RECURRENT, family_of
 
 
 def _ok(df: pd.DataFrame, tr=None) -> pd.DataFrame:
@@ -22,22 +23,34 @@ def _named(df: pd.DataFrame, tr) -> pd.DataFrame:
     return df.assign(model=df["model"].map(lambda m: model_name(m, tr)))
 
 
-def _by_length(d: pd.DataFrame, tr, y, chart: str, subtitle: str, tooltip, color: str = "model", dash="run"):
-    """One line per model (and run) against the sequence length, log x, titled `serial.chart.<chart>`."""
-    c = lines(d, log_x("seq_len", tr("serial.axis.seq_len")), y, color, tr("serial.axis.model"), dash, tooltip)
+def focus(df: pd.DataFrame, tr) -> dict:
+    """The chapter's pair among the models drawn (the LSTM and the Transformer), name → its colour: the question's
+    two in colour, the other models grey."""
+    ids = list(dict.fromkeys(df["model"])) if "model" in df else []
+    pair = [registry.representative(family, ids) for family in (RECURRENT, ATTENTION)]
+    return {model_name(m, tr): registry.get(m).color for m in pair if m is not None and registry.get(m).color}
+
+
+def _by_length(d, tr, y, chart: str, subtitle: str, tooltip, color: str = "model", dash="run", pair=None):
+    """One line per model (and run) against the sequence length, log x, titled `serial.chart.<chart>`; the models
+    of `pair` (name → colour) in colour, the others grey."""
+    x = log_x("seq_len", tr("serial.axis.seq_len"))
+    c = lines(d, x, y, color, tr("serial.axis.model"), dash, tooltip, focus=pair)
     return titled(c, tr(f"serial.chart.{chart}"), subtitle)
 
 
 def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = _ok(df, tr)
     y = log_y("train_ms", tr("serial.axis.train_ms"))
-    return _by_length(d, tr, y, "time", device_subtitle(d, tr), ["model", "seq_len", "train_ms", "train_iqr_ms", "run"])
+    tips = ["model", "seq_len", "train_ms", "train_iqr_ms", "run"]
+    return _by_length(d, tr, y, "time", device_subtitle(d, tr), tips, pair=focus(df, tr))
 
 
 def tokens_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = _ok(df, tr)
     y = log_y("tokens_per_s", tr("serial.axis.tokens_per_s"))
-    return _by_length(d, tr, y, "tokens", device_subtitle(d, tr), ["model", "seq_len", "tokens_per_s", "run"])
+    tips = ["model", "seq_len", "tokens_per_s", "run"]
+    return _by_length(d, tr, y, "tokens", device_subtitle(d, tr), tips, pair=focus(df, tr))
 
 
 def steps_chart(df: pd.DataFrame, tr) -> alt.Chart:
@@ -54,13 +67,14 @@ def utilization_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = _ok(df, tr).assign(percent=lambda x: 100 * x["utilization"])
     tips = ["model", "seq_len", "percent", "achieved_flops_per_s", "peak_flops_per_s", "run"]
     y = alt.Y("percent:Q", title=tr("serial.axis.utilization"))
-    return _by_length(d, tr, y, "utilization", device_subtitle(d, tr), tips)
+    return _by_length(d, tr, y, "utilization", device_subtitle(d, tr), tips, pair=focus(df, tr))
 
 
 def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
     d = _ok(df, tr).assign(saved_mib=lambda x: x["saved_bytes"] / 2**20)
     y = log_y("saved_mib", tr("serial.axis.saved_mib"))
-    return _by_length(d, tr, y, "memory", tr("serial.chart.memory_sub"), ["model", "seq_len", "saved_mib", "run"])
+    tips = ["model", "seq_len", "saved_mib", "run"]
+    return _by_length(d, tr, y, "memory", tr("serial.chart.memory_sub"), tips, pair=focus(df, tr))
 
 
 # the roofline's labels carry their figures: below the chart, at its full width

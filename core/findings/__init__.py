@@ -20,6 +20,18 @@ def sci(v: float, digits: int = 2) -> str:
     return f"{mantissa}×10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
+def clear_of(x: float, bounds=(), digits: int = 2) -> str:
+    """`x` to `digits` significant figures (whole and thousands-separated from 10 on), with more where fewer would
+    print one of `bounds` (where a question's options meet) that x is not: 1.96 is '1.96', never '2'."""
+    text = ""
+    for d in range(digits, digits + 4):
+        text = f"{x:,.0f}" if x >= 10 and d == digits else f"{x:.{d}g}"
+        shown = float(text.replace(",", ""))
+        if all(x == b or shown != b for b in bounds):
+            return text
+    return text
+
+
 # Punctuation a sentence is assembled with in code follows the page's language ("a, b" / "a、b", " (x)" / "（x）"):
 # a Chinese sentence built with ASCII commas, colons or brackets reads as a typo.
 def listing(items, tr) -> str:

@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from core.findings import model_name, sig3
+from core.findings import clear_of, model_name, sig3
 from core.harness import fit
 from core.harness.memory_formulas import format_bytes
 from core.models import registry
@@ -36,8 +36,11 @@ def names_text(mixers, tr) -> str:
     return tr("answers.sep").join(model_name(m, tr) for m in mixers)
 
 
+OPTION_BOUNDS = (2.0, 10.0)  # the speed-ups where the page's question's options meet
+
+
 def times_text(x: float) -> str:
-    return f"{x:.2g}" if x < 10 else f"{x:,.0f}"
+    return clear_of(x, OPTION_BOUNDS)
 
 
 # ---- training speed --------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 
-from core.findings import model_name, sig3
+from core.findings import clear_of, model_name, sig3
 from core.harness import fit, roofline
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
@@ -74,8 +74,8 @@ def spread_text(c: dict) -> tuple[str, str, str]:
     """(ratio, lo, hi) as the page and the home page write them: 'x× slower' reads the ratio, 'x× faster' its
     inverse, so the spread is inverted with it."""
     if c["verdict"] == "faster":
-        return ratio_text(c["ratio"]), f"{1 / c['hi']:.2g}", f"{1 / c['lo']:.2g}"
-    return ratio_text(c["ratio"]), f"{c['lo']:.2g}", f"{c['hi']:.2g}"
+        return ratio_text(c["ratio"]), clear_of(1 / c["hi"], (1.0,)), clear_of(1 / c["lo"], (1.0,))
+    return ratio_text(c["ratio"]), clear_of(c["lo"], (1.0,)), clear_of(c["hi"], (1.0,))
 
 
 def explanation(c: dict, hw: roofline.Hardware | None, tr) -> list[str]:
@@ -109,7 +109,7 @@ def explanation(c: dict, hw: roofline.Hardware | None, tr) -> list[str]:
 
 def ratio_text(ratio: float) -> str:
     """How the pair's ratio is written, on the page and on the home page alike."""
-    return f"{max(ratio, 1 / ratio):.2g}"
+    return clear_of(max(ratio, 1 / ratio), (1.0,))
 
 
 def scaling_exponents(df: pd.DataFrame) -> pd.DataFrame:

@@ -20,6 +20,7 @@ import pandas as pd
 from core.findings import answers as answers_findings
 from core.findings import attention_cost as attention_findings
 from core.findings import checkpoint as checkpoint_findings
+from core.findings import clear_of
 from core.findings import depth as depth_findings
 from core.findings import long_range as long_range_findings
 from core.findings import real_text as text_findings
@@ -40,7 +41,7 @@ DEPTH_LAYERS = 8  # the question's stack
 SERIAL_TOKENS = 1000  # the serial question's sequence length
 # The answers question: "no faster" below this speed-up over its own loop, "a few times" up to the next, "tens of
 # times or more" from there
-ANSWERS_FEW_FROM, ANSWERS_TENS_FROM = 2.0, 10.0
+ANSWERS_FEW_FROM, ANSWERS_TENS_FROM = answers_findings.OPTION_BOUNDS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,7 +132,8 @@ def depth(df: pd.DataFrame) -> Verdict | None:
     ratio = last / first if first > 0 else math.inf
     few, thousands = ratio <= DEPTH_FEW_UP_TO, ratio >= DEPTH_THOUSANDS_FROM
     option = 0 if ratio < DEPTH_SAME_BELOW else 1 if few else 2 if thousands else None
-    shown = "∞" if not math.isfinite(ratio) else f"{ratio:,.0f}" if ratio >= 10 else f"{ratio:.2g}"
+    bounds = (DEPTH_SAME_BELOW, DEPTH_FEW_UP_TO, DEPTH_THOUSANDS_FROM)
+    shown = "∞" if not math.isfinite(ratio) else clear_of(ratio, bounds)
     values = {"L": int(L), "first": depth_findings.number(first), "last": depth_findings.number(last), "ratio": shown}
     return Verdict(option, "verdict.depth.measured", values)
 

@@ -55,6 +55,7 @@ class Job:
     seen: float = 0.0
     stop_asked: bool = False
     settle_s: float = 0.0
+    moved: float | None = None  # when `done` last grew
 
     @property
     def active(self) -> bool:
@@ -123,9 +124,19 @@ class Runner:
             return len(ahead) + 1, wait
 
     def left(self, job: Job) -> float | None:
-        """Estimated seconds until a running `job` ends, from its pace so far; None before its first point."""
+        """Estimated seconds until a running `job` ends, counting down between its points: from its pace up to its
+        last point and, where this server ran the experiment before, no less than that run's time left; None
+        before anything can be estimated."""
         with self._lock:
-            return self._left(job) if job.state == RUNNING and job.done and job.total else None
+            if job.state != RUNNING or job.started is None:
+                return None
+            now = self._clock()
+            took = self._took.get(job.experiment)
+            before = took - (now - job.started) if took is not None else None
+            if not (job.done and job.total and job.moved):
+                return before
+            pace = (job.moved - job.started) * job.total / job.done - (now - job.started)
+            return max(pace, before if before is not None else pace)
 
     def prepare(self) -> None:
         """Start the zygote or spare worker now if nothing measures: the import runs while the form is read."""
@@ -218,6 +229,8 @@ class Runner:
                 kind = msg.get("type")
                 if kind == "progress":
                     with self._lock:
+                        if msg.get("done", 0) != job.done:
+                            job.moved = self._clock()
                         job.rows.extend(_compact(row) for row in msg.get("rows") or [])
                         for key, default in (("done", 0), ("total", 0), ("message", "")):
                             setattr(job, key, msg.get(key, default))

@@ -33,9 +33,12 @@ def point_words(row: dict, columns: tuple[str, ...], tr) -> str:
 
 
 def left_words(seconds: float | None, tr) -> str:
-    """'about 12 s left' / 'about 2 min left'; '' while there is nothing to estimate from."""
+    """'about 12 s left' / 'about 2 min left'; 'almost done' once the estimate has run out; '' while there is
+    nothing to estimate from."""
     if seconds is None or not math.isfinite(seconds):
         return ""
+    if seconds < 1:
+        return tr("progress.almost")
     if seconds >= 90:
         return tr("progress.left_min", m=round(seconds / 60))
     return tr("progress.left_s", s=max(1, 5 * round(seconds / 5)) if seconds >= 10 else max(1, round(seconds)))
