@@ -1,12 +1,18 @@
 """How much a learner must read: every page's height, visible words and first chart, in each language.
 
     python scripts/bench_pages.py [--langs en zh] [--pages home serial …] [--shots DIR]
+    python scripts/bench_pages.py --after-run [--langs en zh] [--pages serial …] [--shots DIR]
 
 Starts the app, opens each page in headless Chromium (Debian's /usr/bin/chromium, through Playwright) at 1280×800
 with every question answered "just show me" and every expander closed, and prints one row per page and language:
 the page's height in px, its visible words (English: runs of letters and digits; 中文: CJK characters), its charts,
 and the top of its first chart in px from the page's top. The budgets a page should keep are printed beside them.
 `--shots DIR` also saves each page's first screen.
+
+`--after-run` presses Run on each measuring page instead (its main section's quick preset) and prints, once the run
+has ended: its seconds, whether a chart drew the run's rows before it ended, whether the verdict names your run and
+the reference, and what does not fit at 1280 px (a chart wider than its column, a legend label cut); `--shots DIR`
+then saves the whole page after the run (`<page>-<lang>-run.png`) and a screen during it.
 """
 
 from __future__ import annotations
@@ -103,6 +109,47 @@ def verdict(row: dict) -> str:
     return "ok" if not over else "over: " + ", ".join(over)
 
 
+def after_run(browser, url: str, key: str, lang: str, shots: Path | None) -> dict:
+    """One page after a Run (scripts/after_run.py): seconds, drawn during the run, verdict, what does not fit."""
+    import after_run as ar
+
+    page = ar.open_page(browser, url, key, lang, QUESTIONS, VIEW)
+    during = str(shots / f"{key}-{lang}-during.png") if shots else None
+    got = ar.run_page(page, lang, during_shot=during)
+    text = ar.verdict_text(page)
+    both = ("Your run" in text and "Reference" in text) or ("你的运行" in text and "参考结果" in text)
+    bad = ar.overflow(page)
+    if shots is not None:
+        page.set_viewport_size({"width": VIEW["width"], "height": 6000})
+        page.wait_for_timeout(2500)
+        bad = sorted(set(bad) | set(ar.overflow(page)))  # the charts below the first screen too
+        page.screenshot(path=str(shots / f"{key}-{lang}-run.png"))
+    page.close()
+    return {"page": key, "lang": lang, "seconds": got["seconds"], "during": got["drawn_during"], "both": both,
+            "overflow": bad, "progress": got["progress"][-1:] }  # fmt: skip
+
+
+def main_after_run(args, shots: Path | None) -> int:
+    from playwright.sync_api import sync_playwright
+
+    rows = []
+    try:
+        _, url, _ = start("dashboard.py", ROOT)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+            for lang in args.langs:
+                for key in [k for k in args.pages if k != "home"]:
+                    rows.append(after_run(browser, url, key, lang, shots))
+            browser.close()
+    finally:
+        stop_all()
+    print(f"{'page':<16}{'lang':<6}{'run s':>7}  {'drawn during':<13}{'both runs':<11}what does not fit")
+    for r in rows:
+        print(f"{r['page']:<16}{r['lang']:<6}{r['seconds']:>7.1f}  {'yes' if r['during'] else 'no':<13}"
+              f"{'yes' if r['both'] else 'no':<11}{'; '.join(r['overflow']) or 'nothing'}")  # fmt: skip
+    return 0 if all(r["during"] and r["both"] and not r["overflow"] for r in rows) else 1
+
+
 def main() -> int:
     from playwright.sync_api import sync_playwright
 
@@ -110,8 +157,13 @@ def main() -> int:
     ap.add_argument("--langs", nargs="*", default=["en", "zh"])
     ap.add_argument("--pages", nargs="*", default=list(PAGES))
     ap.add_argument("--shots", default=None, help="a folder for each page's first screen (PNG)")
+    ap.add_argument("--after-run", action="store_true", help="press Run on each page and check what it leaves")
     args = ap.parse_args()
     shots = Path(args.shots) if args.shots else None
+    if shots is not None:
+        shots.mkdir(parents=True, exist_ok=True)
+    if args.after_run:
+        return main_after_run(args, shots)
     rows = []
     try:
         _, url, _ = start("dashboard.py", ROOT)

@@ -57,7 +57,8 @@ def _live_state(experiment_name: str) -> dict:
 def run_ui(tr, experiment, cfg, page: str, preview=None) -> pd.DataFrame | None:
     """Run `cfg` live (when given) in a worker process and follow it (ui.live's docstring); return this session's
     live rows. The job outlives this script run: a visit to another page leaves it measuring, and the page follows it
-    again when it is drawn next. `preview(rows)`: draws the rows measured so far while the run goes on."""
+    again when it is drawn next. `preview(rows, where)`: draws the rows measured so far in `where` (an st.empty
+    under the progress bar) while the run goes on."""
     import dataclasses
 
     from core.harness.device import page_threads
@@ -101,11 +102,12 @@ def _follow_ui(tr, r, job, page: str, point: tuple[str, ...] = (), preview=None)
     stop = st.empty()
     stop.button(tr("ui.stop"), key=f"stop:{page}", help=tr("ui.stop_help"), on_click=r.stop, args=(job,))
     bar = st.progress(0.0, text=tr("ui.starting"))
+    during = st.empty()  # the section's chart with the rows so far, where the learner is looking
     shown_step, drawn, drawn_at = None, 0, 0.0
     while job.active:
         if preview is not None and len(job.rows) > drawn and time.monotonic() - drawn_at > PREVIEW_S:
             drawn, drawn_at = len(job.rows), time.monotonic()
-            preview(list(job.rows[:drawn]))
+            preview(list(job.rows[:drawn]), during)
         _, connected = _session()
         if not connected and job.state == "queued":
             r.stop(job)  # a closed tab leaves the queue
@@ -128,6 +130,7 @@ def _follow_ui(tr, r, job, page: str, point: tuple[str, ...] = (), preview=None)
         time.sleep(POLL_S)
     bar.empty()
     stop.empty()
+    during.empty()
     if job.state == "done":  # said where the learner is looking: under the Run button, and as a toast
         done = tr("ui.run_done", n=f"{len(job.rows):,}")
         st.success(done)

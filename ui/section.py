@@ -3,7 +3,8 @@
 A section reads, picture first: header and intro → its question (if it asks one) → the verdict under it → the
 section's first chart row → at most IN_VIEW takeaways → one collapsed Details (status banners, the other charts and
 takeaways, the source, the method, the table and its CSV) → a collapsed "measure it yourself" (form, progress,
-Stop). Results wait behind the question's gate; a live run's rows are drawn over the reference.
+Stop, and under the bar the first chart with the rows measured so far). Results wait behind the question's gate; a
+live run's rows are drawn over the reference.
 A page registers its records (`register`) and draws them in order (`sections_ui`); what is truly its own (the serial
 page's slopes table, the scaling section's length picker…) is a chart cell that draws itself, or the record's
 `special` hook, drawn after the takeaways; what stands around a section (the long-range page's attention map, the
@@ -149,16 +150,15 @@ def section_ui(tr, s: Section, views: dict | None = None, prediction: Prediction
     if s.question and not main:
         view.prediction = predict_ui(tr, s.question, 3)
     shown = st.container()  # filled below, once the live run (if any) has added its rows
-    with shown:
-        during = st.empty()  # the first chart with the rows measured so far, while a run goes on
 
-    def preview(rows: list) -> None:
+    def preview(rows: list, where) -> None:
+        """The section's first chart with the rows measured so far, under the progress bar, while a run goes on."""
         import pandas as pd
 
         if not revealed_now() and s.gate:
             return
         b, p = shown_data(tr, s.experiment.name, pd.DataFrame(rows).assign(source="live"))
-        with during.container():
+        with where.container():
             st.caption(tr("ui.live_preview", n=f"{len(rows):,}"))
             _charts_ui(tr, s.charts[:1], b, p)
 
@@ -170,7 +170,6 @@ def section_ui(tr, s: Section, views: dict | None = None, prediction: Prediction
         except ValueError as err:  # a shipped file the run needs is damaged: it costs this section's run, not the page
             damaged, cfg = err, None
         live = run_ui(tr, s.experiment, cfg, s.key, preview)
-    during.empty()
     with shown:
         if damaged is not None:  # said where the learner looks, not inside the closed form
             st.error(tr("ui.bad_input", error=literal(str(damaged))))

@@ -128,6 +128,25 @@ def run_style(d: pd.DataFrame, legend: bool = True) -> dict:
     return enc
 
 
+RUN_LEGEND_ROW_PX = 20  # one entry of the run legend below the plot
+
+
+def run_legend_px(chart) -> int:
+    """The height the run legend below `chart`'s plot takes (run_style), so a chart fitted to its height keeps its
+    plot's size; 0 without one."""
+    layers = getattr(chart, "layer", alt.Undefined)
+    if layers is not alt.Undefined:
+        return max((run_legend_px(layer) for layer in layers), default=0)
+    encoding = getattr(chart, "encoding", alt.Undefined)
+    for channel in ("strokeDash", "shape"):
+        enc = getattr(encoding, channel, alt.Undefined) if encoding is not alt.Undefined else alt.Undefined
+        enc = enc.to_dict(validate=False) if hasattr(enc, "to_dict") else {}
+        if isinstance(enc, dict) and (enc.get("legend") or {}).get("orient") == "bottom":
+            runs = len(enc.get("scale", {}).get("domain", ())) or 2
+            return RUN_LEGEND_ROW_PX * runs + 10
+    return 0
+
+
 def focus_color(d: pd.DataFrame, field: str, title: str, focus: dict | None, **legend) -> alt.Color:
     """Colour by `field`: the values in `focus` (value → colour, the question's pair) in theirs, every other value
     grey, the focus first in the legend; `focus` None: every value in the default scheme."""
@@ -144,6 +163,8 @@ def lines(
 ) -> alt.Chart:
     """Lines with points, one per (colour, run): `focus` (value → colour) in colour and the rest grey; your run solid
     and bold beside the reference (run_style)."""
+    if focus and color in df:  # the question's pair drawn last: over the grey lines, not under them
+        df = df.sort_values(color, key=lambda c: c.isin(list(focus)), kind="stable")
     enc = {"x": x, "y": y, "color": focus_color(df, color, color_title, focus)}
     enc["tooltip"] = list(tooltip) or [color, dash]
     if dash == "run":
@@ -220,6 +241,7 @@ def titled(chart: alt.Chart, text: str, subtitle="", height: int = 300) -> alt.C
     lines = head.to_dict()
     extra = TITLE_LINE_PX * (len(lines["text"]) - 1 if isinstance(lines["text"], list) else 0)
     extra += SUBTITLE_LINE_PX * max(len(lines.get("subtitle", [])) - 1, 0)
+    extra += run_legend_px(chart)
     return chart.properties(title=head, height=height + extra + PADDING["top"], padding=PADDING)
 
 

@@ -24,10 +24,15 @@ from core.findings import recall_frontier as findings
 from core.models import registry
 from core.models.registry import ANSWERS
 
+WRITTEN = "written"  # the form of a run whose pairs were written into each state, not learned (recall_frontier)
+
 
 def _named(d: pd.DataFrame, tr) -> pd.DataFrame:
     d = d[d["mixer"].isin(registry.names(ANSWERS))]
-    return percents(d.assign(name=[tr(f"model.{m}") for m in d["mixer"]]))
+    d = d.assign(name=[tr(f"model.{m}") for m in d["mixer"]])
+    if "run" in d and "form" in d:  # a run that wrote its pairs and trained nothing says so in its name
+        d = d.assign(run=[r + tr("recall.run_written") if f == WRITTEN else r for r, f in zip(d["run"], d["form"])])
+    return percents(d)
 
 
 def _color(d: pd.DataFrame, tr) -> alt.Color:

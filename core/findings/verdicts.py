@@ -238,7 +238,8 @@ def recall(df: pd.DataFrame) -> Verdict | None:
     option = 2 if at_chance else 1 if drop >= SEPARATED else 0 if drop < 2 * NEAR_CHANCE else None
     lo, hi, chance = (pct(f[k]) for k in ("lo", "hi", "chance"))
     values = {"d": f["d"], "lo": lo, "hi": hi, "lo_p": f["lo_p"], "hi_p": f["hi_p"], "chance": chance}
-    return Verdict(option, "verdict.recall.measured", values)
+    written = "form" in df and set(df["form"]) == {"written"}  # no training: pairs written straight into the state
+    return Verdict(option, f"verdict.recall.{'written' if written else 'measured'}", values)
 
 
 @question("long_range.text", "real_text")
