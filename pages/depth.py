@@ -51,6 +51,12 @@ def train_charts(both, primary, tr):
         return charts.grad_heatmap_chart(chosen, tr)
 
 
+def during(both, primary, tr):
+    """While a run measures: the first layer's gradient against depth, then the loss of each run as it trains."""
+    training = primary[primary["phase"] == "train"] if "phase" in primary else primary.iloc[:0]
+    return charts.loss_chart(primary, tr) if len(training) else charts.first_layer_chart(both, tr)
+
+
 ui.register(
     ui.Section(
         PAGE,
@@ -59,6 +65,7 @@ ui.register(
         question=PAGE,
         takeaways=depth.takeaways,
         charts=((init_charts,), (train_charts,)),
+        during=during,
         method=PAGE,
         gate=False,  # the headings and pickers stay before an answer; the charts, as always, wait for it
     )

@@ -104,7 +104,22 @@ def overflow(page) -> list[str]:
     return page.evaluate(OVERFLOW_JS)
 
 
-def verdict_text(page) -> str:
-    """The text of the verdict box under the page's first question."""
-    box = page.locator("[data-testid='stVerticalBlockBorderWrapper']").filter(has_text=re.compile("Reference|参考数据"))
-    return box.first.inner_text() if box.count() else ""
+def names_both(page, lang: str) -> bool:
+    """Whether a verdict leads one sentence with your run and one with the reference, each with its device (the
+    bold `ui.verdict.beside.*` labels)."""
+    from core.terms.i18n import translator
+
+    tr = translator(lang)
+    labels = [tr(f"ui.verdict.beside.{who}", device="\x00").split("\x00")[0] for who in ("live", "reference")]
+    bold = [b.strip() for b in page.locator("strong").all_inner_texts()]
+    return all(any(b.startswith(label) for b in bold) for label in labels)
+
+
+def problems(page, lang: str, width: int = 1280) -> list[str]:
+    """Everything a Run left wrong: a verdict that does not name both runs, and what does not fit, on the first
+    screen and on the whole page laid out (a tall window: every chart drawn)."""
+    found = [] if names_both(page, lang) else ["the verdict does not name your run and the reference"]
+    found += overflow(page)
+    page.set_viewport_size({"width": width, "height": 6000})
+    page.wait_for_timeout(2000)
+    return found + [p for p in overflow(page) if p not in found]

@@ -116,8 +116,7 @@ def after_run(browser, url: str, key: str, lang: str, shots: Path | None) -> dic
     page = ar.open_page(browser, url, key, lang, QUESTIONS, VIEW)
     during = str(shots / f"{key}-{lang}-during.png") if shots else None
     got = ar.run_page(page, lang, during_shot=during)
-    text = ar.verdict_text(page)
-    both = ("Your run" in text and "Reference" in text) or ("你的运行" in text and "参考结果" in text)
+    both = ar.names_both(page, lang)
     bad = ar.overflow(page)
     if shots is not None:
         page.set_viewport_size({"width": VIEW["width"], "height": 6000})

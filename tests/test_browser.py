@@ -8,14 +8,21 @@ LAB_SKIP_BROWSER=1 to skip it deliberately on a machine without one).
 
 import os
 import re
+import sys
 import time
 import urllib.parse
+from pathlib import Path
 
 import pytest
 from conftest import REVEALED, open_form, press_run, serve
 
 from core.terms.i18n import translator
 from ui.common import PAGES
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import after_run  # scripts/ is not a package: on the path above
+
+RUN_PAGES = ("serial", "long_range", "depth", "answers")  # the pages whose question a main-section Run answers
 
 CHART = "[data-testid='stVegaLiteChart'], .vega-embed"
 SHOWN = urllib.parse.urlencode(REVEALED)  # a shared link with every question answered "just show me"
@@ -192,6 +199,10 @@ def test_a_live_run_on_every_chinese_page_shows_no_english(app_url, browser, key
     _settle(page, 180)
     assert "你的运行" in page.inner_text("body")  # the run's rows are drawn
     assert not page.query_selector_all("[data-testid='stException']")
+    if key in RUN_PAGES:  # as tests/test_browser_after_run.py checks them in English
+        page.set_viewport_size({"width": 1280, "height": 800})
+        assert not after_run.problems(page, "zh"), after_run.problems(page, "zh")
+        page.set_viewport_size({"width": 1400, "height": 1000})
     english = _english_on(page)
     assert not english, f"English on the 中文 page {key} after a live run: {english[:8]}"
     if key == "answers":

@@ -288,3 +288,17 @@ def test_the_zygote_imports_every_experiment_without_asking_cuda_anything():
         [sys.executable, "-c", code], check=False, cwd=jobs.ROOT, capture_output=True, text=True, timeout=120
     )
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_the_time_left_counts_down_from_the_pace_once_a_quarter_is_done():
+    now = [5.0]
+    r = jobs.Runner(spare=False, zygote=False, clock=lambda: now[0])
+    job = jobs.Job(1, "me", "serial", {}, None, state=jobs.RUNNING, started=0.0, done=2, total=10, moved=4.0)
+    assert r.left(job) is None  # a fifth done: too early to read a pace
+    job.done, job.moved, now[0] = 5, 10.0, 12.0
+    assert r.left(job) == pytest.approx(10.0 * 10 / 5 - 12.0)  # half done in 10 s: 20 s in all, 8 s left at 12 s
+    now[0] = 19.5
+    assert r.left(job) == pytest.approx(0.5)  # counting down between points
+    r._took["serial"] = 30.0  # this server ran it before, in 30 s
+    assert r.left(job) == pytest.approx(10.5)
+    assert r.left(jobs.Job(2, "me", "serial", {}, None)) is None  # queued: nothing to estimate

@@ -107,7 +107,11 @@ def _follow_ui(tr, r, job, page: str, point: tuple[str, ...] = (), preview=None)
     while job.active:
         if preview is not None and len(job.rows) > drawn and time.monotonic() - drawn_at > PREVIEW_S:
             drawn, drawn_at = len(job.rows), time.monotonic()
-            preview(list(job.rows[:drawn]), during)
+            try:
+                preview(list(job.rows[:drawn]), during)
+            except Exception:  # noqa: BLE001 - a chart that cannot be drawn yet costs the preview, not the run
+                preview = None
+                during.empty()
         _, connected = _session()
         if not connected and job.state == "queued":
             r.stop(job)  # a closed tab leaves the queue

@@ -58,6 +58,9 @@ class Section:
     no_data: str = "ui.no_data"
     gate: bool = True  # draw the results only once revealed (False: only what the ui helpers draw waits)
     special: Callable | None = None  # (tr, View) → None, drawn after the takeaways
+    # while a run measures, under its progress bar: a chart cell of the rows so far; None: the first chart row
+    # (a cell that draws widgets of its own cannot be drawn again and again: give one that only returns a chart)
+    during: Callable | None = None
 
     @property
     def page(self) -> str:
@@ -152,15 +155,15 @@ def section_ui(tr, s: Section, views: dict | None = None, prediction: Prediction
     shown = st.container()  # filled below, once the live run (if any) has added its rows
 
     def preview(rows: list, where) -> None:
-        """The section's first chart with the rows measured so far, under the progress bar, while a run goes on."""
+        """The section's chart (`during`, else its first) with the rows measured so far, under the progress bar."""
         import pandas as pd
 
-        if not revealed_now() and s.gate:
+        if not revealed_now():
             return
         b, p = shown_data(tr, s.experiment.name, pd.DataFrame(rows).assign(source="live"))
         with where.container():
             st.caption(tr("ui.live_preview", n=f"{len(rows):,}"))
-            _charts_ui(tr, s.charts[:1], b, p)
+            _charts_ui(tr, ((s.during,),) if s.during else s.charts[:1], b, p)
 
     damaged = None
     with st.expander(tr("ui.measure_yourself")):

@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKER = (sys.executable, "-m", "core", "worker")
 GRACE_S = 0.5  # after SIGTERM, this long for the worker to end by itself before SIGKILL
 TICKET_TTL_S = 15.0  # a waiting job whose page stopped looking at it (a closed tab) leaves the queue
+PACE_FROM = 0.25  # the share of a run done before its pace says how long the rest will take
 DEFAULT_RUN_S = 30.0  # the wait estimate for an experiment this server has not run yet (a quick preset's length)
 FORKS = sys.platform == "linux"  # fork after importing torch: safe on Linux, not with macOS's frameworks
 WAITING, RUNNING = "queued", "running"  # then it ends: done, stopped, cancelled, failed, bad_input or died
@@ -125,15 +126,16 @@ class Runner:
 
     def left(self, job: Job) -> float | None:
         """Estimated seconds until a running `job` ends, counting down between its points: from its pace up to its
-        last point and, where this server ran the experiment before, no less than that run's time left; None
-        before anything can be estimated."""
+        last point once PACE_FROM of it is done (an experiment's first points may cost more or less than its last)
+        and, where this server ran the experiment before, no less than that run's time left; None before anything
+        can be estimated."""
         with self._lock:
             if job.state != RUNNING or job.started is None:
                 return None
             now = self._clock()
             took = self._took.get(job.experiment)
             before = took - (now - job.started) if took is not None else None
-            if not (job.done and job.total and job.moved):
+            if not (job.total and job.moved and job.done >= PACE_FROM * job.total):
                 return before
             pace = (job.moved - job.started) * job.total / job.done - (now - job.started)
             return max(pace, before if before is not None else pace)
