@@ -17,6 +17,7 @@ RUN = {"en": "Run", "zh": "运行"}
 CHART = ".vega-embed"
 PROGRESS = "[data-testid='stProgress']"
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+EXCEPTION = "[data-testid='stException']"
 
 # every chart wider than the column it sits in, and every legend label cut short or drawn outside its chart
 OVERFLOW_JS = """() => {
@@ -119,6 +120,7 @@ def problems(page, lang: str, width: int = 1280) -> list[str]:
     """Everything a Run left wrong: a verdict that does not name both runs, and what does not fit, on the first
     screen and on the whole page laid out (a tall window: every chart drawn)."""
     found = [] if names_both(page, lang) else ["the verdict does not name your run and the reference"]
+    found += [f"an exception: {e.inner_text()[:200]}" for e in page.query_selector_all(EXCEPTION)]
     found += overflow(page)
     page.set_viewport_size({"width": width, "height": 6000})
     page.wait_for_timeout(2000)

@@ -117,7 +117,7 @@ def after_run(browser, url: str, key: str, lang: str, shots: Path | None) -> dic
     during = str(shots / f"{key}-{lang}-during.png") if shots else None
     got = ar.run_page(page, lang, during_shot=during)
     both = ar.names_both(page, lang)
-    bad = ar.overflow(page)
+    bad = ar.overflow(page) + [f"an exception: {e.inner_text()[:120]}" for e in page.query_selector_all(ar.EXCEPTION)]
     if shots is not None:
         page.set_viewport_size({"width": VIEW["width"], "height": 6000})
         page.wait_for_timeout(2500)

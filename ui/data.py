@@ -5,6 +5,7 @@ its CSV download, and charts with PNG/SVG export.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import math
@@ -13,8 +14,9 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from core.terms.i18n import device_words, translator  # device_words: 'cpu · 2 线程' in the page's language
-from ui.frame import device_facts, has_key, literal
+from ui.frame import device_facts, literal
 from ui.predict import revealed_now
+from ui.spec import json_safe, tooltip_titles
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -199,49 +201,7 @@ def _export(spec: str, fmt: str):
     return vlc.vegalite_to_png(spec, scale=2) if fmt == "png" else vlc.vegalite_to_svg(spec)
 
 
-def tooltip_titles(spec: dict, tr) -> dict:
-    """A chart's Vega-Lite spec with a title on every tooltip field that lacks one, from the catalogue
-    (`col.<field>`), so a hover reads 'step time, ms (median)' / '训练步耗时，毫秒（中位数）' rather than the CSV's
-    `train_ms`. Fields the catalogue does not name keep their own name. Changes `spec` in place and returns it."""
-    lang = st.session_state.get("lang", "en")
-    types = {"Q": "quantitative", "N": "nominal", "O": "ordinal", "T": "temporal"}
-
-    def titled(entry):
-        if isinstance(entry, str):
-            field, _, kind = entry.partition(":")
-            entry = {"field": field, "type": types.get(kind, "nominal")}
-        key = f"col.{entry.get('field')}" if isinstance(entry, dict) else ""  # 'col.None': no field, no title
-        if key and "title" not in entry and has_key(key, lang):
-            entry = {**entry, "title": tr(key)}
-        return entry
-
-    def walk(node):
-        if isinstance(node, dict):
-            enc = node.get("encoding")
-            if isinstance(enc, dict) and "tooltip" in enc:
-                tip = enc["tooltip"]
-                enc["tooltip"] = [titled(t) for t in tip] if isinstance(tip, list) else titled(tip)
-            for key, v in node.items():
-                if key != "datasets":  # the rows themselves: nothing to title there
-                    walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(spec)
-    return spec
-
-
-def _json_safe(node):
-    """`node` with every NaN or infinity as None (JSON's null: Vega-Lite's missing value, as Streamlit sends it to the
-    browser). A layer's datum or a scale's domain computed from no data can hold one."""
-    if isinstance(node, float) and not math.isfinite(node):
-        return None
-    if isinstance(node, dict):
-        return {k: _json_safe(v) for k, v in node.items()}
-    if isinstance(node, list | tuple):
-        return [_json_safe(v) for v in node]
-    return node
+DOWNLOADS = contextvars.ContextVar("downloads", default=True)  # False: charts drawn without their PNG/SVG buttons
 
 
 def chart_ui(chart) -> None:
@@ -253,15 +213,19 @@ def chart_ui(chart) -> None:
         return
     tr = translator(st.session_state.get("lang", "en"))
     try:
-        spec_dict = tooltip_titles((chart() if callable(chart) else chart).to_dict(), tr)
+        spec_dict = tooltip_titles(
+            (chart() if callable(chart) else chart).to_dict(), tr, st.session_state.get("lang", "en")
+        )
     except Exception as err:  # noqa: BLE001 - one chart's failure is said, and costs nothing else on the page
         st.warning(tr("ui.chart_failed", error=literal(f"{type(err).__name__}: {err}", limit=160)))
         return
     st.vega_lite_chart(spec=spec_dict, width="stretch")
+    if not DOWNLOADS.get():  # a chart drawn while a run measures: drawn again and again, its buttons once at the end
+        return
     try:  # vl-convert reads strict JSON: no NaN
         spec = json.dumps(spec_dict, allow_nan=False)
     except ValueError:
-        spec = json.dumps(_json_safe(spec_dict), allow_nan=False)
+        spec = json.dumps(json_safe(spec_dict), allow_nan=False)
     key = hashlib.sha1(spec.encode()).hexdigest()[:12]
     title = spec_dict.get("title", {})  # the file is named after the chart's title
     name = title.get("text", "chart") if isinstance(title, dict) else str(title)

@@ -20,6 +20,7 @@ from typing import Any
 import streamlit as st
 
 from ui.data import (
+    DOWNLOADS,
     caption_source_ui,
     chart_ui,
     gpu_reference,
@@ -161,9 +162,13 @@ def section_ui(tr, s: Section, views: dict | None = None, prediction: Prediction
         if not revealed_now():
             return
         b, p = shown_data(tr, s.experiment.name, pd.DataFrame(rows).assign(source="live"))
-        with where.container():
-            st.caption(tr("ui.live_preview", n=f"{len(rows):,}"))
-            _charts_ui(tr, ((s.during,),) if s.during else s.charts[:1], b, p)
+        plain = DOWNLOADS.set(False)  # the final chart, drawn after the run, carries the download buttons
+        try:
+            with where.container():
+                st.caption(tr("ui.live_preview", n=f"{len(rows):,}"))
+                _charts_ui(tr, ((s.during,),) if s.during else s.charts[:1], b, p)
+        finally:
+            DOWNLOADS.reset(plain)
 
     damaged = None
     with st.expander(tr("ui.measure_yourself")):

@@ -150,12 +150,13 @@ def run_legend_px(chart) -> int:
 def focus_color(d: pd.DataFrame, field: str, title: str, focus: dict | None, **legend) -> alt.Color:
     """Colour by `field`: the values in `focus` (value → colour, the question's pair) in theirs, every other value
     grey, the focus first in the legend; `focus` None: every value in the default scheme."""
+    legend = {"labelLimit": 280, **legend}  # a long model name is read whole, not cut at Vega's 160 px
     if not focus:
-        return alt.Color(f"{field}:N", title=title, legend=alt.Legend(**legend) if legend else alt.Undefined)
+        return alt.Color(f"{field}:N", title=title, legend=alt.Legend(**legend))
     shown = [v for v in focus if v in set(d[field])] if field in d else list(focus)
     others = [v for v in dict.fromkeys(d[field]) if v not in focus] if field in d else []
     scale = alt.Scale(domain=shown + others, range=[focus[v] for v in shown] + [GREY] * len(others))
-    return alt.Color(f"{field}:N", title=title, scale=scale, legend=alt.Legend(**legend) if legend else alt.Undefined)
+    return alt.Color(f"{field}:N", title=title, scale=scale, legend=alt.Legend(**legend))
 
 
 def lines(

@@ -8,7 +8,18 @@ import math
 import altair as alt
 import pandas as pd
 
-from core.charts.common import PADDING, Chart, dash_legend, device_subtitle, log_x, log_y, thin, title
+from core.charts.common import (
+    PADDING,
+    Chart,
+    dash_legend,
+    device_subtitle,
+    log_x,
+    log_y,
+    run_legend_px,
+    run_style,
+    thin,
+    title,
+)
 from core.findings.depth import UNDERFLOW, init_profile, loss_bounds, summarize, to_frame
 from core.findings.notes import note_text
 
@@ -80,9 +91,8 @@ def _init_chart(d: pd.DataFrame, tr, x: alt.X, field: str, title: alt.TitleParam
         "color": alt.Color("variant:N", title=tr("depth.axis.variant"), sort=_order(d)),
         "tooltip": ["variant", field, alt.Tooltip("grad_norm:Q", format=".3g")],
     }
-    if "run" in d and d["run"].nunique() > 1:
-        enc["strokeDash"] = alt.StrokeDash("run:N", title=tr("depth.axis.run"), legend=dash_legend())
-    return Chart(d).mark_line(point=True).encode(**enc).properties(title=title, height=320, padding=PADDING)
+    chart = Chart(d).mark_line(point=True).encode(**enc, **run_style(d))  # your run bold, its legend below
+    return chart.properties(title=title, height=320 + run_legend_px(chart), padding=PADDING)
 
 
 def grad_heatmap_chart(df: pd.DataFrame, tr) -> alt.FacetChart:

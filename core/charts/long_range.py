@@ -67,12 +67,21 @@ def reach_chart(df: pd.DataFrame, tr) -> alt.Chart:
     return titled(c, tr("long_range.chart.reach"), device_subtitle(d, tr))
 
 
+def two_lines(text: str) -> list[str] | str:
+    """An axis title broken before its bracket ('distance d' / '(tokens between …)'), for a narrow panel."""
+    for bracket in (" (", "（"):
+        if bracket in text:
+            head, tail = text.split(bracket, 1)
+            return [head, bracket.strip() + tail]
+    return text
+
+
 def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Final held-out accuracy against distance, one line per model (and run): the median over seeds, a bar from the
     lowest to the highest seed; chance as a dashed rule; one panel per task."""
     last = percents(by_distance(df))
     last = last.assign(task=last["task"].map(lambda t: tr(f"long_range.task.{t}")))
-    x = alt.X("distance:Q", title=tr("long_range.axis.distance"))
+    x = alt.X("distance:Q", title=two_lines(tr("long_range.axis.distance")))  # under a narrow panel
     tooltip = tips(last, ["task", "model", "distance", "percent", "lo_pct", "hi_pct", "seeds", "step", "params", "run"])
     y = percent_axis(tr("long_range.axis.accuracy"))
     line = lines(last, x, y, "model", tr("long_range.axis.model"), tooltip=tooltip)
@@ -81,7 +90,7 @@ def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     chance = chance_rule(last, tr("long_range.axis.chance"))
     chart = (
         alt.layer(line, spread, chance, data=last)
-        .properties(width=280, height=220)
+        .properties(width=180, height=220)
         .facet(column=alt.Column("task:N", title=None))
     )
     sub = device_subtitle(last, tr) if "device" in last else ""
@@ -116,7 +125,7 @@ def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
     per_task = int(d.groupby("task")["distance"].nunique().max()) if len(d) else 1
     chart = (
         alt.layer(line, chance, data=d)
-        .properties(width=150, height=150)
+        .properties(width=120, height=150)
         .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=curve_columns(len(order), per_task))
     )
     return chart.properties(
