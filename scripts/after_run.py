@@ -60,14 +60,19 @@ def open_page(browser, url: str, key: str, lang: str, questions, view=None):
     return page
 
 
-def press_run(page, lang: str) -> None:
-    """Open the page's first "measure it yourself" and press Run until the page takes it (a press that lands
-    before the form's button is wired up leaves the page as it was)."""
+def press_run(page, lang: str, tab: str | None = None) -> None:
+    """Open the first "measure it yourself" in view (in `tab`, a tab's label, if given) and press its Run until the
+    page takes it (a press that lands before the form's button is wired up leaves the page as it was)."""
+    if tab:
+        page.get_by_role("tab", name=tab).click()
+        page.wait_for_timeout(1000)
     for _ in range(3):
-        form = page.locator("[data-testid='stExpander'] details").filter(has=page.locator("summary", has_text=FORM))
+        form = page.locator("[data-testid='stExpander'] details:visible").filter(
+            has=page.locator("summary", has_text=FORM)
+        )
         if form.first.get_attribute("open") is None:
             form.first.locator("summary").first.click()
-        page.get_by_role("button", name=RUN[lang], exact=True).first.click(timeout=60000)
+        form.first.get_by_role("button", name=RUN[lang], exact=True).first.click(timeout=60000)
         for _ in range(100):
             if page.query_selector(PROGRESS):
                 return
@@ -75,10 +80,10 @@ def press_run(page, lang: str) -> None:
     raise RuntimeError("three presses of Run started no run")
 
 
-def run_page(page, lang: str, timeout_s: float = 180, during_shot: str | None = None) -> dict:
-    """Press Run and follow the run to its end: {'seconds', 'progress': the texts the bar showed, 'drawn_during':
-    whether a chart with this run's rows stood on the page while the bar still moved}."""
-    press_run(page, lang)
+def run_page(page, lang: str, timeout_s: float = 180, during_shot: str | None = None, tab: str | None = None) -> dict:
+    """Press Run (in `tab`, if given) and follow the run to its end: {'seconds', 'progress': the texts the bar
+    showed, 'drawn_during': whether a chart with this run's rows stood on the page while the bar still moved}."""
+    press_run(page, lang, tab)
     t0, texts, drawn = time.time(), [], False
     while time.time() - t0 < timeout_s:
         bar = page.query_selector(PROGRESS)

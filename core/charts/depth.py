@@ -118,7 +118,7 @@ def grad_heatmap_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
             ),
             tooltip=["variant", "layer", "step", alt.Tooltip("grad_norm:Q", format=".3g")],
         )
-        .properties(height=cell * max(1, L), width=520)
+        .properties(height=cell * max(1, L), width=400)
     )
     warmup, seed = (d["warmup"].iloc[0], int(d["seed"].iloc[0])) if len(d) else ("", "")
     title = _title(tr, "heatmap", df, L=L, warmup=warmup, seed=seed)
@@ -154,8 +154,9 @@ def loss_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     return _per_depth(alt.layer(lines, top, bottom, cross, data=d), tr, _title(tr, "loss", df))
 
 
-def _color(d: pd.DataFrame, tr) -> alt.Color:
-    return alt.Color("variant:N", title=tr("depth.axis.variant"), sort=_order(d) if len(d) else None)
+def _color(d: pd.DataFrame, tr, **legend) -> alt.Color:
+    sort = _order(d) if len(d) else None
+    return alt.Color("variant:N", title=tr("depth.axis.variant"), sort=sort, legend=alt.Legend(**legend))
 
 
 def _run_lines(mark: alt.Chart, d: pd.DataFrame, tr, y, field: str, fmt: str, *tooltip) -> alt.Chart:
@@ -163,8 +164,10 @@ def _run_lines(mark: alt.Chart, d: pd.DataFrame, tr, y, field: str, fmt: str, *t
     return mark.encode(
         x=alt.X("step:Q", title=tr("depth.axis.step")),
         y=y,
-        color=_color(d, tr),
-        strokeDash=alt.StrokeDash("warmup:N", title=tr("depth.axis.warmup"), legend=dash_legend()),
+        color=_color(d, tr, orient="bottom", columns=2, labelLimit=240),  # below the panels, which fill the column
+        strokeDash=alt.StrokeDash(
+            "warmup:N", title=tr("depth.axis.warmup"), legend=dash_legend(orient="bottom", direction="vertical")
+        ),
         detail="seed:N",
         tooltip=["variant", "warmup", "seed", "step", alt.Tooltip(f"{field}:Q", format=fmt), *tooltip],
     )
@@ -193,7 +196,7 @@ def _per_depth(chart: alt.LayerChart, tr, title: alt.TitleParams) -> alt.FacetCh
     """A panel per depth, two to a row."""
     depth = alt.Facet("n_layers:O", title=tr("depth.axis.n_layers"))
     return (
-        chart.properties(height=240, width=330).facet(facet=depth, columns=2, title=title).properties(padding=PADDING)
+        chart.properties(height=240, width=300).facet(facet=depth, columns=2, title=title).properties(padding=PADDING)
     )
 
 

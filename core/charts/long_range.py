@@ -125,7 +125,7 @@ def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
     per_task = int(d.groupby("task")["distance"].nunique().max()) if len(d) else 1
     chart = (
         alt.layer(line, chance, data=d)
-        .properties(width=120, height=150)
+        .properties(width=110, height=150)
         .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=curve_columns(len(order), per_task))
     )
     return chart.properties(
