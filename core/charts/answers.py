@@ -7,6 +7,7 @@ import altair as alt
 import pandas as pd
 
 from core.charts.common import (
+    GREY,
     RUN_LEGEND,
     Chart,
     dash_legend,
@@ -35,7 +36,8 @@ def _detail(d: pd.DataFrame) -> dict:
     """One line per run (live beside reference) where the rows say which run they are: your run bold, the reference
     thin (dashes say the form here)."""
     style = run_style(d)
-    style.pop("strokeDash", None)
+    if style.pop("strokeDash", None) is not None:  # several runs: named by their points' shape, below the plot
+        style["shape"] = alt.Shape("run:N", title=None, legend=alt.Legend(**RUN_LEGEND))
     return style
 
 
@@ -48,9 +50,14 @@ def _named(df: pd.DataFrame, tr, col: str = "mixer") -> pd.DataFrame:
     return out
 
 
-def mixer_color(mixers, tr) -> alt.Color:
-    """The `name` column coloured by each mixer's record, in the order of `mixers` (ids), with page 5's legend."""
+def mixer_color(mixers, tr, focus=None) -> alt.Color:
+    """The `name` column coloured by each mixer's record, in the order of `mixers` (ids), with page 5's legend;
+    with `focus` (ids), those first in their colours and every other mixer grey."""
     domain, colours = registry.colors(mixers)
+    if focus is not None:
+        first = [i for i, m in enumerate(domain) if m in focus] + [i for i, m in enumerate(domain) if m not in focus]
+        domain = [domain[i] for i in first]
+        colours = [colours[i] if domain[k] in focus else GREY for k, i in enumerate(first)]
     return alt.Color(
         "name:N",
         title=tr("answers.axis.mixer"),
@@ -59,8 +66,17 @@ def mixer_color(mixers, tr) -> alt.Color:
     )
 
 
-def _color(df: pd.DataFrame, tr, col: str = "mixer") -> alt.Color:
-    return mixer_color(list(dict.fromkeys(df[col])), tr)
+def _color(df: pd.DataFrame, tr, col: str = "mixer", focus=None) -> alt.Color:
+    return mixer_color(list(dict.fromkeys(df[col])), tr, focus)
+
+
+def feng_pair(df: pd.DataFrame) -> set:
+    """The mixers Feng et al. set against a traditional RNN (minGRU, minLSTM): the question's, in colour."""
+    return (
+        {m for m in dict.fromkeys(df["mixer"]) if m in registry.MODELS and registry.get(m).traditional}
+        if len(df)
+        else set()
+    )
 
 
 def _line(d: pd.DataFrame, tr, x, y, tooltip, color=None, **enc) -> alt.Chart:
@@ -72,9 +88,6 @@ def _line(d: pd.DataFrame, tr, x, y, tooltip, color=None, **enc) -> alt.Chart:
 def _by_length(d: pd.DataFrame, tr, y: str, chart: str, subtitle: str, tooltip, axis: str = "") -> alt.Chart:
     """Lines coloured by mixer and dashed by form against the length; a second run (live beside reference) gets its
     own point shape."""
-    extra = {}
-    if "run" in d and d["run"].nunique() > 1:
-        extra["shape"] = alt.Shape("run:N", title=None, legend=alt.Legend(**RUN_LEGEND))
     dash = alt.StrokeDash(
         "form_name:N",
         title=tr("answers.axis.form"),
@@ -82,7 +95,7 @@ def _by_length(d: pd.DataFrame, tr, y: str, chart: str, subtitle: str, tooltip, 
         scale=alt.Scale(domain=[tr(f"answers.form.{f}") for f in FORMS], range=DASHES),
     )
     x, y = log_x("seq_len", tr("answers.axis.seq_len")), log_y(y, tr(f"answers.axis.{axis or y}"))
-    c = _line(d, tr, x, y, tooltip, _color(d, tr), strokeDash=dash, **extra)
+    c = _line(d, tr, x, y, tooltip, _color(d, tr), strokeDash=dash)
     return titled(c, tr(f"answers.chart.{chart}"), subtitle, height=TALL)
 
 
@@ -101,11 +114,14 @@ def speedup_chart(df: pd.DataFrame, tr) -> alt.Chart:
     trad = ok[ok["vs_traditional"].notna()] if len(ok) and "vs_traditional" in ok else ok.iloc[:0]
     trad = trad.assign(speedup=trad["vs_traditional"], against=tr("answers.against.traditional"))
     d = pd.concat([own, trad], ignore_index=True)
+    focus = feng_pair(d)  # the question's mixers in colour, drawn last: over the grey ones
+    d = d.sort_values("mixer", key=lambda m: m.isin(focus), kind="stable") if len(d) else d
     x, y = log_x("seq_len", tr("answers.axis.seq_len")), log_y("speedup", tr("answers.axis.speedup"))
     dash = alt.StrokeDash("against:N", title=tr("answers.axis.against"), legend=DASH_LEGEND)
     tooltip = ["name", "form_name", "against", "seq_len", "speedup", "speedup_q25", "speedup_q75", "run"]
-    lines = _line(d, tr, x, y, tooltip, strokeDash=dash)
-    bars = Chart(own).mark_rule().encode(x=x, y="speedup_q25:Q", y2="speedup_q75:Q", color=_color(own, tr))
+    color = _color(d, tr, focus=focus) if len(d) else None
+    lines = _line(d, tr, x, y, tooltip, color, strokeDash=dash)
+    bars = Chart(own).mark_rule().encode(x=x, y="speedup_q25:Q", y2="speedup_q75:Q", color=color or _color(own, tr))
     feng = pd.DataFrame(
         {
             "seq_len": FENG_N,

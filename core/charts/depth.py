@@ -58,10 +58,12 @@ def _runs(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _by_source(df: pd.DataFrame, fn) -> pd.DataFrame:
-    """Apply `fn` per data source (reference / live) and keep the `run` label, so both can be drawn together."""
+    """Apply `fn` per data source (reference / live) and keep the `run` label and its source, so both can be drawn
+    together, your run bold."""
     if "run" not in df.columns:
         return fn(df)
-    parts = [fn(g).assign(run=run) for run, g in df.groupby("run", sort=False)]
+    keys = ["run", "source"] if "source" in df.columns else ["run"]
+    parts = [fn(g).assign(**dict(zip(keys, k))) for k, g in df.groupby(keys, sort=False)]
     return pd.concat(parts, ignore_index=True) if parts else fn(df)
 
 

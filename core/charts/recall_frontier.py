@@ -29,10 +29,15 @@ WRITTEN = "written"  # the form of a run whose pairs were written into each stat
 
 def _named(d: pd.DataFrame, tr) -> pd.DataFrame:
     d = d[d["mixer"].isin(registry.names(ANSWERS))]
-    d = d.assign(name=[tr(f"model.{m}") for m in d["mixer"]])
-    if "run" in d and "form" in d:  # a run that wrote its pairs and trained nothing says so in its name
-        d = d.assign(run=[r + tr("recall.run_written") if f == WRITTEN else r for r, f in zip(d["run"], d["form"])])
-    return percents(d)
+    return percents(d.assign(name=[tr(f"model.{m}") for m in d["mixer"]]))
+
+
+def _written(df: pd.DataFrame, tr) -> pd.DataFrame:
+    """The rows, a run that wrote its pairs and trained nothing saying so in its name (before the seeds are
+    summarised, which keeps the run and drops the form)."""
+    if not len(df) or "run" not in df or "form" not in df:
+        return df
+    return df.assign(run=[r + tr("recall.run_written") if f == WRITTEN else r for r, f in zip(df["run"], df["form"])])
 
 
 def _color(d: pd.DataFrame, tr) -> alt.Color:
@@ -86,7 +91,7 @@ def _curves(d: pd.DataFrame, x: alt.X, tr, chart: str, tooltip, point) -> alt.Ch
 
 def frontier_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Accuracy against state bytes at the largest number of pairs: a point per (model, width), a line per model."""
-    d = _named(findings.frontier(df), tr)
+    d = _named(findings.frontier(_written(df, tr)), tr)
     d = d.assign(state_kib=d["state_bytes"] / 1024)
     x = alt.X("state_kib:Q", scale=alt.Scale(type="log"), title=tr("recall.axis.state_kib"), axis=alt.Axis(format="~g"))
     tooltip = ["name", "d_model", "state_bytes", "percent", "lo_pct", "hi_pct", "seeds", "step", "params", "run"]
@@ -95,7 +100,7 @@ def frontier_chart(df: pd.DataFrame, tr) -> alt.Chart:
 
 def pairs_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Accuracy against the number of key-value pairs at one width."""
-    d = _named(findings.pairs(df), tr)
+    d = _named(findings.pairs(_written(df, tr)), tr)
     x = alt.X("n_pairs:Q", title=tr("recall.axis.pairs"), scale=alt.Scale(type="log", base=2))
     tooltip = ["name", "n_pairs", "state_bytes", "percent", "lo_pct", "hi_pct", "seeds", "step", "run"]
     return _curves(d, x, tr, "pairs", tooltip, True)
@@ -103,7 +108,7 @@ def pairs_chart(df: pd.DataFrame, tr) -> alt.Chart:
 
 def copy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Selective copying: a bar per model, grouped by what decides what its state keeps."""
-    d = _named(findings.copying(df), tr)
+    d = _named(findings.copying(_written(df, tr)), tr)
     group = {True: "selective", False: "fixed", None: "attention"}
     d = d.assign(group=[tr(f"recall.group.{group[registry.get(m).selective]}") for m in d["mixer"]])
     order = [tr(f"recall.group.{g}") for g in ("selective", "fixed", "attention")]
