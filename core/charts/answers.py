@@ -119,7 +119,7 @@ def speedup_chart(df: pd.DataFrame, tr) -> alt.Chart:
     x, y = log_x("seq_len", tr("answers.axis.seq_len")), log_y("speedup", tr("answers.axis.speedup"))
     dash = alt.StrokeDash("against:N", title=tr("answers.axis.against"), legend=DASH_LEGEND)
     tooltip = ["name", "form_name", "against", "seq_len", "speedup", "speedup_q25", "speedup_q75", "run"]
-    color = _color(d, tr, focus=focus) if len(d) else None
+    color = _color(d, tr, focus=focus or None) if len(d) else None
     lines = _line(d, tr, x, y, tooltip, color, strokeDash=dash)
     bars = Chart(own).mark_rule().encode(x=x, y="speedup_q25:Q", y2="speedup_q75:Q", color=color or _color(own, tr))
     feng = pd.DataFrame(

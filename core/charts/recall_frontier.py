@@ -40,9 +40,15 @@ def _written(df: pd.DataFrame, tr) -> pd.DataFrame:
     return df.assign(run=[r + tr("recall.run_written") if f == WRITTEN else r for r, f in zip(df["run"], df["form"])])
 
 
-def _color(d: pd.DataFrame, tr) -> alt.Color:
+def _color(d: pd.DataFrame, tr, focus=None) -> alt.Color:
     shown = set(d["mixer"])
-    return mixer_color([m for m in registry.names(ANSWERS) if m in shown], tr)  # the records' order
+    return mixer_color([m for m in registry.names(ANSWERS) if m in shown], tr, focus)  # the records' order
+
+
+def question_pair(d: pd.DataFrame) -> set:
+    """The question's pair among the mixers drawn: those whose state pairs can be written into (linear attention's
+    fixed matrix, attention's cache), in colour; the others grey."""
+    return {m for m in set(d["mixer"]) if m in registry.MODELS and registry.get(m).recall} if len(d) else set()
 
 
 def _detail(d: pd.DataFrame) -> dict:
@@ -84,8 +90,11 @@ def _curves(d: pd.DataFrame, x: alt.X, tr, chart: str, tooltip, point) -> alt.Ch
     `recall.chart.<chart>` over what each run measured."""
     tooltip = tips(d, tooltip)
     y = percent_axis(tr("recall.axis.accuracy"))
-    line = Chart(d).mark_line(point=point).encode(x=x, y=y, color=_color(d, tr), **_detail(d), tooltip=tooltip)
-    layers = line + seed_bars(d, x, _color(d, tr), 0.5) + chance_rule(d, tr("recall.axis.chance"))
+    pair = question_pair(d)
+    d = d.sort_values("mixer", key=lambda m: m.isin(pair), kind="stable") if len(d) else d  # the pair drawn last
+    color = _color(d, tr, pair or None)
+    line = Chart(d).mark_line(point=point).encode(x=x, y=y, color=color, **_detail(d), tooltip=tooltip)
+    layers = line + seed_bars(d, x, color, 0.5) + chance_rule(d, tr("recall.axis.chance"))
     return titled(layers, tr(f"recall.chart.{chart}"), _subtitle(d, tr, f"recall.chart.{chart}_sub"))
 
 
