@@ -213,6 +213,11 @@ MODELS: dict[str, Model] = {}
 def register(model: Model) -> Model:
     if model.family not in (RECURRENT, ATTENTION, CONVOLUTION):
         raise ValueError(f"family: {model.family!r} is not one of {RECURRENT}, {ATTENTION}, {CONVOLUTION}")
+    if other := [f for f in model.forms if f not in FORMS]:  # the forms page 5 times, charts and counts steps for
+        raise ValueError(
+            f"forms: {model.name}'s {', '.join(other)} is not one of {', '.join(FORMS)}; a form of another kind (a "
+            "masked n × n matrix) can only be its `reference`, built for the checks"
+        )
     MODELS[model.name] = model
     return model
 
