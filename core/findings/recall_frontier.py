@@ -149,6 +149,23 @@ def fall_line(df: pd.DataFrame, tr) -> str | None:
     return tr("recall.take.fall", d=d, lo_p=lo_p, hi_p=hi_p, items=tr("recall.sep").join(items))
 
 
+LONG = 1 << 16  # a length past any window: a state still growing there grows with every token read
+
+
+def state_words(m: str, tr) -> str:
+    """What model m's state holds, in words: its own sentence where the catalogue has one (`recall.state.<m>`), else
+    one built from its record: whether the state grows with the tokens read, and how a token is written into it (a
+    key–value state, gates that read the token, a fixed decay or kernel, or attention's keys and values)."""
+    own = tr(f"recall.state.{m}")
+    if not own.startswith("«") or m not in registry.MODELS:
+        return own
+    model, spec = registry.get(m), registry.Spec(64)
+    size = "grows" if model.state_floats(2 * LONG, spec) > model.state_floats(LONG, spec) else "fixed"
+    kind = {True: "selective", False: "time_invariant", None: "attention"}[model.selective]
+    how = "keyed" if model.recall is not None else kind
+    return tr("recall.state_default", size=tr(f"recall.state_default.{size}"), how=tr(f"recall.state_default.{how}"))
+
+
 def _order(fr: pd.DataFrame) -> list[str]:
     """Attention first, then the models that recalled (smallest state first), then the rest by their best accuracy."""
 
@@ -193,7 +210,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                     best_state=format_bytes(best["state_bytes"]),
                     best_d=int(best["d_model"]),
                     chance=pct(float(rows["chance"].iloc[0])),
-                    what=tr(f"recall.state.{m}"),
+                    what=state_words(m, tr),
                 )
             )
         if att_best is not None:
