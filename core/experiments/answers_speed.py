@@ -46,7 +46,7 @@ class AnswersSpeedConfig(MixerSizes):
     seq_lens: tuple[int, ...] = spec((256, 1024, 4096), lo=2, hi=16384, help="sequence lengths to sweep")
     d_model: int = spec(128, lo=8, hi=1024, help="width of every mixer")
     batch_size: int = spec(8, lo=1, hi=256, help="sequences per training step")
-    chunk: int = spec(64, lo=1, hi=4096, help="linear attention, chunked form: tokens per chunk")
+    chunk: int = spec(64, lo=1, hi=4096, help="a recurrence's chunked form: tokens per chunk")
     vocab_size: int = spec(64, lo=2, hi=65536, help="small, so the output layer does not dominate")
     device: str = spec("auto", choices=DEVICES, help="auto = CUDA, then MPS, then CPU")
     seed: int = spec(0, lo=0, hi=2**31 - 1)
@@ -301,7 +301,7 @@ EXPERIMENT = Experiment(
     AnswersSpeedConfig,
     run,
     PRESETS,
-    "training-step time vs n of minGRU/minLSTM/RWKV/SSM/linear/sliding-window/dilated-conv mixers, loop vs scan, "
+    "training-step time vs n of every page-5 mixer in each of its forms (loop, scan, chunked, a library kernel), "
     "beside nn.LSTM, nn.GRU and the SDPA Transformer",
     speed_takeaways,
     point=("mixer", "form", "seq_len"),
