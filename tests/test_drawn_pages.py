@@ -9,7 +9,9 @@ script holds that script's whole namespace, so every frame the page built at top
 (scripts/bench_memory.py). Pages hand widgets functions defined outside them (ui, core), so a drawn page leaves no
 DataFrame behind.
 
-Every dash legend shows its dashes: Vega draws a legend entry of a line drawn with points as the point's symbol,
+Every dash is given by an explicit scale in the rows' order, so a line keeps its dash in English and in 中文 (Vega
+gives dashes out in the sorted order of the labels, which differs between the languages). Every dash legend shows
+its dashes: Vega draws a legend entry of a line drawn with points as the point's symbol,
 which for a dash-only encoding has no colour, so the Amdahl chart's and the speed-up chart's legends (and others)
 showed labels beside nothing. core.charts.common.dash_legend gives each a filled, opaque stroke symbol.
 
@@ -43,6 +45,23 @@ def _dash_legends(spec) -> list[dict]:
     elif isinstance(spec, list):
         for v in spec:
             found += _dash_legends(v)
+    return found
+
+
+def _dashes_by_name(spec) -> list[str]:
+    """Every strokeDash encoding (layers included) whose dashes Vega would give out in the sorted order of its
+    values: a translated label sorts differently in 中文, so the same line would change its dash with the language."""
+    found = []
+    if isinstance(spec, dict):
+        dash = spec.get("encoding", {}).get("strokeDash")
+        if isinstance(dash, dict) and "field" in dash and not (dash.get("scale") or {}).get("range"):
+            found.append(str(dash.get("field")))
+        for key, v in spec.items():
+            if key != "datasets":
+                found += _dashes_by_name(v)
+    elif isinstance(spec, list):
+        for v in spec:
+            found += _dashes_by_name(v)
     return found
 
 
@@ -147,6 +166,8 @@ def test_a_drawn_page_leaves_no_table_in_its_session_and_its_dash_legends_show_d
     legends = [leg for c in at.get("vega_lite_chart") for leg in _dash_legends(json.loads(c.proto.spec))]
     blank = [leg for leg in legends if leg.get("symbolType") != "stroke" or leg.get("symbolOpacity") != 1]
     assert not blank, f"{len(blank)} of the {page} page's {len(legends)} dash legends draw no dash: {blank[:3]}"
+    sorted_dashes = [f for c in at.get("vega_lite_chart") for f in _dashes_by_name(json.loads(c.proto.spec))]
+    assert not sorted_dashes, f"the {page} page's dashes follow the sorted names of {sorted_dashes}, not the rows"
     long = [line for c in at.get("vega_lite_chart") for line in _title_lines_too_long(json.loads(c.proto.spec))]
     assert not long, f"the {page} page's chart titles hold lines Vega would cut off with '…': {long[:3]}"
     specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]

@@ -117,7 +117,9 @@ def speedup_chart(df: pd.DataFrame, tr) -> alt.Chart:
     focus = feng_pair(d)  # the question's mixers in colour, drawn last: over the grey ones
     d = d.sort_values("mixer", key=lambda m: m.isin(focus), kind="stable") if len(d) else d
     x, y = log_x("seq_len", tr("answers.axis.seq_len")), log_y("speedup", tr("answers.axis.speedup"))
-    dash = alt.StrokeDash("against:N", title=tr("answers.axis.against"), legend=DASH_LEGEND)
+    against = [tr("answers.against.loop"), tr("answers.against.traditional")]  # solid, dashed: in every language
+    scale = alt.Scale(domain=against, range=[[1, 0], [6, 4]])
+    dash = alt.StrokeDash("against:N", title=tr("answers.axis.against"), legend=DASH_LEGEND, scale=scale)
     tooltip = ["name", "form_name", "against", "seq_len", "speedup", "speedup_q25", "speedup_q75", "run"]
     color = _color(d, tr, focus=focus or None) if len(d) else None
     lines = _line(d, tr, x, y, tooltip, color, strokeDash=dash)

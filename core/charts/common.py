@@ -44,6 +44,16 @@ class Chart(alt.Chart):
         return super().encode(*args, **{name: wrap(name, value) for name, value in encodings.items()})
 
 
+DASHES = ([1, 0], [6, 4], [2, 2], [8, 2, 2, 2], [4, 4])  # solid first: a chart's dashes in the order its rows give
+
+
+def dash_scale(values) -> alt.Scale:
+    """Dashes for `values` in the order given (the rows' order, the same in every language), not in the order of
+    their translated names: a style means the same thing in English and in 中文."""
+    values = list(dict.fromkeys(values))
+    return alt.Scale(domain=values, range=[DASHES[i % len(DASHES)] for i in range(len(values))])
+
+
 def dash_legend(**kw) -> alt.Legend:
     """A legend whose entries show their line's dash as a filled, opaque stroke symbol.
     Vega draws a dash-only entry of mark_line(point=True) as the point's symbol, with no colour."""
@@ -171,7 +181,8 @@ def lines(
     if dash == "run":
         enc.update(run_style(df))
     elif dash in df.columns and df[dash].nunique() > 1:
-        enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None, legend=dash_legend(**RUN_LEGEND))
+        scale = dash_scale(df[dash])
+        enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None, legend=dash_legend(**RUN_LEGEND), scale=scale)
     return Chart(df).mark_line(point=True).encode(**enc)
 
 

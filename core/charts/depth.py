@@ -12,6 +12,7 @@ from core.charts.common import (
     PADDING,
     Chart,
     dash_legend,
+    dash_scale,
     device_subtitle,
     log_x,
     log_y,
@@ -168,7 +169,10 @@ def _run_lines(mark: alt.Chart, d: pd.DataFrame, tr, y, field: str, fmt: str, *t
         y=y,
         color=_color(d, tr, orient="bottom", columns=2, labelLimit=240),  # below the panels, which fill the column
         strokeDash=alt.StrokeDash(
-            "warmup:N", title=tr("depth.axis.warmup"), legend=dash_legend(orient="bottom", direction="vertical")
+            "warmup:N",
+            title=tr("depth.axis.warmup"),
+            legend=dash_legend(orient="bottom", direction="vertical"),
+            scale=dash_scale(d.sort_values("warmup_steps")["warmup"] if "warmup_steps" in d else d.get("warmup", [])),
         ),
         detail="seed:N",
         tooltip=["variant", "warmup", "seed", "step", alt.Tooltip(f"{field}:Q", format=fmt), *tooltip],

@@ -10,7 +10,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.charts.common import PADDING, Chart, dash_legend, device_subtitle, ok_rows, tips, titled
+from core.charts.common import PADDING, Chart, dash_legend, dash_scale, device_subtitle, ok_rows, tips, titled
 from core.findings import real_text as findings
 from core.models import registry
 from core.terms.rules import CONTEXT_WITHIN
@@ -259,7 +259,9 @@ def race_chart(race: pd.DataFrame, shipped: pd.DataFrame, tr) -> alt.Chart | Non
     d = pd.concat(parts, ignore_index=True)
     x = alt.X("seconds:Q", title=tr("long_range.text.axis.seconds"))
     y = alt.Y("bits:Q", scale=alt.Scale(zero=False), title=tr("long_range.text.axis.bits"))
-    dash = alt.StrokeDash("line:N", title=None, legend=dash_legend(orient="bottom", labelLimit=400))
+    dash = alt.StrokeDash(
+        "line:N", title=None, legend=dash_legend(orient="bottom", labelLimit=400), scale=dash_scale(d["line"])
+    )
     line = (
         Chart(d)
         .mark_line(point=True, strokeWidth=1.8)

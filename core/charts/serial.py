@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core.charts.common import Chart, dash_legend, device_subtitle, lines, log_x, log_y, ok_rows, titled
+from core.charts.common import Chart, dash_legend, dash_scale, device_subtitle, lines, log_x, log_y, ok_rows, titled
 from core.findings import model_name
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT, family_of
@@ -89,7 +89,10 @@ def roofline_chart(model_df: pd.DataFrame, measured: pd.DataFrame, tr) -> alt.Ch
     n = alt.Tooltip("seq_len:Q", title=tr("serial.axis.seq_len"), format=",")
     hardware = alt.Tooltip("hardware:N", title=tr("serial.axis.hardware"))
     predicted = alt.Tooltip("predicted_ms:Q", title=tr("tip.predicted_ms"), format=",.3g")
-    dash = alt.StrokeDash("hardware:N", title=tr("serial.axis.hardware"), legend=dash_legend(**WIDE_LEGEND))
+    scale = dash_scale(model_df["hardware"])
+    dash = alt.StrokeDash(
+        "hardware:N", title=tr("serial.axis.hardware"), legend=dash_legend(**WIDE_LEGEND), scale=scale
+    )
     tooltip = [hardware, model, n, predicted, alt.Tooltip("bound:N", title=tr("tip.bound"))]
     color = alt.Color("model:N", title=tr("serial.axis.model"))
     base = Chart(model_df).mark_line().encode(x=x, y=y, color=color, strokeDash=dash, tooltip=tooltip)
