@@ -16,12 +16,13 @@ ui.register(
     ui.Section(  # training: the loop, the scan, and the chapter's models
         PAGE,
         answers_speed.EXPERIMENT,
-        ("mixers", "forms", "seq_lens", "d_model", "batch_size", "window", "chunk", "device", "seed"),
+        ("mixers", "forms", "seq_lens", "long_lens", "d_model", "batch_size", "window", "chunk", "device", "seed"),
         text="answers.speed",
         question=PAGE,
         gpu_verdict=True,
         why=lambda v: v.lines[1:2],  # the headline's reason
         takeaways=findings.speed_takeaways,
+        during=ui.both(charts.speedup_chart),
         charts=(
             (ui.both(charts.speedup_chart),),
             (ui.both(charts.time_chart), (ui.both(charts.steps_chart), ui.both(charts.memory_chart))),
@@ -54,6 +55,7 @@ ui.register(
         question="recall",
         why=lambda v: [line for line in [recall_findings.fall_line(v.primary, tr)] if line],
         takeaways=recall_findings.takeaways,
+        during=ui.both(recall_charts.frontier_chart),
         charts=(
             (ui.both(recall_charts.frontier_chart),),
             (ui.both(recall_charts.pairs_chart),),

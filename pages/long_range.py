@@ -163,6 +163,7 @@ TRAIN = ui.Section(
     why=lambda v: gradient_reach.takeaways(reach, tr)[-1:] or v.lines,  # the path-length reason, from section 2
     takeaways=long_range.takeaways,
     charts=((ui.both(charts.accuracy_chart),), (ui.both(charts.curves_chart),)),
+    during=ui.both(charts.curves_chart),  # accuracy rising, step by step
     method=PAGE,
     special=train_notes,
 )

@@ -84,6 +84,7 @@ ui.register(
         gpu_verdict=True,
         why=serial_why,
         takeaways=findings.takeaways,
+        during=ui.both(charts.time_chart),
         charts=(
             (ui.both(charts.time_chart),),
             (

@@ -190,6 +190,7 @@ def _tiny_link(key: str) -> str:
 def test_a_live_run_on_every_chinese_page_shows_no_english(app_url, browser, key):
     # what core writes while a run goes on and after it (notes, statuses, device labels, takeaways) in 中文 words
     page = browser.new_page()
+    page.set_viewport_size({"width": 1280, "height": 800})  # the width the after-run check holds charts to
     page.goto(f"{app_url}/{key}?lang=zh&{SHOWN}&{_tiny_link(key)}")
     _settle(page)
     _drawn_whole(page, key, "zh")  # the reference's charts and words, before the run
@@ -200,9 +201,8 @@ def test_a_live_run_on_every_chinese_page_shows_no_english(app_url, browser, key
     assert "你的运行" in page.inner_text("body")  # the run's rows are drawn
     assert not page.query_selector_all("[data-testid='stException']")
     if key in RUN_PAGES:  # as tests/test_browser_after_run.py checks them in English
-        page.set_viewport_size({"width": 1280, "height": 800})
         assert not after_run.problems(page, "zh"), after_run.problems(page, "zh")
-        page.set_viewport_size({"width": 1400, "height": 1000})
+        page.set_viewport_size({"width": 1280, "height": 800})
     english = _english_on(page)
     assert not english, f"English on the 中文 page {key} after a live run: {english[:8]}"
     if key == "answers":

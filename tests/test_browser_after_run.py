@@ -23,7 +23,8 @@ VIEW = {"width": 1280, "height": 800}
 
 @pytest.mark.parametrize("key", RUN_PAGES)
 def test_after_a_run_the_verdict_names_both_runs_and_every_chart_fits(app_url, browser, key):
-    page = browser.new_page(viewport=VIEW)
+    page = browser.new_page()
+    page.set_viewport_size(VIEW)
     page.goto(f"{app_url}/{key}?lang=en&{'&'.join(f'{k}={v}' for k, v in REVEALED.items())}&{_tiny_link(key)}")
     _settle(page)
     got = after_run.run_page(page, "en", timeout_s=120)
@@ -34,7 +35,8 @@ def test_after_a_run_the_verdict_names_both_runs_and_every_chart_fits(app_url, b
 
 def test_the_sections_chart_draws_the_run_before_it_ends(app_url, browser):
     """The serial page's quick run (several seconds a length): its chart stands under the bar while it measures."""
-    page = browser.new_page(viewport=VIEW)
+    page = browser.new_page()
+    page.set_viewport_size(VIEW)
     page.goto(f"{app_url}/serial?lang=en&{'&'.join(f'{k}={v}' for k, v in REVEALED.items())}")
     _settle(page)
     got = after_run.run_page(page, "en", timeout_s=120)

@@ -270,7 +270,7 @@ def test_a_link_sets_only_the_fields_the_form_shows(monkeypatch):
 
     seen = {}
 
-    def capture(tr, experiment, cfg, page):
+    def capture(tr, experiment, cfg, page, preview=None):
         if cfg is not None and page == "serial":
             seen["cfg"] = cfg
 

@@ -98,7 +98,7 @@ def test_a_gpu_files_device_and_note_reach_the_page_as_text():
     assert not at.exception, at.exception
     texts = _texts(at)
     shown = [unescaped(t).replace("\u200b", "") for t in texts]
-    assert any("Measured on a GPU (uploaded · cuda · ![img](http://127.0.0.1:9/x.png)" in t for t in shown)
+    assert any("Measured on a GPU (uploaded (cuda · ![img](http://127.0.0.1:9/x.png)" in t for t in shown)
     assert any("would need [link](http://127.0.0.1:9/a) against a budget of ![img]" in t for t in shown)  # the banner
     leaks = [t for t in texts if MARKUP.search(t)]
     assert not leaks, leaks

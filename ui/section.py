@@ -3,7 +3,7 @@
 A section reads, picture first: header and intro → its question (if it asks one) → the verdict under it → the
 section's first chart row → at most IN_VIEW takeaways → one collapsed Details (status banners, the other charts and
 takeaways, the source, the method, the table and its CSV) → a collapsed "measure it yourself" (form, progress,
-Stop, and under the bar the first chart with the rows measured so far). Results wait behind the question's gate; a
+Stop, and under the bar the section's `during` chart with the rows measured so far). Results wait behind the question's gate; a
 live run's rows are drawn over the reference.
 A page registers its records (`register`) and draws them in order (`sections_ui`); what is truly its own (the serial
 page's slopes table, the scaling section's length picker…) is a chart cell that draws itself, or the record's
@@ -59,8 +59,8 @@ class Section:
     no_data: str = "ui.no_data"
     gate: bool = True  # draw the results only once revealed (False: only what the ui helpers draw waits)
     special: Callable | None = None  # (tr, View) → None, drawn after the takeaways
-    # while a run measures, under its progress bar: a chart cell of the rows so far; None: the first chart row
-    # (a cell that draws widgets of its own cannot be drawn again and again: give one that only returns a chart)
+    # while a run measures, under its progress bar: a chart cell (both, primary, tr) → chart of the rows so far, drawn
+    # again as they come (so one that only returns a chart: a widget drawn twice would clash); None: no such chart
     during: Callable | None = None
 
     @property
@@ -156,7 +156,7 @@ def section_ui(tr, s: Section, views: dict | None = None, prediction: Prediction
     shown = st.container()  # filled below, once the live run (if any) has added its rows
 
     def preview(rows: list, where) -> None:
-        """The section's chart (`during`, else its first) with the rows measured so far, under the progress bar."""
+        """The section's `during` chart with the rows measured so far, under the progress bar."""
         import pandas as pd
 
         if not revealed_now():
@@ -166,7 +166,7 @@ def section_ui(tr, s: Section, views: dict | None = None, prediction: Prediction
         try:
             with where.container():
                 st.caption(tr("ui.live_preview", n=f"{len(rows):,}"))
-                _charts_ui(tr, ((s.during,),) if s.during else s.charts[:1], b, p)
+                _charts_ui(tr, ((s.during,),), b, p)
         finally:
             DOWNLOADS.reset(plain)
 
@@ -177,7 +177,7 @@ def section_ui(tr, s: Section, views: dict | None = None, prediction: Prediction
             cfg = config_form_ui(tr, s.experiment, s.key, list(s.fields))
         except ValueError as err:  # a shipped file the run needs is damaged: it costs this section's run, not the page
             damaged, cfg = err, None
-        live = run_ui(tr, s.experiment, cfg, s.key, preview)
+        live = run_ui(tr, s.experiment, cfg, s.key, preview if s.during else None)
     with shown:
         if damaged is not None:  # said where the learner looks, not inside the closed form
             st.error(tr("ui.bad_input", error=literal(str(damaged))))

@@ -89,7 +89,7 @@ PRESETS = {
         "long_lens": (1024, 4096),
         "long_mixers": REC_QUICK,
     },
-    "tiny": {**TINY_STEP, "window": 4, "chunk": 4, "levels": 3},
+    "tiny": {**TINY_STEP, "window": 4, "chunk": 4, "levels": 3, "long_lens": ()},
     # scripts/gpu_reference.sh's preset, for its limit of 50 s (sizing: docs/GPU.md)
     "gpu": {"seq_lens": (128, 512, 1024), "warmup": 1, "repeats": 3, "max_point_s": 2.0, "max_step_s": 2.0},
     "full": {"seq_lens": (128, 256, 512, 1024, 2048, 4096, 8192), "warmup": 1, "repeats": 5, "max_point_s": 8.0},
