@@ -22,16 +22,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import pandas as pd
+from bench_quick import run_quick
 
-from core.experiments import EXPERIMENTS
 from core.findings import verdicts
 from core.harness.device import page_threads
 from core.server import jobs
 from core.store.results import load_reference
 from core.terms.i18n import catalogue
-from ui.live import START_SETTLE_S
 
 AGREE_AT_LEAST = 0.9  # of the runs: the page's live verdict stands for the reference's
 
@@ -50,14 +50,7 @@ def reference_option(question: str) -> str:
 
 def _run(runner: jobs.Runner, question: str) -> tuple[str, float, str]:
     """(the live verdict's option, seconds from submit to the last row, the job's final state)."""
-    name = verdicts.QUESTIONS[question].experiment
-    config = EXPERIMENTS[name].config("quick", {"device": "cpu"})
-    t0 = time.perf_counter()
-    job = runner.submit("bench", name, vars(config), threads=page_threads(), settle_s=START_SETTLE_S)
-    while job.active:
-        runner.touch(job)
-        time.sleep(0.05)
-    seconds = time.perf_counter() - t0
+    job, seconds = run_quick(runner, verdicts.QUESTIONS[question].experiment)
     rows = pd.DataFrame(list(job.rows)).assign(source="live") if job.rows else pd.DataFrame()
     return _option(verdicts.QUESTIONS[question].verdict(rows) if len(rows) else None), seconds, job.state
 

@@ -128,7 +128,8 @@ def after_run(browser, url: str, key: str, lang: str, shots: Path | None) -> dic
             "overflow": bad, "progress": got["progress"][-1:] }  # fmt: skip
 
 
-def main_after_run(args, shots: Path | None) -> int:
+def each_page(args, visit, pages) -> list[dict]:
+    """`visit(browser, url, key, lang)` for every page and language, in one server and one headless Chromium."""
     from playwright.sync_api import sync_playwright
 
     rows = []
@@ -136,12 +137,16 @@ def main_after_run(args, shots: Path | None) -> int:
         _, url, _ = start("dashboard.py", ROOT)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
-            for lang in args.langs:
-                for key in [k for k in args.pages if k != "home"]:
-                    rows.append(after_run(browser, url, key, lang, shots))
+            rows = [visit(browser, url, key, lang) for lang in args.langs for key in pages]
             browser.close()
     finally:
         stop_all()
+    return rows
+
+
+def main_after_run(args, shots: Path | None) -> int:
+    pages = [k for k in args.pages if k != "home"]
+    rows = each_page(args, lambda b, url, key, lang: after_run(b, url, key, lang, shots), pages)
     print(f"{'page':<16}{'lang':<6}{'run s':>7}  {'drawn during':<13}{'both runs':<11}what does not fit")
     for r in rows:
         print(f"{r['page']:<16}{r['lang']:<6}{r['seconds']:>7.1f}  {'yes' if r['during'] else 'no':<13}"
@@ -150,8 +155,6 @@ def main_after_run(args, shots: Path | None) -> int:
 
 
 def main() -> int:
-    from playwright.sync_api import sync_playwright
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--langs", nargs="*", default=["en", "zh"])
     ap.add_argument("--pages", nargs="*", default=list(PAGES))
@@ -163,17 +166,7 @@ def main() -> int:
         shots.mkdir(parents=True, exist_ok=True)
     if args.after_run:
         return main_after_run(args, shots)
-    rows = []
-    try:
-        _, url, _ = start("dashboard.py", ROOT)
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
-            for lang in args.langs:
-                for key in args.pages:
-                    rows.append(measure(browser, url, key, lang, shots))
-            browser.close()
-    finally:
-        stop_all()
+    rows = each_page(args, lambda b, url, key, lang: measure(b, url, key, lang, shots), args.pages)
     print(f"budgets: height ≤ {BUDGET['height']:,} px; ≤ {BUDGET['en']:,} words (en) or ≤ {BUDGET['zh']:,} CJK "
           f"characters (zh); first chart's top ≤ {BUDGET['first_chart']:,} px")  # fmt: skip
     print(f"{'page':<16}{'lang':<6}{'height px':>10}{'words':>8}{'charts':>8}{'1st chart px':>14}  verdict")

@@ -27,15 +27,22 @@ from ui.live import START_SETTLE_S
 BUDGET_S = 27.0  # a live quick run on 2 cores: 30 s, with a margin for a slower host
 
 
-def _time(runner: jobs.Runner, name: str) -> tuple[float, str]:
-    """(submit → last row in seconds, the job's final state)."""
+def run_quick(runner: jobs.Runner, name: str) -> tuple[jobs.Job, float]:
+    """Experiment `name`'s quick preset as a page's Run starts it, followed to its end: (the job, submit → last row
+    in seconds)."""
     config = EXPERIMENTS[name].config("quick", {"device": "cpu"})
     t0 = time.perf_counter()
     job = runner.submit("bench", name, vars(config), threads=page_threads(), settle_s=START_SETTLE_S)
     while job.active:
         runner.touch(job)
         time.sleep(0.05)
-    return time.perf_counter() - t0, job.state
+    return job, time.perf_counter() - t0
+
+
+def _time(runner: jobs.Runner, name: str) -> tuple[float, str]:
+    """(submit → last row in seconds, the job's final state)."""
+    job, seconds = run_quick(runner, name)
+    return seconds, job.state
 
 
 def host_speed(repeats: int = 20) -> float:

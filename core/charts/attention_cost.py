@@ -8,7 +8,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from core.charts.common import Chart, device_subtitle, lines, log_x, log_y, ok_rows, titled
+from core.charts.common import Chart, device_subtitle, lines, log_x, log_y, ok_rows, run_style, titled
 from core.findings import bracketed
 from core.findings.notes import note_text
 from core.models import attention
@@ -63,7 +63,10 @@ def _impl_lines(d: pd.DataFrame, tr, y: str, axis: str, tooltip: list) -> alt.Ch
     x, y = log_x("seq_len", tr("attention_cost.axis.seq_len")), log_y(y, tr(f"attention_cost.axis.{axis}"))
     tooltip = tooltip + (["run:N"] if "run" in d else [])
     impl = tr("attention_cost.axis.impl")
-    return lines(d, x, y, "label", impl, tooltip=tooltip).encode(color=impl_color(d, impl))
+    chart = lines(d, x, y, "label", impl, tooltip=tooltip).encode(color=impl_color(d, impl))
+    if "run" in d and d["run"].nunique() > 1:  # the implementations' legend fills the bottom: the runs go right
+        chart = chart.encode(strokeDash=run_style(d, legend_orient="right")["strokeDash"])
+    return chart
 
 
 def guides(x_min: float, x_max: float, y0: float, tr, slopes=(1, 2)) -> pd.DataFrame:

@@ -112,7 +112,7 @@ GREY = "#b8b8b8"  # the series beside the question's pair
 RUN_LEGEND = {"orient": "bottom", "direction": "vertical", "labelLimit": 600}  # below the plot: room for devices
 
 
-def run_style(d: pd.DataFrame, legend: bool = True) -> dict:
+def run_style(d: pd.DataFrame, legend: bool = True, legend_orient: str = "bottom") -> dict:
     """Encodings that tell the runs drawn apart (a run: its source and device, the `run` column): your run solid and
     bold, the reference thin and dashed, an upload dotted, named in a legend below the plot where a long device name
     has room. One run: only a line per run (`detail`)."""
@@ -129,7 +129,10 @@ def run_style(d: pd.DataFrame, legend: bool = True) -> dict:
     enc = {
         "detail": "run:N",
         "strokeDash": alt.StrokeDash(
-            "run:N", title=None, scale=scale, legend=dash_legend(**RUN_LEGEND) if legend else None
+            "run:N",
+            title=None,
+            scale=scale,
+            legend=dash_legend(**{**RUN_LEGEND, "orient": legend_orient}) if legend else None,
         ),
     }
     if "source" in d and d["source"].nunique() > 1:
