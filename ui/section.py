@@ -3,8 +3,8 @@
 A section reads, picture first: header and intro → its question (if it asks one) → the verdict under it → the
 section's first chart row → at most IN_VIEW takeaways → one collapsed Details (status banners, the other charts and
 takeaways, the source, the method, the table and its CSV) → a collapsed "measure it yourself" (form, progress,
-Stop, and under the bar the section's `during` chart with the rows measured so far). Results wait behind the question's gate; a
-live run's rows are drawn over the reference.
+Stop, and under the bar the section's `during` chart with the rows measured so far). Results wait behind the
+question's gate; a live run's rows are drawn over the reference.
 A page registers its records (`register`) and draws them in order (`sections_ui`); what is truly its own (the serial
 page's slopes table, the scaling section's length picker…) is a chart cell that draws itself, or the record's
 `special` hook, drawn after the takeaways; what stands around a section (the long-range page's attention map, the
