@@ -8,12 +8,13 @@ import streamlit as st
 from core.charts import long_range as charts
 from core.charts import real_text as text_charts
 from core.config import make_config
-from core.experiments import gradient_reach, long_range, real_text, recall_map, text_lm, text_race
+from core.experiments import gradient_reach, long_range, real_text, recall_map, text_race
 from core.findings import listing
 from core.findings import real_text as text_findings
 from core.models import registry
 from core.offline import checkpoints as ck
 from core.training import tasks
+from core.workloads import text_lm
 from ui import common as ui
 
 PAGE = "long_range"

@@ -106,7 +106,7 @@ def test_the_home_page_shows_a_finding_only_once_its_question_is_answered(app_ur
 
 
 def test_damaged_text_checkpoints_cost_their_section_not_the_page(browser, tmp_path):
-    from core.experiments import text_lm
+    from core.workloads import text_lm
 
     for name in text_lm.models():
         for seed in text_lm.SEEDS:

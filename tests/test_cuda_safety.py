@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from core.experiments import attention_cost as ac
-from core.experiments import gradient_reach as gr
 from core.harness import bench, guard
 from core.harness.device import ENV_COLUMNS, environment, tf32_mode, threads_used
 from core.models import attention, layers
 from core.terms import status
+from core.workloads import reach
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -176,4 +176,4 @@ def test_the_spectral_radius_moves_to_the_cpu_before_float64():
     w = torch.randn(8, 8)
     with pytest.raises(TypeError, match="float64"):
         w.as_subclass(NoFloat64).double()  # the stand-in refuses, as MPS does
-    assert gr.spectral_radius(w.as_subclass(NoFloat64)) == pytest.approx(gr.spectral_radius(w))
+    assert reach.spectral_radius(w.as_subclass(NoFloat64)) == pytest.approx(reach.spectral_radius(w))

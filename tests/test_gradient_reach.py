@@ -11,6 +11,7 @@ from core.config import make_config
 from core.experiments import gradient_reach as gr
 from core.models import registry
 from core.terms.i18n import translator
+from core.workloads import reach
 
 
 def _cfg(**kw):
@@ -35,10 +36,10 @@ def test_linear_rnn_jacobian_is_a_power_of_the_recurrent_matrix():
         rnn.weight_hh_l0.copy_(a * torch.eye(d))
         rnn.bias_ih_l0.zero_()
         rnn.bias_hh_l0.zero_()
-    norms = gr.jacobian_norms(_Seq(rnn), torch.zeros(T, d))
+    norms = reach.jacobian_norms(_Seq(rnn), torch.zeros(T, d))
     expected = torch.tensor([a**k * math.sqrt(d) for k in range(T)], dtype=torch.float64)
     assert torch.allclose(norms, expected, rtol=1e-5)
-    assert gr.reach(norms) == 11  # 0.5^k < 0.5/1000 first at k = 11 (2^10 = 1024)
+    assert reach.reach(norms) == 11  # 0.5^k < 0.5/1000 first at k = 11 (2^10 = 1024)
 
 
 def test_lstm_jacobian_decays_by_the_forget_gate_at_zero_state():
@@ -53,7 +54,7 @@ def test_lstm_jacobian_decays_by_the_forget_gate_at_zero_state():
         lstm.bias_ih_l0.zero_()
         lstm.bias_hh_l0.zero_()
         lstm.bias_ih_l0[d : 2 * d] = b
-    norms = gr.jacobian_norms(_Seq(lstm), torch.zeros(T, d))
+    norms = reach.jacobian_norms(_Seq(lstm), torch.zeros(T, d))
     f = 1 / (1 + math.exp(-b))
     expected = torch.tensor([0.25 * f**k * math.sqrt(d) for k in range(T)], dtype=torch.float64)
     assert torch.allclose(norms, expected, rtol=1e-5)
@@ -65,7 +66,7 @@ def test_batched_jacobian_matches_autograd_functional():
     x = torch.randn(9, 5)
     J = torch.autograd.functional.jacobian(lambda z: gru(z[None])[0, -1], x)  # (7, 9, 5)
     ref = J.pow(2).sum(dim=(0, 2)).sqrt().flip(0).double()
-    assert torch.allclose(gr.jacobian_norms(gru, x, chunk=3), ref, rtol=1e-5)
+    assert torch.allclose(reach.jacobian_norms(gru, x, chunk=3), ref, rtol=1e-5)
 
 
 def test_recurrent_gradients_decay_exponentially_and_attention_stays_flat():
@@ -80,7 +81,7 @@ def test_recurrent_gradients_decay_exponentially_and_attention_stays_flat():
     att = by["attention"][by["attention"].index >= 1]
     assert att.max() / att.min() < 20  # flat: no trend with distance, whatever the distance
     assert math.isnan(df[df["model"] == "attention"]["reach"].iloc[0])
-    assert set(gr.COLUMNS) <= set(df.columns) and {"device", "seed"} <= set(df.columns)
+    assert set(reach.COLUMNS) <= set(df.columns) and {"device", "seed"} <= set(df.columns)
     lines = gr.takeaways(df, translator("en"))
     assert any("no decay" in s for s in lines) and any("O(n) versus O(1)" in s for s in lines)
 
@@ -101,8 +102,8 @@ def test_attention_over_an_lstm_falls_first_and_then_levels_off_not_flat():
 
 def test_spectral_radius_and_forget_bias_controls_act():
     cfg = _cfg(models="rnn,lstm", rnn_radius=1.5, forget_bias=3.0)
-    rnn, lstm = gr.build_layer("rnn", cfg), gr.build_layer("lstm", cfg)
-    assert gr.spectral_radius(rnn.rnn.weight_hh_l0) == pytest.approx(1.5, rel=1e-6)
+    rnn, lstm = reach.build_layer("rnn", cfg), reach.build_layer("lstm", cfg)
+    assert reach.spectral_radius(rnn.rnn.weight_hh_l0) == pytest.approx(1.5, rel=1e-6)
     assert (lstm.rnn.bias_ih_l0[16:32] == 3.0).all() and (lstm.rnn.bias_hh_l0[16:32] == 0).all()
     # a larger forget bias lets the LSTM's gradient reach farther
     near = gr.run(_cfg(models="lstm", forget_bias=0.0))["reach"].iloc[0]
@@ -127,7 +128,7 @@ def test_spectral_radius_above_one_explodes():
 
 
 def test_a_nan_gradient_becomes_a_diverged_row_and_the_others_continue(monkeypatch):
-    real = gr.build_layer
+    real = reach.build_layer
 
     def poisoned(name, cfg):
         layer = real(name, cfg)
@@ -136,7 +137,7 @@ def test_a_nan_gradient_becomes_a_diverged_row_and_the_others_continue(monkeypat
                 layer.rnn.weight_hh_l0[0, 0] = float("nan")
         return layer
 
-    monkeypatch.setattr(gr, "build_layer", poisoned)
+    monkeypatch.setattr(reach, "build_layer", poisoned)
     df = gr.run(_cfg(models="gru,attention"))
     gru, att = df[df["model"] == "gru"], df[df["model"] == "attention"]
     assert (gru["status"] == "diverged").all() and gru["grad_norm"].isna().all()

@@ -10,11 +10,12 @@ import pytest
 import torch
 
 from core.cli import main
-from core.experiments import real_text, text_lm, text_race
+from core.experiments import real_text, text_race
 from core.findings import real_text as findings
 from core.findings import verdicts
 from core.terms.i18n import translator
 from core.training import loop, text
+from core.workloads import text_lm
 
 tr = translator("en")
 V = text.VOCAB

@@ -135,7 +135,7 @@ def test_each_timed_step_runs_at_its_thread_count_interleaved(monkeypatch):
 
         return None, step, None, None
 
-    monkeypatch.setattr(scaling.serial, "_prepare", fake_prepare)
+    monkeypatch.setattr(scaling, "prepared_step", fake_prepare)
     cfg = scaling.EXPERIMENT.config("quick", {"models": "lstm,transformer", "max_threads": 2, "repeats": 4,
                                               "warmup": 1})  # fmt: skip
     before = torch.get_num_threads()

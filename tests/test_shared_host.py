@@ -307,7 +307,7 @@ def test_a_long_bad_value_is_not_echoed_whole():
 
 @pytest.mark.slow
 def test_damaged_text_checkpoints_cost_their_section_not_the_page(tmp_path, monkeypatch):
-    from core.experiments import text_lm
+    from core.workloads import text_lm
 
     for name in text_lm.models():
         for seed in text_lm.SEEDS:

@@ -2,15 +2,15 @@
 maximum path length for every row: a recurrence decays (O(n)), attention stays flat (O(1)), stacked windows end
 after layers × (r − 1) tokens (O(n/r)), a dilated convolution at its receptive field k^levels (O(log_k n)).
 
-The same config, run and columns as gradient_reach; only the presets and the takeaways differ.
+The same config, run and columns as gradient_reach (core.workloads.reach's); only the presets and the takeaways differ.
 """
 
 from __future__ import annotations
 
 from core.config import Experiment
-from core.experiments import gradient_reach
 from core.findings.answers_reach import reach_takeaways
 from core.models import registry
+from core.workloads.reach import GradientReachConfig, run
 
 # page 5's mixers, then the chapter's two anchors as the long-range page measures them: the models tagged
 # answers_reach, read when a config is made (a model registered later is in it)
@@ -23,8 +23,8 @@ PRESETS = {
 
 EXPERIMENT = Experiment(
     "answers_reach",
-    gradient_reach.GradientReachConfig,
-    gradient_reach.run,
+    GradientReachConfig,
+    run,
     PRESETS,
     "‖∂y_T/∂x_(T−k)‖ at initialisation over page 5's mixers: decay, flat, steps of r, a receptive field's end",
     reach_takeaways,

@@ -19,8 +19,7 @@ import pandas as pd
 import torch
 
 from core.config import Experiment, spec
-from core.experiments.common import MixerSizes, Rows, copied, fitting, ok_fields, paired, tagged, time_points
-from core.experiments.serial import TINY_STEP, training_step
+from core.experiments.common import TINY_STEP, MixerSizes, Rows, copied, fitting, ok_fields, paired, tagged, time_points
 from core.findings.answers import speed_takeaways
 from core.harness import bench, guard
 from core.harness.device import DEVICES, environment, resolve_device
@@ -28,6 +27,7 @@ from core.models import registry
 from core.models.registry import ANSWERS, ATTENTION, CHAPTER, FORMS, LOOP, RECURRENT, Spec
 from core.store.results import tidy
 from core.terms import status
+from core.training.step import training_step
 
 COLUMNS = ("mixer", "form", "family", "seq_len", "batch_size", "d_model", "params", "train_ms", "train_iqr_ms",
            "noisy", "tokens_per_s", "seq_steps", "saved_bytes", "predicted_bytes", "speedup_vs_loop", "speedup_q25",

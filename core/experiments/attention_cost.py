@@ -15,10 +15,6 @@ import pandas as pd
 import torch
 
 from core.config import Experiment, spec
-from core.experiments.attention_point import elem_bytes, needs_live_peak, predicted_bytes, shape_of
-from core.experiments.attention_point import inputs as _inputs  # noqa: F401 - the tests and the smoke test use it
-from core.experiments.attention_point import measure_attention as _measure_attention
-from core.experiments.attention_point import measure_lstm as _measure_lstm
 from core.experiments.common import Rows, copied
 from core.findings.attention_cost import takeaways, wall
 from core.harness import bench, guard
@@ -28,6 +24,10 @@ from core.models import attention
 from core.models.attention import BACKENDS
 from core.store.results import tidy
 from core.terms import status
+from core.workloads.attention_point import elem_bytes, needs_live_peak, predicted_bytes, shape_of
+from core.workloads.attention_point import inputs as _inputs  # noqa: F401 - the tests and the smoke test use it
+from core.workloads.attention_point import measure_attention as _measure_attention
+from core.workloads.attention_point import measure_lstm as _measure_lstm
 
 IMPLS = ("naive", "sdpa", "linear", "lstm_state")  # the default comparison; any registered implementation runs
 DTYPES = ("float32", "bfloat16", "float16", "auto")  # auto: bfloat16 on CUDA (flash needs it), else float32

@@ -15,14 +15,25 @@ import pandas as pd
 import torch
 
 from core.config import Experiment, spec
-from core.experiments import serial
-from core.experiments.common import Rows, copied, fitting, ok_fields, paired, tagged, time_points
+from core.experiments.common import (
+    TINY_STEP,
+    Rows,
+    copied,
+    fitting,
+    ok_fields,
+    paired,
+    step_bytes,
+    step_model,
+    tagged,
+    time_points,
+)
 from core.findings.checkpoint import takeaways
 from core.harness import bench, guard
 from core.harness.device import DEVICES, environment, resolve_device
 from core.models import registry
 from core.models.checkpointed import SegmentCheckpointed, kept_state_bytes, n_segments, segment_for
 from core.store.results import tidy
+from core.training.step import training_step
 
 PLAIN, CHECKPOINTED = "plain", "checkpointed"
 FORMS = (PLAIN, CHECKPOINTED)
@@ -52,7 +63,7 @@ class CheckpointConfig:
 
 PRESETS = {
     "quick": {"seq_lens": (256, 1024, 4096), "warmup": 1, "repeats": 3, "max_point_s": 1.0},
-    "tiny": serial.TINY_STEP,
+    "tiny": TINY_STEP,
     # scripts/gpu_reference.sh's preset, for its limit of 25 s (sizing: docs/GPU.md)
     "gpu": {"seq_lens": (256, 1024, 4096, 16384), "warmup": 1, "repeats": 5, "max_point_s": 3.0},
     "full": {"seq_lens": (256, 1024, 4096, 16384), "warmup": 1, "repeats": 7, "max_point_s": 8.0},
@@ -62,10 +73,10 @@ PRESETS = {
 def _prepare(name: str, form: str, cfg: CheckpointConfig, T: int, device: torch.device):
     """(model, its features function, one training step, the loss alone, its inputs); seeded, so both forms match."""
     torch.manual_seed(cfg.seed)
-    lm = serial.build_model(name, serial.same_step(cfg)).to(device)
+    lm = step_model(name, cfg).to(device)
     model = SegmentCheckpointed(lm, cfg.segment) if form == CHECKPOINTED else lm
     features = model.features if form == CHECKPOINTED else (lambda tokens: lm.body(lm.embed(tokens)))
-    return (model, features, *serial.training_step(model, cfg.vocab_size, cfg.batch_size, T, cfg.seed, device))
+    return (model, features, *training_step(model, cfg.vocab_size, cfg.batch_size, T, cfg.seed, device))
 
 
 def measure_length(cfg: CheckpointConfig, T: int, names: list[str], device, after_round=None) -> dict:
@@ -97,7 +108,7 @@ def measure_length(cfg: CheckpointConfig, T: int, names: list[str], device, afte
 
 def predicted_bytes(name: str, cfg: CheckpointConfig, T: int) -> float:
     """The plain step's generous peak estimate (the serial experiment's): checkpointing only lowers it."""
-    return serial.predicted_bytes(name, serial.same_step(cfg), T)
+    return step_bytes(name, cfg, T)
 
 
 def run(cfg: CheckpointConfig, on_progress=None) -> pd.DataFrame:

@@ -1,7 +1,8 @@
 """What the experiments share: a config field of models chosen by tag (`tagged`), a config's settings as row fields
-(`copied`), a run's rows reported as they come (`Rows`), the memory guard's refusals before a length is measured
-(`fitting`), points timed interleaved with their failures as rows (`time_points`, `timed`, `ok_fields`), and the
-quartiles of paired ratios (`paired`)."""
+(`copied`), a run's rows reported as they come (`Rows`, and `ChunkRows` a chunk of training at a time), the memory
+guard's refusals before a length is measured (`fitting`), points timed interleaved with their failures as rows
+(`time_points`, `ok_fields`), the quartiles of paired ratios (`paired`), and the serial page's training step of a
+registry model (`prepared_step`, `step_bytes`, `TINY_STEP`), which four experiments time."""
 
 from __future__ import annotations
 
@@ -9,12 +10,18 @@ import dataclasses
 import math
 
 import numpy as np
+import torch
 
 from core.config import Progress, spec
 from core.harness import bench, guard
+from core.harness.bench import timed
 from core.models import registry
 from core.models.layers import n_params
 from core.terms import status
+from core.training.step import training_step
+
+# the tiny preset of every experiment that times the serial step (serial, checkpoint, answers_speed)
+TINY_STEP = {"seq_lens": (8, 16), "d_model": 16, "batch_size": 2, "warmup": 0, "repeats": 1, "max_point_s": 0.1}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +68,40 @@ class Rows:
             self.on_progress(Progress(self.done, self.total, message, tuple(new)))
 
 
+class ChunkRows(Rows):
+    """Rows that arrive a chunk of training at a time, each reported with describe(row) as its message against a
+    total of chunks known at the start: a run that ends early counts its remaining chunks done."""
+
+    def __init__(self, total: int, on_progress, describe):
+        super().__init__(total, on_progress)
+        self.describe = describe
+
+    def __call__(self, row: dict, skipped_chunks: int = 0) -> None:
+        self.add(row, self.describe(row), advance=1 + skipped_chunks)
+
+
+def step_model(name: str, cfg) -> torch.nn.Module:
+    """Model `name` at the config's vocab_size, d_model and n_layers: the serial step's model."""
+    return registry.get(name).build(cfg.vocab_size, cfg.d_model, cfg.n_layers)
+
+
+def prepared_step(name: str, cfg, seq_len: int, device: torch.device):
+    """(model, one training step, the loss alone, its inputs) of the serial step for model `name` at one length, at
+    the config's sizes (vocab_size, d_model, n_layers, batch_size); seeded by cfg.seed."""
+    torch.manual_seed(cfg.seed)
+    model = step_model(name, cfg).to(device)
+    return (model, *training_step(model, cfg.vocab_size, cfg.batch_size, seq_len, cfg.seed, device))
+
+
+def step_bytes(name: str, cfg, seq_len: int) -> float:
+    """A generous estimate of the serial step's peak memory, for the guard: activations, logits, weights, SGD."""
+    B, T, d, L, V = cfg.batch_size, seq_len, cfg.d_model, cfg.n_layers, cfg.vocab_size
+    per_token_layer = registry.get(name).activation_floats * d  # SDPA keeps no T×T matrix
+    activations = B * T * (L * per_token_layer + 4 * V + 2 * d) * 4
+    weights = 4 * (L * 12 * d * d + 2 * V * d) * 4
+    return 2.0 * activations + weights
+
+
 def fitting(keys, predicted, device) -> tuple[list, dict]:
     """(the keys whose `predicted(key)` bytes fit the guard's budget, {key: the guard's refusal row} for the rest)."""
     runnable, refused = [], {}
@@ -87,11 +128,6 @@ def ok_fields(model, timing: bench.Timing, **more) -> dict:
     """A timed point's row fields: status ok, the model's parameters, its timing, `more`, and the times of its repeats
     (`times_ms`, for the paired ratios: dropped once they are taken)."""
     return {"status": status.OK, "params": n_params(model), **timed(timing), **more, "times_ms": timing.times_ms}
-
-
-def timed(timing: bench.Timing, prefix: str = "train") -> dict:
-    """A Timing as row fields: <prefix>_ms (the median), <prefix>_iqr_ms, noisy."""
-    return {f"{prefix}_ms": timing.median_ms, f"{prefix}_iqr_ms": timing.iqr_ms, "noisy": timing.noisy}
 
 
 def quartiles(values) -> tuple[float, float, float]:

@@ -23,7 +23,7 @@ from torch import nn
 from core.config import Experiment, spec
 from core.experiments.common import Rows
 from core.findings.kv_cache import STATE, takeaways
-from core.harness.device import DEVICES, environment, resolve_device, synchronize, threads_used, torch_threads
+from core.harness.device import DEVICES, environment, one_thread, resolve_device, synchronize, threads_used
 from core.harness.memory_formulas import DTYPE_BYTES, MODEL_PRESETS, ModelShape, kv_cache_bytes
 from core.models.decoder import TinyDecoder
 from core.store.results import tidy
@@ -76,11 +76,6 @@ PRESETS = {
     "gpu": {"gen_tokens": 1024, "record_every": 64, **EVERY_MODEL},
     "full": {"gen_tokens": 2048, "record_every": 128, **EVERY_MODEL},
 }
-
-
-def one_thread():
-    """One thread: decode steps are tiny, and a hand-off between threads costs more than the work."""
-    return torch_threads(1)
 
 
 def kv_heads(scheme: str, n_heads: int) -> int:

@@ -15,19 +15,17 @@ import math
 
 import pandas as pd
 import torch
-import torch.nn.functional as F
 
 from core.config import Experiment, spec
-from core.experiments.common import Rows, copied, tagged
+from core.experiments.common import ChunkRows, copied, tagged
 from core.findings.long_range import SOLVED, final, takeaways  # noqa: F401 - the page reads them here too
 from core.harness.device import DEVICES, environment, resolve_device, torch_threads
 from core.models import registry
 from core.models.layers import n_params
 from core.models.registry import ATTENTION
 from core.store.results import tidy
-from core.terms import status
-from core.training import loop as train_loop
 from core.training import tasks as task_lib
+from core.training.chunks import train_chunks
 
 COLUMNS = ("task", "model", "distance", "step", "loss", "accuracy", "chance", "params", "train_s", "seq_len",
            "d_model", "n_layers", "n_keys", "n_pairs", "status", "note", "seed")  # fmt: skip
@@ -134,21 +132,6 @@ def build_model(name: str, cfg: LongRangeConfig, vocab_size: int, impl: str = "s
     return registry.get(name).build(vocab_size, width, cfg.n_layers, impl=impl, forget_bias=cfg.forget_bias)
 
 
-def query_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy at the query positions only (targets elsewhere are IGNORE)."""
-    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=task_lib.IGNORE)
-
-
-@torch.no_grad()
-def accuracy(model: torch.nn.Module, tokens: torch.Tensor, targets: torch.Tensor) -> float:
-    """Fraction of query positions where the most likely token is the target."""
-    model.eval()
-    asked = targets != task_lib.IGNORE
-    hit = model(tokens).argmax(dim=-1)[asked] == targets[asked]
-    model.train()
-    return float(hit.float().mean())
-
-
 def run(cfg: LongRangeConfig, on_progress=None) -> pd.DataFrame:
     """One row per (seed, task, distance, model, chunk of eval_every steps): training loss and held-out accuracy."""
     device = resolve_device(cfg.device)
@@ -184,62 +167,6 @@ def train_one(cfg, task, name, distance, V, device, env, emit) -> None:
     sample = task_lib.Layout(task, cfg.seq_len, cfg.n_keys, distance, cfg.n_pairs).batch
     stop_at = SOLVED if cfg.stop_when_solved else None
     train_chunks(model, sample, V, cfg, base, emit, stop_at, f"{task} {name} d={distance}", device)
-
-
-class ChunkRows(Rows):
-    """Rows that arrive a chunk of training at a time, each reported with describe(row) as its message against a
-    total of chunks known at the start: a run that ends early counts its remaining chunks done."""
-
-    def __init__(self, total: int, on_progress, describe):
-        super().__init__(total, on_progress)
-        self.describe = describe
-
-    def __call__(self, row: dict, skipped_chunks: int = 0) -> None:
-        self.add(row, self.describe(row), advance=1 + skipped_chunks)
-
-
-def train_chunks(model, sample, V: int, cfg, base: dict, emit, stop_at: float | None, label: str, device) -> None:
-    """Train `model` (AdamW at cfg.lr, clipping at 1) in chunks of cfg.eval_every steps, emitting after each the mean
-    loss, held-out accuracy and time. Every model of a run sees the same batches; with `stop_at` a run ends once two
-    evaluations in a row reach it, and a divergence ends it with one 'diverged' row (`label` names the run)."""
-    g, held_out = (torch.Generator().manual_seed(base["seed"] + i) for i in (0, 1))
-    eval_batch = tuple(t.to(device) for t in sample(cfg.eval_size, held_out))
-    batch = lambda: tuple(t.to(device) for t in sample(cfg.batch_size, g))
-    losses, done, solved = [], [0], [0]  # solved: consecutive evaluations at or above stop_at
-    chunks = math.ceil(cfg.steps / cfg.eval_every)
-
-    def on_chunk(steps: int, train_s: float):
-        done[0] += steps
-        row = {
-            **base,
-            "step": done[0],
-            "loss": sum(losses) / len(losses),
-            "accuracy": accuracy(model, *eval_batch),
-            "train_s": train_s,
-            "status": status.OK,
-            "note": "",
-        }
-        losses.clear()
-        solved[0] = solved[0] + 1 if stop_at is not None and row["accuracy"] >= stop_at else 0
-        stop = solved[0] >= 2 and done[0] < cfg.steps
-        emit(row, chunks - math.ceil(done[0] / cfg.eval_every) if stop else 0)
-        return stop
-
-    spec = train_loop.TrainSpec(
-        cfg.steps, cfg.lr, optimizer="adamw", clip=1.0, max_loss=train_loop.loss_bound(V), chunk_steps=cfg.eval_every
-    )
-    out = train_loop.train(model, batch, query_loss, spec, lambda s: losses.append(s.loss), on_chunk)
-    if out.status == status.DIVERGED:
-        row = {
-            **base,
-            "step": out.steps,
-            "loss": math.nan,
-            "accuracy": math.nan,
-            "train_s": out.train_s,
-            "status": out.status,
-            "note": f"{label}: {out.note}; this run stopped",
-        }
-        emit(row, chunks - math.ceil(out.steps / cfg.eval_every))
 
 
 EXPERIMENT = Experiment(

@@ -22,7 +22,6 @@ import pandas as pd
 import torch
 
 from core.config import Experiment, spec
-from core.experiments import text_lm
 from core.experiments.common import Rows, tagged
 from core.findings.real_text import takeaways
 from core.harness.device import DEVICES, environment, resolve_device
@@ -30,6 +29,7 @@ from core.store import files
 from core.store.results import tidy
 from core.terms import status
 from core.training import ngram, text
+from core.workloads import text_lm
 
 COLUMNS = ("model", "seed", "measure", "x", "bits_per_byte", "n_bytes", "split", "seconds", "text", "window", "tail",
            "status", "note")  # fmt: skip

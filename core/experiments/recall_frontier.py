@@ -19,8 +19,7 @@ import pandas as pd
 import torch
 
 from core.config import Experiment, spec
-from core.experiments.common import tagged
-from core.experiments.long_range import ChunkRows, train_chunks
+from core.experiments.common import ChunkRows, tagged
 from core.findings.recall_frontier import takeaways
 from core.harness.device import DEVICES, environment, resolve_device, torch_threads
 from core.models import registry
@@ -29,6 +28,7 @@ from core.models.registry import ANSWERS, Spec
 from core.store.results import tidy
 from core.terms import status
 from core.training import tasks as task_lib
+from core.training.chunks import train_chunks
 
 TASKS = ("mqar", "selective_copy")
 TRAINED, WRITTEN = "trained", "written"

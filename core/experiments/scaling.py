@@ -1,6 +1,6 @@
 """Bottleneck 1 measured on any multi-core machine: how much faster each model's training step gets with more threads.
 
-The serial experiment's training step (forward, loss, backward, SGD update; `core.experiments.serial._prepare`) is
+The serial experiment's training step (forward, loss, backward, SGD update; `core.experiments.common.prepared_step`) is
 timed at 1, 2, 4, … threads up to the cores this process may use. A Transformer step is a few large matrix
 products that split across cores; an LSTM step is n small products, each waiting for the previous state, too small
 to split. Amdahl's law (1967) turns each model's speed-ups into the share of its step that did not split
@@ -20,8 +20,7 @@ import pandas as pd
 import torch
 
 from core.config import Experiment, spec
-from core.experiments import serial
-from core.experiments.common import Rows, copied, fitting, paired, quartiles, tagged
+from core.experiments.common import Rows, copied, fitting, paired, prepared_step, quartiles, step_bytes, tagged
 from core.findings.scaling import fit_group, takeaways
 from core.harness import bench, guard, heap
 from core.harness.device import DEVICES, environment, physical_cores, resolve_device, torch_threads
@@ -96,8 +95,7 @@ def measure_length(
 ) -> dict[str, dict]:
     """Every (model, threads) pair at one length, round-robin (see the module docstring); row fields per model and
     thread count, keyed (model, threads). A model that runs out of memory is a row with status oom at every count."""
-    scfg = serial.same_step(cfg)
-    steps, oom = guard.prepare_each(names, lambda name: serial._prepare(name, scfg, seq_len, device)[1], device)
+    steps, oom = guard.prepare_each(names, lambda name: prepared_step(name, cfg, seq_len, device)[1], device)
     fields = {(name, p): f for name, f in oom.items() for p in counts}
     failed: dict[str, BaseException] = {}
     used = {}
@@ -172,14 +170,13 @@ def run(cfg: ScalingConfig, on_progress=None) -> pd.DataFrame:
     counts = thread_counts(cfg.max_threads)
     lengths = sorted(cfg.seq_lens)
     out = Rows(len(lengths) * len(cfg.models) * len(counts), on_progress)
-    scfg = serial.same_step(cfg)
     sizes = ("d_model", "n_layers", "batch_size")
     for T in lengths:
         if device.type != "cpu":
             note = f"thread scaling is measured on the CPU; on {device.type} torch threads only drive the host"
             runnable, refused = [], {name: {"status": status.UNSUPPORTED, "note": note} for name in cfg.models}
         else:
-            runnable, refused = fitting(cfg.models, lambda name, T=T: serial.predicted_bytes(name, scfg, T), device)
+            runnable, refused = fitting(cfg.models, lambda name, T=T: step_bytes(name, cfg, T), device)
         fields = {(name, p): f for name, f in refused.items() for p in counts}
         after_round = lambda r, T=T: out.say(f"n={T}: round {r} of {cfg.repeats}")  # the chance to Stop there
         if runnable:

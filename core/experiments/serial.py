@@ -12,10 +12,20 @@ import math
 
 import pandas as pd
 import torch
-import torch.nn.functional as F
 
 from core.config import Experiment, spec
-from core.experiments.common import Rows, copied, fitting, ok_fields, paired, tagged, time_points
+from core.experiments.common import (
+    TINY_STEP,
+    Rows,
+    copied,
+    fitting,
+    ok_fields,
+    paired,
+    prepared_step,
+    step_bytes,
+    tagged,
+    time_points,
+)
 from core.findings.serial import takeaways
 from core.harness import bench, guard
 from core.harness import flops as fl
@@ -52,8 +62,6 @@ class SerialConfig:
 # so one preemption cannot make a point noisy (docs/BENCHMARKS.md)
 MIN_SAMPLE_S = 0.05
 
-# the tiny preset of every experiment that times this training step (checkpoint, answers_speed)
-TINY_STEP = {"seq_lens": (8, 16), "d_model": 16, "batch_size": 2, "warmup": 0, "repeats": 1, "max_point_s": 0.1}
 PRESETS = {
     "quick": {"seq_lens": (64, 256, 1024), "warmup": 1, "repeats": 5, "max_point_s": 1.0},
     # a second or two: for testing the command line and scripts/gpu_reference.sh, not for reading
@@ -64,56 +72,12 @@ PRESETS = {
 }
 
 
-def same_step(cfg) -> SerialConfig:
-    """The serial experiment's config for the training step another section times (thread scaling, checkpointed
-    BPTT): its models, widths, batch, vocabulary and seed, so both time the same thing."""
-    return SerialConfig(**copied(cfg, "models", "d_model", "n_layers", "batch_size", "vocab_size", "seed"))
-
-
-def build_model(name: str, cfg: SerialConfig) -> torch.nn.Module:
-    return registry.get(name).build(cfg.vocab_size, cfg.d_model, cfg.n_layers)
-
-
-def predicted_bytes(model: str, cfg: SerialConfig, seq_len: int) -> float:
-    """A generous estimate of a point's peak memory, for the guard: activations, logits, weights, Adam-free SGD."""
-    B, T, d, L, V = cfg.batch_size, seq_len, cfg.d_model, cfg.n_layers, cfg.vocab_size
-    per_token_layer = registry.get(model).activation_floats * d  # SDPA keeps no T×T matrix
-    activations = B * T * (L * per_token_layer + 4 * V + 2 * d) * 4
-    weights = 4 * (L * 12 * d * d + 2 * V * d) * 4
-    return 2.0 * activations + weights
-
-
-def _prepare(name: str, cfg: SerialConfig, seq_len: int, device: torch.device):
-    """(model, one training step, the loss alone, its inputs) for a model at one length; seeded."""
-    torch.manual_seed(cfg.seed)
-    model = build_model(name, cfg).to(device)
-    return (model, *training_step(model, cfg.vocab_size, cfg.batch_size, seq_len, cfg.seed, device))
-
-
-def training_step(model, vocab_size: int, batch_size: int, seq_len: int, seed: int, device: torch.device):
-    """(one SGD training step, the loss alone, its inputs) on seeded random tokens: the step every speed page times."""
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    g = torch.Generator().manual_seed(seed)
-    tokens = torch.randint(vocab_size, (batch_size, seq_len), generator=g).to(device)
-    targets = torch.randint(vocab_size, (batch_size, seq_len), generator=g).to(device)
-
-    def loss_fn():
-        return F.cross_entropy(model(tokens).flatten(0, 1), targets.flatten())
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss_fn().backward()
-        opt.step()
-
-    return step, loss_fn, (tokens, targets)
-
-
 def measure_length(
     cfg: SerialConfig, seq_len: int, names: list[str], device: torch.device, after_round=None
 ) -> dict[str, dict]:
     """Every model in `names` at one length, timed interleaved so background load falls on all alike; then the
     bytes each saves for backward. Row fields per model; one that runs out of memory is an oom row."""
-    prepared, fields = guard.prepare_each(names, lambda name: _prepare(name, cfg, seq_len, device), device)
+    prepared, fields = guard.prepare_each(names, lambda name: prepared_step(name, cfg, seq_len, device), device)
     steps = {name: p[1] for name, p in prepared.items()}
     timings, failed = time_points(steps, cfg, device, after_round, min_sample_s=MIN_SAMPLE_S)
     fields.update(failed)
@@ -167,7 +131,7 @@ def run(cfg: SerialConfig, on_progress=None) -> pd.DataFrame:
     out = Rows(len(lengths) * len(cfg.models), on_progress)
     ceiling_before = bench.peak_flops(str(device))
     for T in lengths:
-        runnable, fields = fitting(cfg.models, lambda name, T=T: predicted_bytes(name, cfg, T), device)
+        runnable, fields = fitting(cfg.models, lambda name, T=T: step_bytes(name, cfg, T), device)
         # progress text between rounds, and the chance to Stop there
         after_round = lambda r, T=T: out.say(f"n={T}: repeat {r} of {cfg.repeats}")
         fields.update(measure_length(cfg, T, runnable, device, after_round))
@@ -178,7 +142,7 @@ def run(cfg: SerialConfig, on_progress=None) -> pd.DataFrame:
                 "model": name,
                 "seq_len": T,
                 "seq_steps": registry.get(name).seq_steps(T, cfg.n_layers),
-                "predicted_bytes": predicted_bytes(name, cfg, T),
+                "predicted_bytes": step_bytes(name, cfg, T),
                 "peak_before_flops_per_s": ceiling_before,
                 "peak_after_flops_per_s": ceiling_after,
                 "peak_flops_per_s": max(ceiling_before, ceiling_after),

@@ -17,7 +17,6 @@ import torch
 import torch.nn.functional as F
 
 from core.config import Experiment, spec
-from core.experiments import text_lm
 from core.experiments.common import Rows
 from core.findings.real_text import race_takeaways
 from core.harness import cancel
@@ -27,6 +26,7 @@ from core.models.layers import n_params
 from core.store.results import tidy
 from core.terms import status
 from core.training import loop, text
+from core.workloads import text_lm
 
 COLUMNS = ("model", "seed", "step", "bytes", "seconds", "train_bits", "heldout_bits", "params", "window", "status",
            "note")  # fmt: skip

@@ -39,6 +39,11 @@ class Timing:
         return self.median_ms > 0 and self.iqr_ms / self.median_ms > NOISY_IQR_FRACTION
 
 
+def timed(timing: Timing, prefix: str = "train") -> dict:
+    """A Timing as row fields: <prefix>_ms (the median), <prefix>_iqr_ms, noisy."""
+    return {f"{prefix}_ms": timing.median_ms, f"{prefix}_iqr_ms": timing.iqr_ms, "noisy": timing.noisy}
+
+
 def time_fn(
     fn: Callable[[], object],
     *,

@@ -66,6 +66,11 @@ def torch_threads(n: int):
             torch.set_num_threads(before)
 
 
+def one_thread():
+    """One torch thread: decode steps are tiny, and a hand-off between threads costs more than the work."""
+    return torch_threads(1)
+
+
 def available(kind: str) -> bool:
     import torch
 

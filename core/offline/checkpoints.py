@@ -15,19 +15,15 @@ from pathlib import Path
 
 import torch
 
-from core.experiments.long_range import (
-    LongRangeConfig,
-    accuracy,
-    build_model,
-    query_loss,
-    torch_threads,
-)
+from core.experiments.long_range import LongRangeConfig, build_model
+from core.harness.device import torch_threads
 from core.models.layers import n_params
 from core.store import files
 from core.store.results import DATA_DIR
 from core.terms import status
 from core.training import loop as train_loop
 from core.training import tasks
+from core.training.chunks import accuracy, query_loss
 
 CHECKPOINT_DIR = DATA_DIR / "checkpoints"
 MODELS = ("transformer", "lstm")

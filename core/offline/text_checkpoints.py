@@ -20,11 +20,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from core.experiments import text_lm
 from core.harness.device import torch_threads
 from core.models.layers import n_params
 from core.training import loop as train_loop
 from core.training import text
+from core.workloads import text_lm
 
 EVAL_WINDOWS = 32  # held-out windows scored along the way (the shipped reference scores many more)
 CURVE_EVERY = 10  # steps between curve points

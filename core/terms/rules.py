@@ -24,7 +24,7 @@ UNDERFLOW = 1e-30  # gradients below this have met float32's floor (~1e-38 norma
 # tail is within this share of its loss with the whole window (Khandelwal et al. 2018 use 1% of perplexity) …
 CONTEXT_WITHIN = 0.01
 # … and a model "reads a repeat cheaper" when a span's copy costs at least this many bits per byte less than its
-# first occurrence, in every seed (core.experiments.text_lm.copy_bits)
+# first occurrence, in every seed (core.workloads.text_lm.copy_bits)
 COPY_GAIN_BITS = 0.25
 # A training run has flattened when its held-out loss fell by less than this over the last FINAL_FRACTION of it
 FLAT_BITS = 0.02

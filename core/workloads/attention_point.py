@@ -12,10 +12,8 @@ from typing import Protocol
 
 import torch
 
-from core.experiments.common import timed
-from core.experiments.kv_cache import one_thread
 from core.harness import bench
-from core.harness.device import threads_used
+from core.harness.device import one_thread, threads_used
 from core.harness.memory_formulas import DTYPE_BYTES
 from core.models import attention
 from core.models.attention import Shape
@@ -132,7 +130,7 @@ def measure_lstm(cfg: PointConfig, n: int, device: torch.device) -> dict:
 def _timed(timing: bench.Timing, cuda_peak: int | None, live: bench.LivePeak | None) -> dict:
     """A point's time (median, IQR) and peak: the CUDA allocator's where there is one, else the live tensors'."""
     return {
-        **timed(timing, "time"),
+        **bench.timed(timing, "time"),
         "fresh_bytes": timing.fresh_bytes,
         "peak_bytes": cuda_peak if cuda_peak is not None else live.peak,
         "peak_kind": "cuda_max_allocated" if cuda_peak is not None else "live_tensors",
