@@ -6,11 +6,13 @@ import pandas as pd
 import streamlit as st
 
 from core.charts import long_range as charts
+from core.charts import mechanism as mechanism_charts
 from core.charts import real_text as text_charts
 from core.config import make_config
 from core.experiments import gradient_reach, long_range, real_text, recall_map, text_race
 from core.findings import listing
 from core.findings import real_text as text_findings
+from core.mechanism import long_range as far
 from core.models import registry
 from core.offline import checkpoints as ck
 from core.training import tasks
@@ -155,6 +157,18 @@ def train_notes(tr, view):
         )
 
 
+def reach_view(tr, view):
+    """The instant view: the gradient from token d back to token 0 at initialisation (the gradient-reach reference)
+    and trained recall at the farthest distance trained up to d (the reference's rows)."""
+    reach_rows, _ = ui.reference_ui_data(gradient_reach.EXPERIMENT.name)
+    frame = far.reach(ui.reference_rows(reach_rows.assign(source="reference")))
+    if not len(frame):
+        return None
+    d = st.slider(tr("long_range.instant.d"), 1, int(frame["distance"].max()), long_range.FAR, key=f"instant:{PAGE}:d")
+    ui.chart_ui(mechanism_charts.spec(mechanism_charts.reach_chart(frame, d, tr)))
+    return far.lines(frame, far.trained(ui.reference_rows(view.both), d), d, tr), "rows"
+
+
 TRAIN = ui.Section(
     PAGE,
     long_range.EXPERIMENT,
@@ -167,6 +181,7 @@ TRAIN = ui.Section(
     during=ui.both(charts.curves_chart),  # accuracy rising, step by step
     method=PAGE,
     special=train_notes,
+    instant=reach_view,
 )
 with task_tab:
     ui.section_ui(tr, TRAIN, prediction=prediction)

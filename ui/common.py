@@ -17,6 +17,7 @@ from ui.data import (
     gpu_reference_rows,
     labelled,
     latest_rows,
+    reference_rows,
     reference_ui_data,
     shown_data,
     status_ui,

@@ -208,13 +208,15 @@ def chart_ui(chart) -> None:
     """Draw an Altair chart with PNG and SVG downloads beneath it (rendered only when clicked); nothing while the
     page's question is unanswered (ui.predict). `chart` may be a function that builds it: then it is built only when
     shown, and a chart that cannot be built or drawn becomes one warning instead of an exception, so the rest of the
-    page (the results table and its download) still appears."""
+    page (the results table and its download) still appears. A dict is taken as the chart's finished spec (an
+    instant view's, built without Altair's schema check, which the tests run)."""
     if not revealed_now():
         return
     tr = translator(st.session_state.get("lang", "en"))
     try:
+        built = chart() if callable(chart) else chart
         spec_dict = tooltip_titles(
-            (chart() if callable(chart) else chart).to_dict(), tr, st.session_state.get("lang", "en")
+            built if isinstance(built, dict) else built.to_dict(), tr, st.session_state.get("lang", "en")
         )
     except Exception as err:  # noqa: BLE001 - one chart's failure is said, and costs nothing else on the page
         st.warning(tr("ui.chart_failed", error=literal(f"{type(err).__name__}: {err}", limit=160)))

@@ -40,6 +40,11 @@ def open_gate() -> None:
     st.session_state[_GATE] = True
 
 
+def close_gate(revealed: bool) -> None:
+    """Set the gate back to `revealed` (what it was before a view that opened it)."""
+    st.session_state[_GATE] = revealed
+
+
 def _param(page: str) -> str:
     return f"predict.{page}"
 

@@ -33,7 +33,7 @@ from ui.data import (
 from ui.form import config_form_ui
 from ui.frame import heading_ui, literal, method_ui
 from ui.live import run_ui
-from ui.predict import Prediction, predict_ui, revealed_now, verdict_ui
+from ui.predict import Prediction, close_gate, open_gate, predict_ui, revealed_now, verdict_ui
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +62,10 @@ class Section:
     # while a run measures, under its progress bar: a chart cell (both, primary, tr) → chart of the rows so far, drawn
     # again as they come (so one that only returns a chart: a widget drawn twice would clash); None: no such chart
     during: Callable | None = None
+    # the section's instant view: (tr, View) → (lines, source) or None, drawing a slider and what it moves at once
+    # (core.mechanism), in a fragment under the takeaways once answered; its texts are '<page>.instant.*', its source
+    # 'rows' or 'formula'
+    instant: Callable | None = None
 
     @property
     def page(self) -> str:
@@ -129,6 +133,29 @@ def _charts_ui(tr, charts, both, primary) -> None:
                     chart = heading_ui(tr, cell) if isinstance(cell, str) else cell(both, primary, tr)
                     if chart is not None:
                         chart_ui(chart)
+
+
+def instant_ui(tr, s: Section, view: View) -> None:
+    """Section `s`'s instant view, in a fragment: moving its slider reruns the view alone, not the page. Its
+    container's key (`instant-<section key>`) is what a browser benchmark finds it by."""
+
+    @st.fragment
+    def draw():
+        shown = revealed_now()
+        open_gate()  # drawn only once revealed; a fragment's rerun must not read a later section's closed gate
+        try:
+            with st.container(border=True, key="instant-" + s.key.replace(":", "-")):
+                st.markdown(f"**{tr(f'{s.page}.instant.title')}**")
+                st.markdown(tr(f"{s.page}.instant.intro"))
+                said = s.instant(tr, view)
+                if said:
+                    lines, source = said
+                    st.markdown("\n".join(f"- {line}" for line in lines))
+                    st.caption(tr("instant.note", source=tr(f"instant.source.{source}")))
+        finally:
+            close_gate(shown)
+
+    draw()
 
 
 def both(chart: Callable) -> Callable:
@@ -201,6 +228,8 @@ def section_ui(tr, s: Section, views: dict | None = None, prediction: Prediction
             in_view = (s.why(view) or [])[:1] + in_view[: IN_VIEW - 1]
             later = [line for line in view.lines if line not in in_view]
         takeaways_ui(tr, in_view)
+        if revealed_now() and s.instant is not None:  # never before the answer, whatever the gate
+            instant_ui(tr, s, view)
         with st.expander(tr("ui.details")):
             if revealed:
                 status_ui(tr, both)

@@ -80,6 +80,7 @@ class LongRangeConfig:
                     )
 
 
+FAR = 800  # the chapter's distance between "Alice" and "she"
 # the gpu and full presets' runs: both tasks at three distances in 48 tokens, width 64, each run ending once solved
 GRID = {
     "lr": 1e-3,
@@ -111,6 +112,17 @@ PRESETS = {
     # multi-query recall jumps after a plateau, at a different step per seed: many steps, three seeds' median;
     # lr 1e-3, as at 3e-3 the Transformer stayed on its plateau (tuning runs: docs/BENCHMARKS.md)
     "full": {**GRID, "steps": 3000, "seeds": 3},
+    # the chapter's own distance, "Alice" … "she" FAR tokens apart: an offline run (scripts/far_recall.py) whose rows
+    # are merged into the reference beside the grid's; fewer steps, as each reads FAR + 8 tokens
+    "far": {
+        **GRID,
+        "tasks": ("recall",),
+        "seq_len": FAR + 8,
+        "distances": (FAR,),
+        "steps": 1000,
+        "seeds": 3,
+        "models": registry.tagged("long_range:quick"),
+    },
 }
 
 
