@@ -2,7 +2,7 @@
 
 Needs torch, numpy and pandas. Bad input exits 2 with one line on stderr naming the option and what is allowed,
 before anything is measured. A run that fails or reaches its time limit keeps its rows, ends its CSV with a status
-row, and exits 1 or 124. The run itself, shared with a page's worker, is core/runner.py.
+row, and exits 1 or 124. The run itself, shared with a page's worker, is core/run_record.py.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import argparse
 import sys
 import traceback
 
-from core.runner import RunFailed, Terminated, TimeLimit, positive_seconds, run_one, sigterm_raises, why_stopped
+from core.run_record import RunFailed, Terminated, TimeLimit, positive_seconds, run_one, sigterm_raises, why_stopped
 
 
 def _parse_sets(pairs: list[str]) -> dict:

@@ -48,9 +48,9 @@ def reference_option(question: str) -> str:
     return _option(verdicts.QUESTIONS[question].verdict(rows) if len(rows) else None)
 
 
-def _run(runner: jobs.Runner, question: str) -> tuple[str, float, str]:
+def _run(queue: jobs.JobQueue, question: str) -> tuple[str, float, str]:
     """(the live verdict's option, seconds from submit to the last row, the job's final state)."""
-    job, seconds = run_quick(runner, verdicts.QUESTIONS[question].experiment)
+    job, seconds = run_quick(queue, verdicts.QUESTIONS[question].experiment)
     rows = pd.DataFrame(list(job.rows)).assign(source="live") if job.rows else pd.DataFrame()
     return _option(verdicts.QUESTIONS[question].verdict(rows) if len(rows) else None), seconds, job.state
 
@@ -64,20 +64,20 @@ def main() -> int:
         ap.error(f"--runs: {args.runs} must be at least 1")
     ref = {q: reference_option(q) for q in args.only}
     live, seconds, states = collections.defaultdict(list), collections.defaultdict(list), collections.defaultdict(set)
-    runner = jobs.Runner()
+    queue = jobs.JobQueue()
     try:
-        runner.prepare()
-        while not runner.zygote_ready():
+        queue.prepare()
+        while not queue.zygote_ready():
             time.sleep(0.1)
         for i in range(args.runs):
             for q in args.only:
-                option, s, state = _run(runner, q)
+                option, s, state = _run(queue, q)
                 live[q].append(option)
                 seconds[q].append(s)
                 states[q].add(state)
                 print(f"  run {i + 1}: {q}: option {option} in {s:.1f} s ({state})", file=sys.stderr)
     finally:
-        runner.shutdown()
+        queue.shutdown()
     en = catalogue("en")
     print(f"{dt.date.today()}, {os.cpu_count()} cores, {page_threads()} threads, {args.runs} runs each:")
     print("| question | experiment | reference | live runs | agree | page explains a difference | median time |")

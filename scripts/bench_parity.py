@@ -55,7 +55,7 @@ def _page(name: str, sets: dict, threads: int) -> pd.DataFrame:
 
     exp = EXPERIMENTS[name]
     cfg = make_config(exp.config_cls, {**sets, "device": "cpu"}, base=exp.config("quick"))
-    r = jobs.Runner(spare=True)
+    r = jobs.JobQueue(spare=True)
     try:
         r.prepare()
         time.sleep(6)  # the zygote (or the spare) imports torch, as while a learner reads the form

@@ -27,21 +27,21 @@ from ui.live import START_SETTLE_S
 BUDGET_S = 27.0  # a live quick run on 2 cores: 30 s, with a margin for a slower host
 
 
-def run_quick(runner: jobs.Runner, name: str) -> tuple[jobs.Job, float]:
+def run_quick(queue: jobs.JobQueue, name: str) -> tuple[jobs.Job, float]:
     """Experiment `name`'s quick preset as a page's Run starts it, followed to its end: (the job, submit → last row
     in seconds)."""
     config = EXPERIMENTS[name].config("quick", {"device": "cpu"})
     t0 = time.perf_counter()
-    job = runner.submit("bench", name, vars(config), threads=page_threads(), settle_s=START_SETTLE_S)
+    job = queue.submit("bench", name, vars(config), threads=page_threads(), settle_s=START_SETTLE_S)
     while job.active:
-        runner.touch(job)
+        queue.touch(job)
         time.sleep(0.05)
     return job, time.perf_counter() - t0
 
 
-def _time(runner: jobs.Runner, name: str) -> tuple[float, str]:
+def _time(queue: jobs.JobQueue, name: str) -> tuple[float, str]:
     """(submit → last row in seconds, the job's final state)."""
-    job, seconds = run_quick(runner, name)
+    job, seconds = run_quick(queue, name)
     return seconds, job.state
 
 
@@ -77,19 +77,19 @@ def main() -> None:
     times = {n: [] for n in names}
     states = {n: set() for n in names}
     speed = [host_speed()]
-    runner = jobs.Runner()
+    queue = jobs.JobQueue()
     try:
-        runner.prepare()
-        while not runner.zygote_ready():  # a learner reads the form while the worker imports torch
+        queue.prepare()
+        while not queue.zygote_ready():  # a learner reads the form while the worker imports torch
             time.sleep(0.1)
         for _ in range(args.runs):
             for n in names:
-                s, state = _time(runner, n)
+                s, state = _time(queue, n)
                 times[n].append(s)
                 states[n].add(state)
                 print(f"  {n}: {s:.1f} s ({state})", file=sys.stderr)
     finally:
-        runner.shutdown()  # no worker outlives an interrupted benchmark
+        queue.shutdown()  # no worker outlives an interrupted benchmark
     speed.append(host_speed())
     print(f"{dt.date.today()}, {os.cpu_count()} cores, {page_threads()} threads, {args.runs} runs each:")
     print(f"host speed, one-thread 1024³ float32 matmul: {speed[0]:.1f} GFLOP/s before, {speed[1]:.1f} after")

@@ -27,20 +27,20 @@ TINY = {"models": ["lstm"], "seq_lens": [16], "d_model": 16, "batch_size": 2, "w
 LONG = {**TINY, "models": ["lstm_loop"], "seq_lens": [16, 65535], "d_model": 128, "batch_size": 8}
 
 
-def _first_report(runner: jobs.Runner, config: dict) -> tuple[float, jobs.Job]:
+def _first_report(queue: jobs.JobQueue, config: dict) -> tuple[float, jobs.Job]:
     t0 = time.perf_counter()
-    job = runner.submit("bench", "serial", config, threads=1)
+    job = queue.submit("bench", "serial", config, threads=1)
     while job.active and job.in_hand is None:
         time.sleep(0.005)
     return time.perf_counter() - t0, job
 
 
-def _queued(runner: jobs.Runner) -> tuple[float, float]:
+def _queued(queue: jobs.JobQueue) -> tuple[float, float]:
     """A run queued behind another: (its start → its worker having it in hand, that worker's CPU seconds then)."""
-    first = runner.submit("bench", "serial", TINY, threads=1)
-    second = runner.submit("bench", "serial", TINY, threads=1)
+    first = queue.submit("bench", "serial", TINY, threads=1)
+    second = queue.submit("bench", "serial", TINY, threads=1)
     while second.active and second.in_hand is None:
-        runner.touch(second)  # as its page does while it waits (an untouched ticket leaves the queue)
+        queue.touch(second)  # as its page does while it waits (an untouched ticket leaves the queue)
         time.sleep(0.005)
     assert second.in_hand is not None, (second.state, second.error)
     cpu = _cpu_s(second.pid)
@@ -49,16 +49,16 @@ def _queued(runner: jobs.Runner) -> tuple[float, float]:
     return second.in_hand - second.started, cpu
 
 
-def _measure_warm(runner: jobs.Runner, first: list, queued: list, cpu: list) -> None:
+def _measure_warm(queue: jobs.JobQueue, first: list, queued: list, cpu: list) -> None:
     """A Run after the learner read the form (the spare or the zygote warm), then a run queued behind another."""
-    runner.prepare()
+    queue.prepare()
     time.sleep(8)  # the learner reads the form while the spare or the zygote imports torch
-    while not runner.zygote_ready():  # busy machine: a fork, not a spawn, is timed
+    while not queue.zygote_ready():  # busy machine: a fork, not a spawn, is timed
         time.sleep(0.05)
-    s, job = _first_report(runner, TINY)
+    s, job = _first_report(queue, TINY)
     _wait(job)
     first.append(s)
-    s, c = _queued(runner)
+    s, c = _queued(queue)
     queued.append(s)
     cpu.append(c)
 
@@ -88,16 +88,16 @@ def main() -> None:
     args = ap.parse_args()
     cold, warm, forked, queued, queued_forked, cpu, cpu_forked, stops = [], [], [], [], [], [], [], []
     for _ in range(args.runs):
-        r = jobs.Runner(spare=False, zygote=False)
+        r = jobs.JobQueue(spare=False, zygote=False)
         s, job = _first_report(r, TINY)
         _wait(job)
         cold.append(s)
         r.shutdown()
-        r = jobs.Runner(spare=True, zygote=False)
+        r = jobs.JobQueue(spare=True, zygote=False)
         _measure_warm(r, warm, queued, cpu)
         if jobs.FORKS:  # the rest with the zygote, the way this platform runs a page's workers
             r.shutdown()
-            r = jobs.Runner()
+            r = jobs.JobQueue()
             _measure_warm(r, forked, queued_forked, cpu_forked)
         job = r.submit("bench", "serial", LONG, threads=1)
         while job.active and len(job.rows) < 1:  # the short point is done: now inside the long one

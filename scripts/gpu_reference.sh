@@ -104,7 +104,7 @@ pick_python() {  # the interpreter to use: $PYTHON, else one whose torch sees a 
 
 PY=$(pick_python)
 TIMEOUT=""
-command -v timeout >/dev/null 2>&1 && TIMEOUT=timeout  # macOS has none: the runner's own limits still hold
+command -v timeout >/dev/null 2>&1 && TIMEOUT=timeout  # macOS has none: the reference run's own limits still hold
 exec > >(tee -a "$OUT/session.log") 2>&1
 TEE=$!
 STATUS=0
@@ -152,7 +152,7 @@ done
 say "experiments: ${EXPERIMENTS[*]}"
 LEFT=$((DEADLINE - $(date +%s)))
 [ $LEFT -gt 5 ] || LEFT=5
-# the runner enforces every limit and the deadline itself; this is the backstop if the runner itself hangs
+# the reference run enforces every limit and the deadline itself; this is the backstop if it hangs
 bounded "$((LEFT + 3))" "$PY" -m core reference --only "${EXPERIMENTS[@]}" --device "$DEVICE" --preset "$PRESET" \
   --out-dir "$OUT" --deadline "$DEADLINE" "${LIMITS[@]}"
 rc=$?

@@ -15,7 +15,7 @@ from core.cli import main
 from core.harness import device
 from core.harness.device import ENV_COLUMNS
 from core.models import registry
-from core.runner import table
+from core.run_record import table
 from core.store import results
 from core.store.outputs import RowWriter, check_out_file, stop_row
 

@@ -80,8 +80,8 @@ def test_a_crash_inside_core_is_caught_by_this_test(monkeypatch):
     import ui.live
 
     monkeypatch.setenv("LAB_INJECT", "serial=error")  # the worker raises after its first rows
-    ui.live.runner().shutdown()  # a spare started before the hook was set would not see it
-    ui.live.runner.clear()
+    ui.live.job_queue().shutdown()  # a spare started before the hook was set would not see it
+    ui.live.job_queue.clear()
     try:
         at = app_test(default_timeout=120).run()
         at.switch_page("pages/serial.py").run()
@@ -89,5 +89,5 @@ def test_a_crash_inside_core_is_caught_by_this_test(monkeypatch):
         at.button(key="FormSubmitter:form:serial-Run").click().run()
         assert not at.exception and _crashed(at) and "injected failure" in _crashed(at)[0]
     finally:
-        ui.live.runner().shutdown()
-        ui.live.runner.clear()  # the next test's runner starts its workers without the hook
+        ui.live.job_queue().shutdown()
+        ui.live.job_queue.clear()  # the next test's queue starts its workers without the hook

@@ -177,7 +177,7 @@ def test_a_deadline_that_is_not_a_time_is_bad_input(tmp_path, capsys):
 @pytest.mark.slow
 def test_a_killed_experiment_and_one_out_of_time_cost_only_their_own_points(tmp_path):
     """kv_cache is killed after its first row (as by the OOM killer: it cannot write a word) and gradient_reach
-    reaches its time limit after its first rows: the runner writes the killed one's status row, the late one writes
+    reaches its time limit after its first rows: the reference writes the killed one's status row, the late one writes
     its own at its limit, each keeps what it measured and is a line in the log, and attention_cost, after both, is
     complete. (An experiment that raises is the session run's failure, above.) The limit is reached by the test hook
     ('late'), not by the clock: with a limit of 8 s a loaded host once took longer than that to import torch and
@@ -220,7 +220,7 @@ def test_a_status_row_changes_no_takeaway(name, session):
 
 @pytest.mark.slow
 def test_the_gpu_path_imports_no_ui_packages():
-    """The GPU box has torch, numpy and pandas only: the runner, the smoke test and every experiment load without
+    """The GPU box has torch, numpy and pandas only: the reference, the smoke test and every experiment load without
     streamlit or altair."""
     code = (
         "import sys, core.cli, core.offline.reference, core.offline.smoke, core.store.outputs, core.experiments; "
@@ -230,7 +230,7 @@ def test_the_gpu_path_imports_no_ui_packages():
     assert r.returncode == 0, r.stderr
 
 
-def test_trouble_in_the_runner_itself_is_a_logged_status_and_the_next_experiment_runs(tmp_path, monkeypatch, capsys):
+def test_trouble_in_the_reference_itself_is_a_logged_status_and_the_next_experiment_runs(tmp_path, monkeypatch, capsys):
     from core.cli import main
     from core.offline import reference
 
@@ -251,7 +251,7 @@ def test_trouble_in_the_runner_itself_is_a_logged_status_and_the_next_experiment
         len(_csv(out, "gradient_reach")) == len(registry.names("gradient_reach:quick")) * 16
     )  # tiny: 16 distances a model
     log = _log(out)
-    assert "FAILED kv_cache: the runner failed (OSError" in log[0] and "done gradient_reach" in log[2]
+    assert "FAILED kv_cache: the reference run failed (OSError" in log[0] and "done gradient_reach" in log[2]
 
 
 def _quick_checks(monkeypatch):
@@ -295,8 +295,8 @@ def test_a_device_that_stops_computing_ends_the_smoke_test(tmp_path, monkeypatch
 
 
 @pytest.mark.slow
-def test_stopped_from_outside_the_runner_keeps_the_rows_and_says_so(tmp_path):
-    """The script's own backstop (`timeout` around a whole part) signals the runner and its child together: the
+def test_stopped_from_outside_the_reference_keeps_the_rows_and_says_so(tmp_path):
+    """The script's own backstop (`timeout` around a whole part) signals the reference and its child together: the
     running experiment still writes its rows and a status row, and the log says what was not started. The test
     sends that SIGTERM to the process group itself, as `timeout` does, once the experiment's first rows are in its
     CSV (a fixed 7 s timeout read as a failure whenever a loaded machine took longer to import torch)."""

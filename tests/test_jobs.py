@@ -41,8 +41,8 @@ FAKE = textwrap.dedent(
 
 
 @pytest.fixture
-def runner():
-    r = jobs.Runner(command=(sys.executable, "-c", FAKE), spare=False)
+def queue():
+    r = jobs.JobQueue(command=(sys.executable, "-c", FAKE), spare=False)
     yield r
     r.shutdown()
 
@@ -68,8 +68,8 @@ def _gone(pid: int) -> bool:
     return False
 
 
-def test_a_job_streams_its_rows_and_ends_done(runner):
-    job = runner.submit("a", "fake", {"points": 3})
+def test_a_job_streams_its_rows_and_ends_done(queue):
+    job = queue.submit("a", "fake", {"points": 3})
     _until(lambda: not job.active)
     assert job.state == "done" and [r["i"] for r in job.rows] == [0, 1, 2] and job.kept == 3
     assert job.rows[0]["pid"] == job.pid != os.getpid()  # measured in a process of its own
@@ -80,15 +80,15 @@ def test_a_job_streams_its_rows_and_ends_done(runner):
     assert all(a is b for a, b in zip(first, second, strict=True)) and first["model"] is second["model"]
 
 
-def test_one_job_at_a_time_and_the_queue_says_each_place(runner, tmp_path):
+def test_one_job_at_a_time_and_the_queue_says_each_place(queue, tmp_path):
     gate = str(tmp_path / "gate")
-    first = runner.submit("a", "fake", {"points": 1, "gate": gate})
-    second = runner.submit("b", "fake", {"points": 1})
-    third = runner.submit("c", "fake", {"points": 1})
+    first = queue.submit("a", "fake", {"points": 1, "gate": gate})
+    second = queue.submit("b", "fake", {"points": 1})
+    third = queue.submit("c", "fake", {"points": 1})
     _until(lambda: first.state == jobs.RUNNING)
     assert (second.state, third.state) == (jobs.WAITING, jobs.WAITING)
-    assert runner.position(second)[0] == 1 and runner.position(third)[0] == 2
-    assert runner.position(third)[1] > runner.position(second)[1] > 0  # an estimate that grows with the queue
+    assert queue.position(second)[0] == 1 and queue.position(third)[0] == 2
+    assert queue.position(third)[1] > queue.position(second)[1] > 0  # an estimate that grows with the queue
     open(gate + "0", "w").close()
     _until(lambda: not third.active)
     assert [j.state for j in (first, second, third)] == ["done"] * 3
@@ -96,36 +96,36 @@ def test_one_job_at_a_time_and_the_queue_says_each_place(runner, tmp_path):
     assert len({first.pid, second.pid, third.pid}) == 3 and not {r["pid"] for r in second.rows} & {first.pid}
 
 
-def test_rows_never_mix_between_jobs(runner):
-    a = runner.submit("a", "fake", {"points": 4})
-    b = runner.submit("b", "fake", {"points": 2})
+def test_rows_never_mix_between_jobs(queue):
+    a = queue.submit("a", "fake", {"points": 4})
+    b = queue.submit("b", "fake", {"points": 2})
     _until(lambda: not b.active)
     assert {r["pid"] for r in a.rows} == {a.pid} and {r["pid"] for r in b.rows} == {b.pid}
     assert [r["i"] for r in a.rows] == [0, 1, 2, 3] and [r["i"] for r in b.rows] == [0, 1]
 
 
-def test_stop_in_the_middle_of_a_point_ends_the_worker_and_keeps_the_rows(runner, tmp_path):
+def test_stop_in_the_middle_of_a_point_ends_the_worker_and_keeps_the_rows(queue, tmp_path):
     """A point that never ends (a gate the test does not open) and a worker that ignores SIGTERM: Stop still
     ends it (SIGKILL after GRACE_S), and the row measured before is kept; the next job runs."""
     gate = str(tmp_path / "gate")
     open(gate + "0", "w").close()  # the first point ends, the second never does
-    job = runner.submit("a", "fake", {"points": 2, "gate": gate, "ignore_term": True})
+    job = queue.submit("a", "fake", {"points": 2, "gate": gate, "ignore_term": True})
     _until(lambda: len(job.rows) == 1)
-    runner.stop(job)
+    queue.stop(job)
     _until(lambda: _gone(job.pid) and not job.active)
     assert job.state == "stopped" and [r["i"] for r in job.rows] == [0] and job.kept == 1
-    after = runner.submit("a", "fake", {"points": 1})
+    after = queue.submit("a", "fake", {"points": 1})
     _until(lambda: not after.active)
     assert after.state == "done"
 
 
-def test_a_waiting_job_can_be_cancelled_and_leaves_the_queue(runner, tmp_path):
+def test_a_waiting_job_can_be_cancelled_and_leaves_the_queue(queue, tmp_path):
     gate = str(tmp_path / "gate")
-    first = runner.submit("a", "fake", {"points": 1, "gate": gate})
-    second = runner.submit("b", "fake", {"points": 1})
-    third = runner.submit("c", "fake", {"points": 1})
-    runner.stop(second)
-    assert second.state == "cancelled" and runner.position(third)[0] == 1
+    first = queue.submit("a", "fake", {"points": 1, "gate": gate})
+    second = queue.submit("b", "fake", {"points": 1})
+    third = queue.submit("c", "fake", {"points": 1})
+    queue.stop(second)
+    assert second.state == "cancelled" and queue.position(third)[0] == 1
     open(gate + "0", "w").close()
     _until(lambda: not third.active)
     assert first.state == third.state == "done" and second.pid is None  # never started
@@ -134,7 +134,7 @@ def test_a_waiting_job_can_be_cancelled_and_leaves_the_queue(runner, tmp_path):
 def test_a_waiting_job_nobody_looks_at_leaves_the_queue(tmp_path):
     """A closed tab stops touching its job: after TICKET_TTL_S it is dropped (a fake clock, no waiting)."""
     now = [0.0]
-    r = jobs.Runner(command=(sys.executable, "-c", FAKE), spare=False, clock=lambda: now[0])
+    r = jobs.JobQueue(command=(sys.executable, "-c", FAKE), spare=False, clock=lambda: now[0])
     gate = str(tmp_path / "gate")
     try:
         first = r.submit("a", "fake", {"points": 1, "gate": gate})
@@ -151,33 +151,33 @@ def test_a_waiting_job_nobody_looks_at_leaves_the_queue(tmp_path):
         r.shutdown()
 
 
-def test_a_worker_killed_mid_run_is_a_died_job_with_its_rows_and_the_next_job_runs(runner):
-    job = runner.submit("a", "fake", {"points": 5, "die_after": 2})
+def test_a_worker_killed_mid_run_is_a_died_job_with_its_rows_and_the_next_job_runs(queue):
+    job = queue.submit("a", "fake", {"points": 5, "die_after": 2})
     _until(lambda: not job.active)
     assert job.state == "died" and "SIGKILL" in job.error and [r["i"] for r in job.rows] == [0, 1]
-    after = runner.submit("a", "fake", {"points": 1})
+    after = queue.submit("a", "fake", {"points": 1})
     _until(lambda: not after.active)
     assert after.state == "done"
 
 
-def test_kill_minus_nine_from_outside(runner, tmp_path):
+def test_kill_minus_nine_from_outside(queue, tmp_path):
     gate = str(tmp_path / "gate")
     open(gate + "0", "w").close()
-    job = runner.submit("a", "fake", {"points": 2, "gate": gate})
+    job = queue.submit("a", "fake", {"points": 2, "gate": gate})
     _until(lambda: len(job.rows) == 1)
     os.kill(job.pid, signal.SIGKILL)
     _until(lambda: not job.active)
     assert job.state == "died" and "SIGKILL" in job.error and len(job.rows) == 1
 
 
-def test_a_failure_the_worker_reports_is_a_failed_job(runner):
-    job = runner.submit("a", "fake", {"points": 1, "fail": "RuntimeError: boom"})
+def test_a_failure_the_worker_reports_is_a_failed_job(queue):
+    job = queue.submit("a", "fake", {"points": 1, "fail": "RuntimeError: boom"})
     _until(lambda: not job.active)
     assert job.state == "failed" and job.error == "RuntimeError: boom" and len(job.rows) == 1
 
 
 def test_the_spare_worker_takes_the_next_job(tmp_path):
-    r = jobs.Runner(command=(sys.executable, "-c", FAKE), spare=True)
+    r = jobs.JobQueue(command=(sys.executable, "-c", FAKE), spare=True)
     try:
         r.prepare()
         spare = r._spare
@@ -196,7 +196,7 @@ def test_the_real_worker_runs_a_page_config_through_the_command_lines_path():
     as `python -m core run` would, with the page's thread count; bad input is said, not run."""
     import threading
 
-    r = jobs.Runner(spare=True, zygote=False)  # spawned, as where no fork is safe (macOS)
+    r = jobs.JobQueue(spare=True, zygote=False)  # spawned, as where no fork is safe (macOS)
     try:
         script_thread = threading.Thread(target=r.prepare)
         script_thread.start()
@@ -227,7 +227,7 @@ def test_a_worker_forked_from_the_zygote_runs_stops_and_dies_as_a_spawned_one_do
     """On Linux every worker is a fork of the server's warm zygote: it runs the page's config (rows and thread count
     as the spawned worker's), Stop ends it in the middle of a point with the rows it sent, a SIGKILL from outside is
     a died job, a zygote that died is replaced at the next prepare, and a fork measures on two threads."""
-    r = jobs.Runner()
+    r = jobs.JobQueue()
     try:
         r.prepare()
         _until(r.zygote_ready, limit=120)
@@ -292,7 +292,7 @@ def test_the_zygote_imports_every_experiment_without_asking_cuda_anything():
 
 def test_the_time_left_counts_down_from_the_pace_once_a_quarter_is_done():
     now = [5.0]
-    r = jobs.Runner(spare=False, zygote=False, clock=lambda: now[0])
+    r = jobs.JobQueue(spare=False, zygote=False, clock=lambda: now[0])
     job = jobs.Job(1, "me", "serial", {}, None, state=jobs.RUNNING, started=0.0, done=2, total=10, moved=4.0)
     assert r.left(job) is None  # a fifth done: too early to read a pace
     job.done, job.moved, now[0] = 5, 10.0, 12.0

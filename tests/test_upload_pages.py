@@ -142,7 +142,7 @@ def test_an_upload_under_the_references_label_does_not_change_the_verdict():
 @pytest.fixture(scope="module")
 def cli_files(tmp_path_factory):
     """Files `python -m core run` writes (its function, in this process) when a run stops, is refused or diverges."""
-    from core import runner
+    from core import run_record
     from core.experiments import long_range as lr
 
     folder = tmp_path_factory.mktemp("cli")
@@ -150,20 +150,20 @@ def cli_files(tmp_path_factory):
     out = {}
     try:
         path = out["nothing"] = folder / "serial-nothing.csv"  # a --time-limit reached before the first point
-        with pytest.raises(runner.TimeLimit):
-            runner.run_one("serial", "tiny", "cpu", None, {}, path, quiet=True, time_limit=1e-3)
+        with pytest.raises(run_record.TimeLimit):
+            run_record.run_one("serial", "tiny", "cpu", None, {}, path, quiet=True, time_limit=1e-3)
         path = out["stopped"] = folder / "serial-stopped.csv"  # a --time-limit reached after the first points
-        mp.setenv(runner.INJECT_ENV, "serial=hang")
-        with pytest.raises(runner.TimeLimit):
-            runner.run_one("serial", "tiny", "cpu", None, {}, path, quiet=True, time_limit=2.0)
+        mp.setenv(run_record.INJECT_ENV, "serial=hang")
+        with pytest.raises(run_record.TimeLimit):
+            run_record.run_one("serial", "tiny", "cpu", None, {}, path, quiet=True, time_limit=2.0)
         path = out["failed"] = folder / "serial-failed.csv"  # a run that failed: its error in the status row's note
-        mp.setenv(runner.INJECT_ENV, "serial=error")
-        with pytest.raises(runner.RunFailed):
-            runner.run_one("serial", "tiny", "cpu", None, {}, path, quiet=True)
-        mp.delenv(runner.INJECT_ENV)
+        mp.setenv(run_record.INJECT_ENV, "serial=error")
+        with pytest.raises(run_record.RunFailed):
+            run_record.run_one("serial", "tiny", "cpu", None, {}, path, quiet=True)
+        mp.delenv(run_record.INJECT_ENV)
         path = out["refused"] = folder / "attention_cost-refused.csv"  # the guard refuses n = 2M: no allocation
         sets = {"impls": "naive", "backends": "auto", "seq_lens": "16,2097152"}
-        runner.run_one("attention_cost", "tiny", "cpu", None, sets, path, quiet=True)
+        run_record.run_one("attention_cost", "tiny", "cpu", None, sets, path, quiet=True)
         real = lr.build_model
 
         def poisoned(name, cfg, V, impl="sdpa"):  # the LSTM's loss is NaN from its first step
@@ -178,7 +178,7 @@ def cli_files(tmp_path_factory):
         mp.setattr(lr, "build_model", poisoned)
         path = out["diverged"] = folder / "long_range-diverged.csv"
         sets = {"models": "lstm,transformer", "distances": "2", "seq_len": "8", "steps": "4", "eval_every": "2"}
-        runner.run_one("long_range", "quick", "cpu", None, sets, path, quiet=True)
+        run_record.run_one("long_range", "quick", "cpu", None, sets, path, quiet=True)
     finally:
         mp.undo()
     return out

@@ -24,17 +24,17 @@ START_SETTLE_S = 1.5
 PREVIEW_S = 1.0  # while a run measures, its rows are drawn again at most this often
 
 
-@st.cache_resource(show_spinner=False, on_release=lambda r: r.shutdown())
-def runner():
+@st.cache_resource(show_spinner=False, on_release=lambda q: q.shutdown())
+def job_queue():
     """The server's one queue of workers (core.server.jobs): every session's runs, one measuring at a time. Its workers and
     zygote end with it: at exit, or when the cache is cleared (its replacement starts its own)."""
     import atexit
 
-    from core.server.jobs import Runner
+    from core.server.jobs import JobQueue
 
-    r = Runner()
-    atexit.register(r.shutdown)
-    return r
+    q = JobQueue()
+    atexit.register(q.shutdown)
+    return q
 
 
 def _session() -> tuple[str, bool]:
@@ -64,7 +64,7 @@ def run_ui(tr, experiment, cfg, page: str, preview=None) -> pd.DataFrame | None:
     from core.harness.device import page_threads
 
     state = _live_state(experiment.name)
-    r = runner()
+    r = job_queue()
     r.prepare()  # the zygote (or a spare worker) imports torch while the learner reads the form
     if cfg is not None:
         if state.get("job") is not None:

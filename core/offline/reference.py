@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from core.runner import Terminated, positive_seconds
+from core.run_record import Terminated, positive_seconds
 from core.store.outputs import add_stop_row, check_out_dir, summary
 from core.store.results import REFERENCE_DIR, ROOT
 from core.terms import status
@@ -97,8 +97,8 @@ def cli(args) -> int:
         except Terminated:
             log(f"stopped from outside during {name}: the experiments after it were not started")
             raise
-        except Exception as err:  # noqa: BLE001 - the runner's own trouble is logged; the next experiment runs
-            note = f"the runner failed ({type(err).__name__}: {' '.join(str(err).split())[:200]})"
+        except Exception as err:  # noqa: BLE001 - the reference's own trouble is logged; the next experiment runs
+            note = f"the reference run failed ({type(err).__name__}: {' '.join(str(err).split())[:200]})"
             try:
                 where = add_stop_row(out_dir / f"{name}-{args.device}-failed.csv", note, {"device": args.device})
             except OSError:
@@ -142,7 +142,7 @@ def run_isolated(name: str, preset: str, device: str, out_dir: Path, limit: floa
     killed, outer, at_limit = None, None, False
     try:
         rc = proc.wait(timeout=term)
-    except (subprocess.TimeoutExpired, Terminated) as stop:  # its limit, or this runner was told to stop
+    except (subprocess.TimeoutExpired, Terminated) as stop:  # its limit, or this reference run was told to stop
         outer = stop if isinstance(stop, Terminated) else None
         at_limit = outer is None
         proc.terminate()  # the child writes its rows and a status row on SIGTERM
@@ -153,7 +153,7 @@ def run_isolated(name: str, preset: str, device: str, out_dir: Path, limit: floa
             proc.kill()
             rc = proc.wait()
             killed = f"killed: still running {grace:,.0f} s after " + (
-                "the runner was stopped" if outer else f"its SIGTERM, at its time limit of {limit:,.0f} s"
+                "the reference run was stopped" if outer else f"its SIGTERM, at its time limit of {limit:,.0f} s"
             )
     seconds = time.monotonic() - t0
     path = _written(out_dir, name, t0)

@@ -63,7 +63,7 @@ class Job:
         return self.state in (WAITING, RUNNING)
 
 
-class Runner:
+class JobQueue:
     """Workers for one server process: a queue, at most one measuring, at most one spare waiting warm."""
 
     def __init__(self, command=WORKER, spare: bool = True, clock=time.monotonic, zygote: bool | None = None):

@@ -57,7 +57,7 @@ def decode(line: str) -> dict:
 
 def serve(stdin=None, stdout=None) -> int:
     """Wait for one job, run it, report; the exit status is 0 whatever the run did (the messages say it)."""
-    from core.runner import RunFailed, Terminated, run_one, sigterm_raises
+    from core.run_record import RunFailed, Terminated, run_one, sigterm_raises
 
     stdin = stdin or sys.stdin
     proto = stdout or os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1, encoding="utf-8")

@@ -104,7 +104,7 @@ class Zygote:
 
 
 class Forked:
-    """A worker forked by the zygote, as subprocess.Popen's surface that Runner uses."""
+    """A worker forked by the zygote, as subprocess.Popen's surface that JobQueue uses."""
 
     def __init__(self, pid: int, zygote: Zygote, stdin, stdout, stderr):
         self.pid, self._zygote, self.stdin, self.stdout, self._stderr = pid, zygote, stdin, stdout, stderr

@@ -196,7 +196,7 @@ def sigterm_raises():
         return
 
     def terminate(signum, frame):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one (the runner's, after the group's) must not
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one (the reference run's, after the group's) must not
         raise Terminated  # interrupt the writing of the rows
 
     before = signal.signal(signal.SIGTERM, terminate)
