@@ -2,18 +2,21 @@
 float64), every form is causal, decoding one token at a time reproduces the forward pass, and what a mixer keeps
 between tokens is exactly what its record says — each at 1, 2 and 4 heads and at two widths, since a mixer that
 splits its width into heads can be right at one head and wrong at more (a toy at the end is, and is caught). The
-checks are functions of a record and a Spec, so tests/test_toy_mixer.py runs them on a mixer it registers itself."""
+checks are functions of a record and a Spec, so tests/test_toy_mixer.py runs them on a mixer it registers itself.
+Last, a mixer's words: the recall page's sentence about its state, its own or built from its facts."""
 
 import math
 
 import pytest
 import torch
 
+from core.findings.recall_frontier import state_words
 from core.harness.memory_formulas import KV_PAGE, kv_cache_bytes, tokens_held
 from core.models import registry
 from core.models.layers import loop
 from core.models.mixers.base import LinearRecurrence, log_scan, scan, state_bytes
 from core.models.registry import LOOP, SCAN, Spec
+from core.terms.i18n import catalogue, translator
 
 SIZES = {"window": 4, "kernel": 2, "levels": 3, "chunk": 4, "d_state": 4}  # small: several chunks and windows
 SPEC = Spec(16, **SIZES)  # one head, for the tests that are not about heads
@@ -292,3 +295,29 @@ def test_a_mixer_that_mixes_its_heads_up_passes_at_one_head_and_is_caught_at_mor
         forms_agree(MIXED_UP, spec)
     with pytest.raises(AssertionError, match="per_head_decay step"):
         decodes(MIXED_UP, spec)
+
+
+# ---- a mixer's words --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_model_says_what_its_state_holds_in_both_languages(lang):
+    """The recall page's sentence about a model's state: its own `recall.state.<name>` where the catalogue has one,
+    else the default built from its facts; never a missing key."""
+    words, tr = catalogue(lang), translator(lang)
+    said = {m: state_words(m, tr) for m in registry.names("recall_frontier")}
+    assert all(text and "«" not in text and "{" not in text for text in said.values()), said
+    assert said["min_gru"] == words["recall.state.min_gru"]  # a mixer's own sentence, where it has one, comes first
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_model_without_a_sentence_of_its_own_is_described_by_its_facts(lang):
+    words = translator(lang)
+    tr = lambda key, **values: f"«{key}»" if key.startswith("recall.state.") else words(key, **values)  # none own one
+    facts = {"min_gru": ("fixed", "selective"), "rwkv": ("fixed", "time_invariant"), "sliding_window":
+             ("fixed", "attention"), "linear_attention": ("fixed", "keyed"), "transformer": ("grows", "keyed")}  # fmt: skip
+    for m, (size, how) in facts.items():
+        want = tr(
+            "recall.state_default", size=tr(f"recall.state_default.{size}"), how=tr(f"recall.state_default.{how}")
+        )
+        assert state_words(m, tr) == want, m
