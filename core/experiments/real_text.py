@@ -1,13 +1,16 @@
 """Bottleneck 2 on real text: what a model keeps of something read d bytes ago. The shipped byte-level models
-(core.experiments.text_lm) and the count baseline (core.training.ngram), read on text none of them trained on.
+(core.workloads.text_lm) and the count baseline (core.training.ngram), read on text none of them trained on.
 
 Five measures, one row each per (model, seed, x):
-- `copy`: bits per byte on a span and on its repeat x bytes later (Olsson et al. 2022, induction heads);
+- `copy`: bits per byte on a span's first copy and on its repeat x bytes later, and on the control, the same window
+  with only the repeat (Olsson et al. 2022, induction heads): split first / repeat / control, gain = control − repeat;
 - `position`: bits per byte at position x of windows at random offsets (Kaplan et al. 2020, Fig. 7);
 - `context`: bits per byte on each window's last `tail` bytes given only the x bytes before them;
 - `recall_split`: bits per byte on recall bytes (core.training.text.recall_mask) and on the others;
-- `train_curve`: the shipped training curves, x = bytes trained on.
-The baseline's rows have model NGRAM and seed 0. The text: the standard library's held-out files, or `text_dir`.
+- `train_curve`: the shipped training logs, x = bytes trained on: split train, heldout, and the copy probe's
+  copy_first and copy_repeat (no control), its distance in `probe`.
+The baselines' rows have model NGRAM (counting) or NGRAM_COPY (counting with a copy rule, ngram.CopyNGram) and seed 0.
+The text: the standard library's held-out files, or `text_dir`.
 """
 
 from __future__ import annotations
@@ -32,11 +35,12 @@ from core.training import ngram, text
 from core.workloads import text_lm
 
 COLUMNS = ("model", "seed", "measure", "x", "bits_per_byte", "n_bytes", "split", "seconds", "text", "window", "tail",
-           "status", "note")  # fmt: skip
+           "probe", "status", "note")  # fmt: skip
 TEXT = ("model", "measure", "split", "text")  # COLUMNS that hold words; FLAGS yes or no; the rest numbers
 FLAGS = ()
 MEASURES = ("copy", "position", "context", "recall_split", "train_curve")
 NGRAM = "ngram"  # the `model` of the count baseline's rows
+NGRAM_COPY = "ngram_copy"  # the `model` of the count baseline with the copy rule
 STDLIB = "stdlib held-out"  # the `text` column for the standard library's held-out files
 
 
@@ -49,6 +53,7 @@ class RealTextConfig:
     window: int = spec(text_lm.TRAIN["window"], lo=128, hi=65536, help="bytes of context per window")
     tail: int = spec(64, lo=8, hi=512, help="context measure: the window's last bytes, scored at every cut-off")
     baseline: int = spec(ngram.ORDER, lo=0, hi=7, help="the count baseline's order (bytes of context + 1); 0: none")
+    copy_match: int = spec(ngram.MATCH, lo=0, hi=64, help="the copying baseline's match in bytes (0: none)")
     text_dir: str = spec("", help="a folder of UTF-8 text files to read instead (empty: the standard library's)")
     checkpoint_dir: str = spec("", help="where the checkpoints are (empty: data/checkpoints)")
     batch_size: int = spec(8, lo=1, hi=256, help="windows per forward pass")
@@ -127,6 +132,7 @@ CURVE_SPLITS = {
 
 
 def curve_rows(meta: dict) -> list[dict]:
+    """The training log in a checkpoint's meta, one row per (point, split); the copy probe's rows with its distance."""
     rows = []
     for point in meta["curve"]:
         p = dict(zip(text_lm.CURVE_FIELDS, point))
@@ -139,20 +145,24 @@ def curve_rows(meta: dict) -> list[dict]:
                         "split": split,
                         "bits_per_byte": p[key],
                         "n_bytes": p["bytes"],
+                        **({"probe": meta.get("copy_probe", math.nan)} if split.startswith("copy") else {}),
                     }
                 )
     return rows
 
 
 def copy_rows(bits_fn, windows: np.ndarray) -> list[dict]:
-    """First occurrence and repeat, one row each per distance (text_lm.copy_distances)."""
+    """First copy, repeat and control, one row each per distance (text_lm.copy_distances); the control has no first
+    copy, so it is read once and its row repeated at every distance."""
     rows = []
+    n = len(windows) * (text_lm.COPY_SPAN - 1)
+    control = float(text_lm.control_bits(bits_fn, windows).mean())
     for d in text_lm.copy_distances(windows.shape[1] - 1):
         first, repeat = text_lm.copy_bits(bits_fn, windows, d)
-        n = len(windows) * (text_lm.COPY_SPAN - 1)
         rows += [
             {"x": d, "split": "first", "bits_per_byte": float(first.mean()), "n_bytes": n},
             {"x": d, "split": "repeat", "bits_per_byte": float(repeat.mean()), "n_bytes": n},
+            {"x": d, "split": "control", "bits_per_byte": control, "n_bytes": n},
         ]
     return rows
 
@@ -198,14 +208,15 @@ def run(cfg: RealTextConfig, on_progress=None) -> pd.DataFrame:
     windows = text.offset_windows(texts, cfg.window, cfg.windows, seed=0)
     masks = np.stack([text.recall_mask(w) for w in windows]) if len(windows) else None
     xs = text_lm.context_lengths(cfg.window, cfg.tail)
-    pairs = [(m, s) for m in cfg.models for s in cfg.seeds] + ([(NGRAM, 0)] if cfg.baseline else [])
+    baselines = [(NGRAM, 0)] + ([(NGRAM_COPY, 0)] if cfg.copy_match else []) if cfg.baseline else []
+    pairs = [(m, s) for m in cfg.models for s in cfg.seeds] + baselines
     out = Rows(len(pairs) * len(cfg.measures), on_progress)
     base_all = {"text": source, "window": cfg.window, "tail": cfg.tail, "status": status.OK, "note": "", **env}
     for name, seed in pairs:
         base = {"model": name, "seed": seed, **base_all}
-        if name == NGRAM:
+        if name in (NGRAM, NGRAM_COPY):
             model, meta = counted(cfg.baseline), None
-            bits_fn = model.bits
+            bits_fn = model.bits if name == NGRAM else ngram.CopyNGram(model, cfg.copy_match).bits
         else:  # checked by the config: damaged since, it fails the run
             model, meta = text_lm.load(name, seed, cfg.folder())
             bits_fn = text_lm.model_bits(model.to(device), cfg.batch_size, device)

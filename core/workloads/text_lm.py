@@ -163,16 +163,18 @@ def copy_distances(window: int, span: int = COPY_SPAN) -> list[int]:
     return xs + [longest] if longest >= span else xs
 
 
-def copy_windows(windows: np.ndarray, distance: int, span: int = COPY_SPAN) -> np.ndarray:
-    """The windows with one span (from the next window, cyclically) pasted twice, `distance` bytes apart, the second
-    ending at the last input byte: both copies break into the text alike, only one was read before."""
+def copy_windows(windows: np.ndarray, distance: int | None, span: int = COPY_SPAN) -> np.ndarray:
+    """The windows with one span of real text pasted twice, `distance` bytes apart, the second ending at the last input
+    byte; `distance` None: only the second (the control, the same place without a first copy). Each window's span is
+    the same stretch of the previous window (the last window's: the first's), so it is text read nowhere else in it."""
     end = windows.shape[1] - 1  # the second copy ends at the last input byte
     start = end - span
-    if not span <= distance <= start:
+    if distance is not None and not span <= distance <= start:
         raise ValueError(f"distance: {distance} must be between the span ({span}) and {start}")
-    spans = np.roll(windows, 1, axis=0)[:, start:end]  # (N, span)
+    spans = np.roll(windows, 1, axis=0)[:, start:end]  # (N, span): row i holds window i − 1's bytes
     out = windows.copy()
-    out[:, start - distance : end - distance] = spans
+    if distance is not None:
+        out[:, start - distance : end - distance] = spans
     out[:, start:end] = spans
     return out
 
@@ -191,6 +193,14 @@ def copy_bits(bits_fn, windows: np.ndarray, distance: int, span: int = COPY_SPAN
     repeat = bits[:, start : end - 1]
     first = bits[:, start - distance : end - 1 - distance]
     return first.double().mean(dim=1), repeat.double().mean(dim=1)
+
+
+def control_bits(bits_fn, windows: np.ndarray, span: int = COPY_SPAN) -> torch.Tensor:
+    """(N,) mean bits per byte on the repeat's bytes in the control (`copy_windows` with no first copy): the same
+    bytes at the same place after the same text, never read before. Gain = control − repeat (`copy_bits`)."""
+    end = windows.shape[1] - 1
+    bits = torch.as_tensor(bits_fn(copy_windows(windows, None, span)))
+    return bits[:, end - span : end - 1].double().mean(dim=1)
 
 
 def context_lengths(window: int, tail: int) -> list[int]:
@@ -214,9 +224,10 @@ def tail_bits(bits_fn, windows: np.ndarray, x: int, tail: int) -> torch.Tensor:
 
 
 def effective_context(losses: dict[int, float], within: float) -> int:
-    """The smallest x whose loss is within `within` (a fraction) of the loss at the longest x."""
+    """The smallest x from which on every loss is within `within` (a fraction) of the loss at the longest x."""
     full = losses[max(losses)]
-    return min(x for x, v in losses.items() if v <= full * (1 + within))
+    above = [x for x, v in losses.items() if v > full * (1 + within)]
+    return min(x for x in losses if not above or x > max(above))
 
 
 def position_bins(window: int) -> list[tuple[int, int]]:
