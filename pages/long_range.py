@@ -191,7 +191,7 @@ with text_tab:
     TEXT = ui.Section(
         f"{PAGE}:text",
         real_text.EXPERIMENT,
-        ("models", "seeds", "measures", "windows", "window", "tail", "baseline", "device"),
+        ("models", "seeds", "measures", "windows", "window", "tail", "baseline", "copy_match", "device"),
         text="long_range.text",
         question="long_range.text",
         takeaways=real_text.EXPERIMENT.takeaways,
@@ -200,6 +200,7 @@ with text_tab:
             (ui.both(text_charts.position_chart),),
             (ui.both(text_charts.context_chart), ui.both(text_charts.recall_chart)),
             (ui.both(text_charts.curves_chart),),
+            (ui.both(text_charts.time_chart),),
         ),
         method="long_range.text",
     )

@@ -1,6 +1,6 @@
-"""Charts of the real-text section (long-range page): loss by position with the published marks, the context
-cut-off with each model's effective context, the recall split, the shipped training curves, the race, and a pasted
-text's bytes shaded by each model's surprise."""
+"""Charts of the real-text section (long-range page): the copy probe's gain against its control, loss by position with
+the published marks, the context cut-off with each model's effective context, the recall split, the shipped training
+curves against bytes and against seconds, the race, and a pasted text's bytes shaded by each model's surprise."""
 
 from __future__ import annotations
 
@@ -10,24 +10,26 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.charts.common import PADDING, Chart, dash_legend, dash_scale, device_subtitle, ok_rows, tips, titled
+from core.charts.common import PADDING, Chart, dash_legend, dash_scale, device_subtitle, ok_rows, tips, title, titled
 from core.findings import real_text as findings
 from core.models import registry
-from core.terms.rules import CONTEXT_WITHIN
+from core.terms.rules import CONTEXT_WITHIN, COPY_GAIN_BITS
 
 POSITIONS_DRAWN = 120  # positions drawn per line: log-spaced (each a measured position, none averaged)
 TEXT_COLUMNS = 64  # characters per line of a shaded text; longer lines wrap
 SURPRISE_MAX = 8.0  # bits: the darkest shade (a uniform guess over 256 bytes)
 
 
-BASELINE_COLOR = "#444444"  # the count baseline: dark grey, no model's colour
+# the count baselines: greys, no model's colour (counting dark, counting that copies light)
+BASELINE_COLORS = {findings.NGRAM: "#444444", findings.NGRAM_COPY: "#9a9a9a"}
+GAIN_COLOR = "#888888"  # the question's threshold and zero on the copy chart
 
 
 def model_color(models, tr) -> alt.Color:
-    """One colour per model, from its record (as on every page), the count baseline grey; the legend says each name
+    """One colour per model, from its record (as on every page), the count baselines grey; the legend says each name
     in the page's language."""
     domain, colors = registry.colors(list(dict.fromkeys(models)))
-    colors = [BASELINE_COLOR if m == findings.NGRAM else c for m, c in zip(domain, colors)]
+    colors = [BASELINE_COLORS.get(m, c) for m, c in zip(domain, colors)]
     label = "".join(f"datum.label === {json.dumps(m)} ? {json.dumps(tr(f'model.{m}'))} : " for m in domain)
     return alt.Color(
         "model:N",
@@ -60,26 +62,49 @@ def _dashed(d: pd.DataFrame, x, y, field: str, order: list, patterns: list, tool
     return Chart(d).encode(x=x, y=y, color=color, strokeDash=dash, detail=detail, tooltip=tips(d, tooltip))
 
 
+COPY_SCORED = 63  # bytes scored per copy of the probe's span: text_lm.COPY_SPAN − 1 (its first byte is left out)
+
+
+def copy_gains(d: pd.DataFrame) -> pd.DataFrame:
+    """findings.copy_gain per run shown (a live run beside the reference), with its `run`."""
+    if "run" not in d or not len(d):
+        return findings.copy_gain(d)
+    return pd.concat([findings.copy_gain(r).assign(run=run) for run, r in d.groupby("run", sort=False)])
+
+
 def copy_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
-    """Bits per byte on a span's first copy (dashed) and its second (solid) against the distance between them, a
-    line per (model, seed, copy): the section's picture."""
+    """The copy probe's gain, control − repeat (bits per byte a span's second copy cost less than the same span at the
+    same place with no first copy), against the distance between the copies, a line per (model, seed); the question's
+    threshold and zero as grey rules: the section's picture."""
     d = _measure(df, "copy")
-    if not len(d):
+    g = copy_gains(d)
+    if not len(g):
         return None
-    d = d.assign(copy=d["split"].map(lambda s: tr(f"long_range.text.split.{s}")))
-    order = [tr("long_range.text.split.repeat"), tr("long_range.text.split.first")]
     x = alt.X(
         "x:Q",
         scale=alt.Scale(type="log", base=2),
         title=tr("long_range.text.axis.distance"),
-        axis=alt.Axis(values=sorted(d["x"].unique().tolist()), format="d"),
+        axis=alt.Axis(values=sorted(g["x"].unique().tolist()), format="d"),
     )
-    y = alt.Y("bits_per_byte:Q", scale=alt.Scale(zero=True), title=tr("long_range.text.axis.bits"))
-    tooltip = ["model", "seed", "copy", "x", "bits_per_byte", "n_bytes"]
-    line = _dashed(d, x, y, "copy", order, [[1, 0], [5, 4]], tooltip, tr).mark_line(point=True, strokeWidth=2)
-    windows = int(d["n_bytes"].max() // 63) if "n_bytes" in d else 0
+    y = alt.Y("gain:Q", title=tr("long_range.text.axis.gain"))
+    numbers = [alt.Tooltip(f"{c}:Q", format=".3f") for c in ("gain", "control", "repeat", "first")]
+    line = (
+        Chart(g)
+        .mark_line(point=True, strokeWidth=2)
+        .encode(
+            x=x,
+            y=y,
+            color=model_color(g["model"], tr),
+            detail=_detail(g),
+            tooltip=[*tips(g, ["model", "seed", "x"]), *numbers, *tips(g, ["run"])],
+        )
+    )
+    rules = pd.DataFrame({"gain": [0.0, COPY_GAIN_BITS], "label": ["0", tr("long_range.text.asked_gain")]})
+    dash = alt.StrokeDash("label:N", scale=alt.Scale(domain=list(rules["label"]), range=[[1, 0], [4, 3]]), legend=None)
+    rule = Chart(rules).mark_rule(color=GAIN_COLOR).encode(y="gain:Q", strokeDash=dash, tooltip=["label", "gain"])
+    windows = int(d["n_bytes"].max() // COPY_SCORED) if "n_bytes" in d else 0
     sub = [tr("long_range.text.chart.copy_sub", windows=f"{windows:,}"), device_subtitle(d, tr)]
-    return titled(line, tr("long_range.text.chart.copy"), sub, height=320)
+    return titled(alt.layer(rule, line), tr("long_range.text.chart.copy"), sub, height=320)
 
 
 def position_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
@@ -122,7 +147,8 @@ def position_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
 
 def context_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     """The tail's bits per byte against the context given (x = 0 at the left, then log), each model's effective
-    context a filled dot."""
+    context a filled diamond, or, where its curve rises again (findings.effective_context's `rises`), its lowest
+    point a filled circle."""
     d = _measure(df, "context")
     if not len(d):
         return None
@@ -144,17 +170,28 @@ def context_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     )
     eff = findings.effective_context(d)
     if len(eff):
+        eff = eff.assign(mark=eff["x_low"].where(eff["rises"], eff["x_eff"]))
         dots = eff.merge(
-            d[["model", "seed", "x", "bits_per_byte"]],
-            left_on=["model", "seed", "x_eff"],
+            d[["model", "seed", "x", "bits_per_byte"]].drop_duplicates(["model", "seed", "x"]),
+            left_on=["model", "seed", "mark"],
             right_on=["model", "seed", "x"],
         )
-        dots = dots.assign(shown=dots["x"].clip(lower=1), label=tr("long_range.text.eff"))
+        words = {True: tr("long_range.text.lowest"), False: tr("long_range.text.eff")}
+        dots = dots.assign(shown=dots["x"].clip(lower=1), label=dots["rises"].map(words))
+        shape = alt.Shape(
+            "label:N", scale=alt.Scale(domain=[words[False], words[True]], range=["diamond", "circle"]), legend=None
+        )
         line = alt.layer(
             line,
             Chart(dots)
-            .mark_point(size=140, filled=True, opacity=0.9, shape="diamond")
-            .encode(x="shown:Q", y="bits_per_byte:Q", color=color, tooltip=["label", "model", "seed", "x_eff", "full"]),
+            .mark_point(size=140, filled=True, opacity=0.9)
+            .encode(
+                x="shown:Q",
+                y="bits_per_byte:Q",
+                color=color,
+                shape=shape,
+                tooltip=["label", "model", "seed", "x", "bits_per_byte", "full"],
+            ),
         )
     tail = int(d["tail"].iloc[0]) if "tail" in d and d["tail"].notna().any() else "?"
     sub = [
@@ -202,24 +239,61 @@ def recall_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     return titled(alt.layer(bars, ticks), tr("long_range.text.chart.recall"), sub)
 
 
+CURVES = ("heldout", "copy_first", "copy_repeat")  # the training curves drawn, solid, dashed, dotted
+
+
 def curves_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
-    """The shipped models' held-out bits per byte against bytes trained on (solid), and the copy probe's second copy
-    (dotted), a line per (model, seed, what)."""
+    """The shipped models' held-out bits per byte against bytes trained on (solid) and the copy probe of their
+    training logs, its first copy (dashed) and its second (dotted): a panel per model, a line per (seed, what)."""
     d = _measure(df, "train_curve")
-    d = d[d["split"].isin(["heldout", "copy_repeat"])] if len(d) else d
+    d = d[d["split"].isin(CURVES)] if len(d) else d
     if not len(d):
         return None
-    d = d.assign(
-        what=d["split"].map(
-            {"heldout": tr("long_range.text.curve.heldout"), "copy_repeat": tr("long_range.text.curve.copy")}
-        )
-    )
-    order = [tr("long_range.text.curve.heldout"), tr("long_range.text.curve.copy")]
-    x = alt.X("x:Q", title=tr("long_range.text.axis.bytes"), axis=alt.Axis(format="~s"))
+    order = [tr(f"long_range.text.curve.{k}") for k in CURVES]
+    d = d.assign(what=d["split"].map(dict(zip(CURVES, order))), panel=d["model"].map(lambda m: tr(f"model.{m}")))
+    x = alt.X("x:Q", title=tr("long_range.text.axis.bytes"), axis=alt.Axis(format="~s", tickCount=4))
     y = alt.Y("bits_per_byte:Q", scale=alt.Scale(zero=False), title=tr("long_range.text.axis.bits"))
     tooltip = ["model", "seed", "what", "x", "seconds", "bits_per_byte"]
-    line = _dashed(d, x, y, "what", order, [[1, 0], [2, 2]], tooltip, tr).mark_line(strokeWidth=1.5)
-    return titled(line, tr("long_range.text.chart.curves"), tr("long_range.text.chart.curves_sub"))
+    line = _dashed(d, x, y, "what", order, [[1, 0], [6, 4], [2, 2]], tooltip, tr).mark_line(strokeWidth=1.5)
+    panels = list(dict.fromkeys(d["panel"]))
+    chart = line.properties(width=200, height=220).facet(
+        column=alt.Column("panel:N", title=None, sort=panels, header=alt.Header(labelFontSize=12))
+    )
+    probe = int(d["probe"].dropna().iloc[0]) if "probe" in d and d["probe"].notna().any() else None
+    sub = tr("long_range.text.chart.curves_sub", probe=f"{probe:,}" if probe else "?")
+    return chart.properties(title=title(tr("long_range.text.chart.curves"), sub), padding=PADDING)
+
+
+def time_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
+    """The shipped models' held-out bits per byte against their seconds of training, a line per (model, seed); a grey
+    rule where each seed's fastest model ended, and a dot on each model's last reading by then
+    (findings.equal_time)."""
+    d = _measure(df, "train_curve")
+    d = d[(d["split"] == "heldout") & d["seconds"].notna()] if len(d) else d
+    if not len(d):
+        return None
+    x = alt.X("seconds:Q", title=tr("long_range.text.axis.seconds"), axis=alt.Axis(format=",d"))
+    y = alt.Y("bits_per_byte:Q", scale=alt.Scale(zero=False), title=tr("long_range.text.axis.bits"))
+    color = model_color(d["model"], tr)
+    tooltip = tips(d, ["model", "seed", "seconds", "x", "bits_per_byte", "run"])
+    layers = [Chart(d).mark_line(strokeWidth=1.5).encode(x=x, y=y, color=color, detail=_detail(d), tooltip=tooltip)]
+    eq = findings.equal_time(d)
+    fastest = ""
+    if len(eq):
+        fastest = tr(f"model.{eq['fastest'].iloc[0]}")
+        ends = eq.drop_duplicates("seed")[["seed", "at"]].assign(label=tr("long_range.text.equal_time"))
+        layers.append(
+            Chart(ends).mark_rule(color="#888", strokeDash=[4, 3]).encode(x="at:Q", tooltip=["label", "seed", "at"])
+        )
+        layers.append(
+            Chart(eq)
+            .mark_point(size=70, filled=True, opacity=0.95)
+            .encode(x="at:Q", y="bits:Q", color=color, tooltip=["model", "seed", "at", "bits", "total", "final"])
+        )
+    # no device line: the rows' device read the logs; the seconds are the training machine's (the caption says so)
+    return titled(
+        alt.layer(*layers), tr("long_range.text.chart.time"), tr("long_range.text.chart.time_sub", fastest=fastest)
+    )
 
 
 def race_chart(race: pd.DataFrame, shipped: pd.DataFrame, tr) -> alt.Chart | None:

@@ -1,5 +1,7 @@
-"""What the real-text rows say: whether each model beats the count baseline, the copy probe (a span's repeat
-against its first occurrence), each model's effective context, and where the Transformer's lead lives.
+"""What the real-text rows say: whether each model beats the count baselines (counting, and counting that copies),
+the copy probe (a span's repeat against the control, the same span at the same place with no first copy), each
+model's effective context or the shape of its context curve, training cost in seconds, and where the Transformer's
+lead lives.
 
 Olsson et al. 2022: with induction heads a span's second occurrence costs a fraction of its first. Kaplan et al.
 2020 (Fig. 7, §3.2.1, App. D.5): an LSTM plateaus after fewer than 100 tokens while a Transformer keeps improving,
@@ -13,7 +15,7 @@ import math
 
 import pandas as pd
 
-from core.findings import listing
+from core.findings import clauses, listing
 from core.harness.fit import loglog_fit
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
@@ -22,6 +24,8 @@ from core.terms.rules import BYTES_PER_TOKEN, CONTEXT_WITHIN, COPY_ASKED_AT, COP
 
 SAME_SPEED = 0.1  # a race's two models read "about the same bytes a second" when their rates differ by less than this
 NGRAM = "ngram"  # the count baseline's rows (core.experiments.real_text)
+NGRAM_COPY = "ngram_copy"  # the count baseline with a copy rule (core.training.ngram.CopyNGram)
+BASELINES = (NGRAM, NGRAM_COPY)
 FIT_FROM = 8  # the power-law fit reads positions from here on (the first bytes of a window are a different regime)
 # published marks over our curves: (source, position in its tokens, label key), drawn at BYTES_PER_TOKEN
 MARKS = (("kaplan", 100, "long_range.text.mark.kaplan"), ("khandelwal", 200, "long_range.text.mark.khandelwal"))
@@ -46,18 +50,22 @@ def pair(names) -> tuple[str | None, str | None]:
     return registry.representative(ATTENTION, names), registry.representative(RECURRENT, names)
 
 
+COPY_COLUMNS = ["model", "seed", "x", "first", "repeat", "control", "gain"]
+
+
 def copy_gain(df: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, seed, x = distance): bits per byte on the span's first occurrence, on its repeat, and gain =
-    first − repeat (what having read it x bytes earlier saved)."""
+    """Per (model, seed, x = distance): bits per byte on the span's first copy, on its repeat, on the control (the
+    repeat's bytes at the same place with no first copy), and gain = control − repeat (what having read it x bytes
+    earlier saved). Rows without a control (a CSV of an older probe) give nothing."""
     cp = _ok(df, "copy")
     if not len(cp):
-        return pd.DataFrame(columns=["model", "seed", "x", "first", "repeat", "gain"])
+        return pd.DataFrame(columns=COPY_COLUMNS)
     wide = cp.pivot_table(index=["model", "seed", "x"], columns="split", values="bits_per_byte", sort=False)
     wide = wide.reset_index().rename_axis(None, axis=1)
-    if not {"first", "repeat"} <= set(wide.columns):  # a run stopped between a span's two readings
-        return pd.DataFrame(columns=["model", "seed", "x", "first", "repeat", "gain"])
-    wide = wide.dropna(subset=["first", "repeat"])
-    return wide.assign(gain=wide["first"] - wide["repeat"])
+    if not {"first", "repeat", "control"} <= set(wide.columns):  # an older probe, or a run stopped mid-way
+        return pd.DataFrame(columns=COPY_COLUMNS)
+    wide = wide.dropna(subset=["first", "repeat", "control"])
+    return wide.assign(gain=wide["control"] - wide["repeat"])[COPY_COLUMNS]
 
 
 def longest_copy(df: pd.DataFrame) -> pd.DataFrame:
@@ -76,15 +84,15 @@ def asked_copy(df: pd.DataFrame) -> pd.DataFrame:
     return g[g["x"] == (below.max() if len(below) else g["x"].min())]
 
 
-def against_baseline(df: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, seed): mean bits per byte over every position of the windows read (`bits`), the count
-    baseline's on the same windows (`baseline`), and whether the model beats it (`beats`)."""
+def against_baseline(df: pd.DataFrame, baseline: str = NGRAM) -> pd.DataFrame:
+    """Per (model, seed), baselines left out: mean bits per byte over every position of the windows read (`bits`),
+    the `baseline`'s on the same windows (`baseline`), and whether the model beats it (`beats`)."""
     pos = _ok(df, "position")
-    if not len(pos) or NGRAM not in set(pos["model"]):
+    if not len(pos) or baseline not in set(pos["model"]):
         return pd.DataFrame(columns=["model", "seed", "bits", "baseline", "beats"])
     mean = pos.groupby(["model", "seed"], sort=False)["bits_per_byte"].mean().reset_index(name="bits")
-    base = float(mean[mean["model"] == NGRAM]["bits"].mean())
-    out = mean[mean["model"] != NGRAM].assign(baseline=base)
+    base = float(mean[mean["model"] == baseline]["bits"].mean())
+    out = mean[~mean["model"].isin(BASELINES)].assign(baseline=base)
     return out.assign(beats=out["bits"] < out["baseline"])
 
 
@@ -100,16 +108,28 @@ def power_law(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def effective_context(df: pd.DataFrame, within: float = CONTEXT_WITHIN) -> pd.DataFrame:
-    """Per (model, seed): the shortest context x whose tail loss is within `within` of the longest context's
-    (`x_eff`), with that full-context loss (`full`) and the longest x (`longest`)."""
+    """Per (model, seed): the shortest context x from which on the tail loss stays within `within` of the longest
+    context's (`x_eff`), that full-context loss (`full`), the longest x (`longest`), where the loss is lowest
+    (`x_low`, `low`), and `rises`: the curve is U-shaped, its full-context loss more than `within` above its lowest."""
     ctx = _ok(df, "context")
     rows = []
     for (model, seed), g in ctx.groupby(["model", "seed"], sort=False):
-        by_x = g.groupby("x")["bits_per_byte"].mean()
-        longest = by_x.index.max()
-        full = float(by_x[longest])
-        x_eff = min(x for x, v in by_x.items() if v <= full * (1 + within))
-        rows.append({"model": model, "seed": int(seed), "x_eff": int(x_eff), "full": full, "longest": int(longest)})
+        by_x = g.groupby("x")["bits_per_byte"].mean().sort_index()
+        longest, full = by_x.index.max(), float(by_x.iloc[-1])
+        above = [x for x, v in by_x.items() if v > full * (1 + within)]  # too far from the full-context loss
+        x_eff = min(x for x in by_x.index if not above or x > max(above))
+        rows.append(
+            {
+                "model": model,
+                "seed": int(seed),
+                "x_eff": int(x_eff),
+                "full": full,
+                "longest": int(longest),
+                "x_low": int(by_x.idxmin()),
+                "low": float(by_x.min()),
+                "rises": bool(full > float(by_x.min()) * (1 + within)),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -130,9 +150,27 @@ def recall_split(df: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
+def signed(values, fmt: str = "{:+.2f}") -> str:
+    """Each seed's value with its sign, in seed order: '+0.47 / +0.54', '−0.01 / +0.02'."""
+    return " / ".join(fmt.format(float(v)).replace("-", "−") for v in values)
+
+
+def seeds_said(n: int, tr) -> str:
+    """'2 seeds', '1 seed': a count, never read as a seed's number."""
+    return tr("long_range.text.seeds", n=int(n))
+
+
+def copiers(df: pd.DataFrame) -> list[str]:
+    """The models (baselines left out) whose gain at the asked distance is at least COPY_GAIN_BITS in every seed."""
+    g = asked_copy(df)
+    g = g[~g["model"].isin(BASELINES)] if len(g) else g
+    return [m for m, rows in g.groupby("model", sort=False) if (rows["gain"] >= COPY_GAIN_BITS).all()]
+
+
 def pair_copy(df: pd.DataFrame) -> dict | None:
-    """The chapter's pair on the copy probe at the asked distance: first → repeat per model, distance, seeds, option.
-    option: 0 the Transformer, 1 the LSTM, 2 both gained ≥ COPY_GAIN_BITS in every seed; None if mixed or neither."""
+    """The chapter's pair on the copy probe at the asked distance: each one's gain (control − repeat) per seed,
+    distance, seeds, option. option: 0 the Transformer, 1 the LSTM, 2 both gained ≥ COPY_GAIN_BITS in every seed;
+    None if mixed or neither."""
     g = asked_copy(df)
     att, rec = pair(g["model"]) if len(g) else (None, None)
     if att is None or rec is None:
@@ -146,7 +184,7 @@ def pair_copy(df: pd.DataFrame) -> dict | None:
 
     a, r = copies(of["att"]), copies(of["rec"])
     option = None if a is None or r is None else {(True, False): 0, (False, True): 1, (True, True): 2}.get((a, r))
-    said = {role: f"{span(rows['first'])} → {span(rows['repeat'])}" for role, rows in of.items()}
+    said = {role: signed(rows.sort_values("seed")["gain"]) for role, rows in of.items()}
     return {**said, "distance": int(g["x"].max()), "seeds": g["seed"].nunique(), "rows": g, "option": option}
 
 
@@ -165,37 +203,111 @@ def _per_model(df: pd.DataFrame, key: str, tr, **values) -> list[str]:
     ]
 
 
-def takeaways(df: pd.DataFrame, tr) -> list[str]:
-    """The plain sentence on the baseline first (a model that counting beats has not learned the language), then the
-    copy probe, the effective context, the recall split and whether training had flattened."""
-    out = []
+def _baseline_line(df: pd.DataFrame, tr) -> list[str]:
+    """Counting first (a model that counting beats has not learned the language), then counting that copies: whom it
+    beats, who is below it, and, when those below it are the models that copy, that copying is what sets them apart."""
     vs = against_baseline(df)
-    if len(vs):
-        parts = _per_model(vs, "base_part", tr, bits=lambda g: span(g["bits"]))
-        losers = [tr(f"model.{m}") for m, g in vs.groupby("model", sort=False) if not g["beats"].all()]
-        key = "long_range.text.take.base_all" if not losers else "long_range.text.take.base_some"
+    if not len(vs):
+        return []
+    parts = _per_model(vs, "base_part", tr, bits=lambda g: span(g["bits"]))
+    losers = [tr(f"model.{m}") for m, g in vs.groupby("model", sort=False) if not g["beats"].all()]
+    key = "long_range.text.take.base_all" if not losers else "long_range.text.take.base_some"
+    said = [
+        tr(
+            key,
+            parts=listing(parts, tr),
+            base=f"{vs['baseline'].iloc[0]:.2f}",
+            losers=listing(losers, tr),
+            ngram=tr(f"model.{NGRAM}"),
+        )
+    ]
+    cp = against_baseline(df, NGRAM_COPY)
+    if len(cp):
+        beaten = cp.groupby("model", sort=False)["beats"].all()  # the model beats the copying count in every seed
+        below, above = list(beaten[beaten].index), list(beaten[~beaten].index)
+
+        def named(models) -> str:
+            rows = cp[cp["model"].isin(models)]
+            return listing(_per_model(rows, "base_part", tr, bits=lambda g: span(g["bits"], "{:.3f}")), tr)
+
+        values = {
+            "copy": f"{cp['baseline'].iloc[0]:.3f}",
+            "above": named(above),
+            "below": named(below),
+            "n": len(below),
+        }
+        if not above:
+            key = "copy_behind"
+        elif not below:
+            key = "copy_ahead"
+        else:
+            key = "copy_split_copiers" if set(below) == set(copiers(df)) else "copy_split"
+        said.append(tr(f"long_range.text.take.{key}", **values))
+    return [tr("ui.sentence_sep").join(said)]
+
+
+def _copy_lines(df: pd.DataFrame, tr) -> list[str]:
+    """The copy probe at the asked distance and, if longer, at the longest: control → repeat per model."""
+    out = []
+    asked = asked_copy(df)
+    for g, key in ((asked, "copy"), (longest_copy(df), "copy_far")):
+        g = g[g["model"] != NGRAM] if len(g) else g  # counting reads 5 bytes back: it cannot gain
+        if not len(g) or (key == "copy_far" and int(g["x"].max()) == int(asked["x"].max())):
+            continue
+        parts = _per_model(
+            g,
+            "copy_part",
+            tr,
+            control=lambda r: span(r["control"]),
+            repeat=lambda r: span(r["repeat"]),
+            gain=lambda r: signed(r.sort_values("seed")["gain"]),
+        )
         out.append(
             tr(
-                key,
-                parts=listing(parts, tr),
-                base=f"{vs['baseline'].iloc[0]:.2f}",
-                losers=listing(losers, tr),
-                ngram=tr(f"model.{NGRAM}"),
+                f"long_range.text.take.{key}",
+                parts=clauses(parts, tr),
+                d=int(g["x"].max()),
+                seeds=seeds_said(g["seed"].nunique(), tr),
             )
         )
-    for g, key in ((asked_copy(df), "copy"), (longest_copy(df), "copy_far")):
-        g = g[g["model"] != NGRAM] if len(g) else g
-        if not len(g) or (key == "copy_far" and int(g["x"].max()) == int(asked_copy(df)["x"].max())):
-            continue
-        parts = _per_model(g, "copy_part", tr, first=lambda r: span(r["first"]), repeat=lambda r: span(r["repeat"]))
-        out.append(
-            tr(f"long_range.text.take.{key}", parts=listing(parts, tr), d=int(g["x"].max()), seeds=g["seed"].nunique())
-        )
+    return out
+
+
+def _context_line(df: pd.DataFrame, tr) -> list[str]:
+    """Each model's context curve as it is shaped: its effective context, or, where the loss rises again, where it
+    was lowest and what it rose to; a model whose seeds differ in shape is said seed by seed."""
     eff = effective_context(df)
-    eff = eff[eff["model"] != NGRAM] if len(eff) else eff
-    if len(eff):
-        parts = _per_model(eff, "context_part", tr, x=lambda g: span(g["x_eff"], "{:,.0f}"))
-        out.append(tr("long_range.text.take.context", parts=listing(parts, tr), longest=int(eff["longest"].max())))
+    eff = eff[~eff["model"].isin(BASELINES)] if len(eff) else eff
+    if not len(eff):
+        return []
+    parts = []
+    for m, g in eff.groupby("model", sort=False):
+        groups = [g] if g["rises"].nunique() == 1 else [g[g["seed"] == s] for s in g["seed"]]
+        for rows in groups:
+            model = tr(f"model.{m}")
+            if len(groups) > 1:
+                model = tr("long_range.text.take.seed_of", model=model, seed=int(rows["seed"].iloc[0]))
+            if rows["rises"].iloc[0]:
+                parts.append(
+                    tr(
+                        "long_range.text.take.context_u",
+                        model=model,
+                        x=span(rows["x_low"], "{:,.0f}"),
+                        low=span(rows["low"]),
+                        full=span(rows["full"]),
+                    )
+                )
+            else:
+                parts.append(tr("long_range.text.take.context_part", model=model, x=span(rows["x_eff"], "{:,.0f}")))
+    return [tr("long_range.text.take.context", parts=clauses(parts, tr), longest=int(eff["longest"].max()))]
+
+
+def takeaways(df: pd.DataFrame, tr) -> list[str]:
+    """The baselines first (a model that counting beats has not learned the language; counting that copies shows
+    what copying is worth), then the copy probe against its control, the context curves, training cost in seconds,
+    how training ended and the recall split."""
+    out = _baseline_line(df, tr) + _copy_lines(df, tr) + _context_line(df, tr)
+    out += time_line(df, tr)
     falling = still_falling(df)
     if len(falling):
         parts = _per_model(
@@ -203,8 +315,16 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
         )
         still = [tr(f"model.{m}") for m, g in falling.groupby("model", sort=False) if (g["fall"] >= FLAT_BITS).any()]
         key = "long_range.text.take.falling" if still else "long_range.text.take.flat"
+        last = last_moves(df)
         out.append(
-            tr(key, parts=listing(parts, tr), still=listing(still, tr), share=f"{100 * falling['share'].iloc[0]:.0f}")
+            tr(
+                key,
+                parts=listing(parts, tr),
+                still=listing(still, tr),
+                share=f"{100 * falling['share'].iloc[0]:.0f}",
+                last_share=f"{100 * last['share'].max():.0f}" if len(last) else "?",
+                moved=span(last["moved"], "{:+.3f}") if len(last) else "?",
+            )
         )
     rs = recall_split(df)
     if len(rs):
@@ -235,13 +355,16 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     return out
 
 
+def _heldout(df: pd.DataFrame) -> pd.DataFrame:
+    tc = _ok(df, "train_curve")
+    return tc[tc["split"] == "heldout"] if len(tc) else tc
+
+
 def still_falling(df: pd.DataFrame, last: float = 0.2) -> pd.DataFrame:
     """Per (model, seed) of the shipped training curves: how far the held-out loss fell over the last `last` share of
-    the bytes trained on (`fall`, bits per byte; positive: it was still falling when training stopped)."""
-    tc = _ok(df, "train_curve")
-    tc = tc[tc["split"] == "heldout"] if len(tc) else tc
+    the bytes trained on (`fall`, bits per byte; positive: it was lower at the end than at the start of that share)."""
     rows = []
-    for (model, seed), g in tc.groupby(["model", "seed"], sort=False):
+    for (model, seed), g in _heldout(df).groupby(["model", "seed"], sort=False):
         g = g.sort_values("x")
         end = g["x"].max()
         before = g[g["x"] <= (1 - last) * end]
@@ -257,6 +380,80 @@ def still_falling(df: pd.DataFrame, last: float = 0.2) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+def last_moves(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, seed): how the held-out loss moved between its last two readings (`moved`, end − before: negative
+    fell) and the share of training between them (`share`)."""
+    rows = []
+    for (model, seed), g in _heldout(df).groupby(["model", "seed"], sort=False):
+        g = g.sort_values("x")
+        if len(g) > 1:
+            (x0, b0), (x1, b1) = g[["x", "bits_per_byte"]].iloc[-2], g[["x", "bits_per_byte"]].iloc[-1]
+            rows.append({"model": model, "seed": int(seed), "moved": float(b1 - b0), "share": float((x1 - x0) / x1)})
+    return pd.DataFrame(rows)
+
+
+def equal_time(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, seed) of the shipped training curves, each seed at the time its fastest model took in all
+    (`at`, seconds; `fastest`): the held-out loss of its last reading at or before then (`bits`), and each model's
+    own whole run (`total` seconds, `final` loss)."""
+    h = _heldout(df)
+    h = h[h["seconds"].notna()] if len(h) and "seconds" in h else h.iloc[0:0]
+    rows = []
+    for seed, g in h.groupby("seed", sort=False):
+        totals = g.groupby("model", sort=False)["seconds"].max()
+        if len(totals) < 2:
+            continue
+        fastest, at = totals.idxmin(), float(totals.min())
+        for model, m in g.groupby("model", sort=False):
+            m = m.sort_values("seconds")
+            upto = m[m["seconds"] <= at]
+            if len(upto):
+                rows.append(
+                    {
+                        "model": model,
+                        "seed": int(seed),
+                        "at": at,
+                        "fastest": fastest,
+                        "bits": float(upto["bits_per_byte"].iloc[-1]),
+                        "total": float(m["seconds"].iloc[-1]),
+                        "final": float(m["bits_per_byte"].iloc[-1]),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def time_leader(eq: pd.DataFrame) -> str | None:
+    """The model lowest at equal time in every seed, or None."""
+    lows = {g.loc[g["bits"].idxmin(), "model"] for _, g in eq.groupby("seed")}
+    return lows.pop() if len(lows) == 1 else None
+
+
+def time_line(df: pd.DataFrame, tr) -> list[str]:
+    """Who leads at equal training time (each seed at its fastest model's whole run), and what the same bytes took
+    the slowest against the fastest."""
+    eq = equal_time(df)
+    if not len(eq):
+        return []
+    fastest = eq["fastest"].iloc[0] if eq["fastest"].nunique() == 1 else None
+    if fastest is None:
+        return []
+    totals = eq.groupby("model", sort=False)["total"].mean()
+    slowest = totals.idxmax()
+    parts = _per_model(eq, "time_part", tr, bits=lambda g: span(g["bits"]))
+    leader = time_leader(eq)
+    values = {
+        "s": span(eq.drop_duplicates("seed")["at"], "{:,.0f}"),
+        "fastest": tr(f"model.{fastest}"),
+        "parts": listing(parts, tr),
+        "slowest": tr(f"model.{slowest}"),
+        "ratio": f"{totals[slowest] / totals[fastest]:.1f}",
+    }
+    if leader is None:
+        return [tr("long_range.text.take.time_mixed", **values)]
+    key = "long_range.text.take.time_fastest" if leader == fastest else "long_range.text.take.time"
+    return [tr(key, leader=tr(f"model.{leader}"), **values)]
 
 
 def race_final(df: pd.DataFrame) -> pd.DataFrame:

@@ -245,10 +245,11 @@ def recall(df: pd.DataFrame) -> Verdict | None:
 @question("long_range.text", "real_text")
 def long_range_text(df: pd.DataFrame) -> Verdict | None:
     """'A span repeats x bytes later: which model reads it cheaper the second time?' (0 only the Transformer, 1 only
-    the LSTM, 2 both): a model does when the repeat costs COPY_GAIN_BITS or more less than the first occurrence in
-    every seed (core.findings.real_text.pair_copy); neither, or seeds that disagree: no option."""
+    the LSTM, 2 both): a model does when the repeat costs COPY_GAIN_BITS or more less than the control (the same span
+    at the same place with no first copy) in every seed (core.findings.real_text.pair_copy); neither, or seeds that
+    disagree: no option. `n`: the number of seeds (the sentence's '.one' twin for one)."""
     said = text_findings.pair_copy(df) if len(df) else None
     if said is None:
         return None
-    values = {k: said[k] for k in ("att", "rec", "seeds", "distance")}
+    values = {k: said[k] for k in ("att", "rec", "distance")} | {"n": said["seeds"]}
     return Verdict(said["option"], "long_range.text.verdict.measured", values)

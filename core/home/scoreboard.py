@@ -233,11 +233,12 @@ def long_range_finding(frames: dict, tr) -> str | None:
 
 
 def real_text_finding(frames: dict, tr) -> str | None:
-    """Real text: what a span's repeat cost the chapter's pair against its first occurrence (the verdict's numbers)."""
+    """Real text: what reading a span before saved the chapter's pair on its repeat, against the control (the
+    verdict's numbers)."""
     said = real_text_findings.pair_copy(frames.get("real_text"))
     if said is None:
         return None
-    return tr("home.find.real_text", att=said["att"], rec=said["rec"], seeds=said["seeds"], d=said["distance"])
+    return tr("home.find.real_text", att=said["att"], rec=said["rec"], n=said["seeds"], d=said["distance"])
 
 
 def depth_finding(frames: dict, tr) -> str | None:
