@@ -35,7 +35,7 @@ def model_color(models, tr) -> alt.Color:
         "model:N",
         title=None,
         scale=alt.Scale(domain=domain, range=colors),
-        legend=alt.Legend(labelExpr=label + "datum.label", orient="bottom"),
+        legend=alt.Legend(labelExpr=label + "datum.label", orient="bottom", labelLimit=320),
     )
 
 
@@ -82,7 +82,7 @@ def copy_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
         return None
     x = alt.X(
         "x:Q",
-        scale=alt.Scale(type="log", base=2),
+        scale=alt.Scale(type="log", base=2, domain=[float(g["x"].min()), float(g["x"].max())], nice=False),
         title=tr("long_range.text.axis.distance"),
         axis=alt.Axis(values=sorted(g["x"].unique().tolist()), format="d"),
     )
@@ -155,7 +155,7 @@ def context_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     d = d.assign(shown=d["x"].clip(lower=1))  # x = 0 (no context) is drawn at 1 on the log axis, labelled 0
     x = alt.X(
         "shown:Q",
-        scale=alt.Scale(type="log"),
+        scale=alt.Scale(type="log", domain=[1, float(d["shown"].max())], nice=False),
         title=tr("long_range.text.axis.context"),
         axis=alt.Axis(labelExpr="datum.value == 1 ? '0' : datum.label"),
     )
@@ -240,6 +240,14 @@ def recall_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
 
 
 CURVES = ("heldout", "copy_first", "copy_repeat")  # the training curves drawn, solid, dashed, dotted
+CURVES_FROM = 0.25  # the y range fits the curves from this share of training on; the first fall runs off the top
+
+
+def _late_range(d: pd.DataFrame, along: str) -> alt.Scale:
+    """A y scale that fits the curves from CURVES_FROM of the way along `along` on: the first fall runs off the top."""
+    late = d[d[along] >= CURVES_FROM * d[along].max()]["bits_per_byte"]
+    top = float(late.max()) + 0.2 if len(late) else float(d["bits_per_byte"].max())
+    return alt.Scale(domain=[float(d["bits_per_byte"].min()) - 0.1, top], nice=False)
 
 
 def curves_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
@@ -252,9 +260,9 @@ def curves_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     order = [tr(f"long_range.text.curve.{k}") for k in CURVES]
     d = d.assign(what=d["split"].map(dict(zip(CURVES, order))), panel=d["model"].map(lambda m: tr(f"model.{m}")))
     x = alt.X("x:Q", title=tr("long_range.text.axis.bytes"), axis=alt.Axis(format="~s", tickCount=4))
-    y = alt.Y("bits_per_byte:Q", scale=alt.Scale(zero=False), title=tr("long_range.text.axis.bits"))
+    y = alt.Y("bits_per_byte:Q", scale=_late_range(d, "x"), title=tr("long_range.text.axis.bits"))
     tooltip = ["model", "seed", "what", "x", "seconds", "bits_per_byte"]
-    line = _dashed(d, x, y, "what", order, [[1, 0], [6, 4], [2, 2]], tooltip, tr).mark_line(strokeWidth=1.5)
+    line = _dashed(d, x, y, "what", order, [[1, 0], [6, 4], [2, 2]], tooltip, tr).mark_line(strokeWidth=1.5, clip=True)
     panels = list(dict.fromkeys(d["panel"]))
     chart = line.properties(width=200, height=220).facet(
         column=alt.Column("panel:N", title=None, sort=panels, header=alt.Header(labelFontSize=12))
@@ -272,11 +280,18 @@ def time_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     d = d[(d["split"] == "heldout") & d["seconds"].notna()] if len(d) else d
     if not len(d):
         return None
-    x = alt.X("seconds:Q", title=tr("long_range.text.axis.seconds"), axis=alt.Axis(format=",d"))
-    y = alt.Y("bits_per_byte:Q", scale=alt.Scale(zero=False), title=tr("long_range.text.axis.bits"))
+    x = alt.X(
+        "seconds:Q",
+        title=tr("long_range.text.axis.seconds"),
+        axis=alt.Axis(format=",d"),
+        scale=alt.Scale(domain=[0, float(d["seconds"].max())], nice=False),
+    )
+    y = alt.Y("bits_per_byte:Q", scale=_late_range(d, "seconds"), title=tr("long_range.text.axis.bits"))
     color = model_color(d["model"], tr)
     tooltip = tips(d, ["model", "seed", "seconds", "x", "bits_per_byte", "run"])
-    layers = [Chart(d).mark_line(strokeWidth=1.5).encode(x=x, y=y, color=color, detail=_detail(d), tooltip=tooltip)]
+    layers = [
+        Chart(d).mark_line(strokeWidth=1.5, clip=True).encode(x=x, y=y, color=color, detail=_detail(d), tooltip=tooltip)
+    ]
     eq = findings.equal_time(d)
     fastest = ""
     if len(eq):
@@ -288,7 +303,7 @@ def time_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
         layers.append(
             Chart(eq)
             .mark_point(size=70, filled=True, opacity=0.95)
-            .encode(x="at:Q", y="bits:Q", color=color, tooltip=["model", "seed", "at", "bits", "total", "final"])
+            .encode(x="when:Q", y="bits:Q", color=color, tooltip=["model", "seed", "when", "bits", "total", "final"])
         )
     # no device line: the rows' device read the logs; the seconds are the training machine's (the caption says so)
     return titled(

@@ -396,8 +396,8 @@ def last_moves(df: pd.DataFrame) -> pd.DataFrame:
 
 def equal_time(df: pd.DataFrame) -> pd.DataFrame:
     """Per (model, seed) of the shipped training curves, each seed at the time its fastest model took in all
-    (`at`, seconds; `fastest`): the held-out loss of its last reading at or before then (`bits`), and each model's
-    own whole run (`total` seconds, `final` loss)."""
+    (`at`, seconds; `fastest`): the held-out loss of its last reading at or before then (`bits`, read at `when`), and
+    each model's own whole run (`total` seconds, `final` loss)."""
     h = _heldout(df)
     h = h[h["seconds"].notna()] if len(h) and "seconds" in h else h.iloc[0:0]
     rows = []
@@ -417,6 +417,7 @@ def equal_time(df: pd.DataFrame) -> pd.DataFrame:
                         "at": at,
                         "fastest": fastest,
                         "bits": float(upto["bits_per_byte"].iloc[-1]),
+                        "when": float(upto["seconds"].iloc[-1]),
                         "total": float(m["seconds"].iloc[-1]),
                         "final": float(m["bits_per_byte"].iloc[-1]),
                     }
