@@ -21,7 +21,7 @@ tr = ui.page_ui(PAGE)
 def levels_view(tr, view):
     """The instant view: the levels a loop, a scan and a chunked form wait through at the n picked (formulas)."""
     lengths = [2**k for k in range(3, 17)]  # 8 … 65,536 tokens
-    n = st.select_slider(tr("answers.instant.n"), lengths, 4096, key=f"instant:{PAGE}:n")
+    n = st.select_slider(tr("answers.instant.n"), lengths, 4096, format_func="{:,}".format, key=f"instant:{PAGE}:n")
     frame = forms.levels(n)
     left, right = st.columns(2)
     with left:
@@ -77,8 +77,8 @@ ui.register(
         takeaways=recall_findings.takeaways,
         during=ui.both(recall_charts.frontier_chart),
         charts=(
+            (ui.both(recall_charts.pairs_chart),),  # the question's fall, 4 to 16 pairs at one width
             (ui.both(recall_charts.frontier_chart),),
-            (ui.both(recall_charts.pairs_chart),),
             (lambda b, p, tr: recall_charts.copy_chart(b, tr) if len(recall_findings.copying(b)) else None,),
         ),
         legend="recall.chart.legend",

@@ -80,7 +80,9 @@ INSTANT_LENGTHS = [2**k for k in range(7, 21)]  # 128 … 1,048,576 tokens
 def bytes_view(tr, view):
     """The instant view: exact bytes at the n, heads and layers picked, against this device's free memory now."""
     c1, c2, c3 = st.columns([2, 1, 1])
-    n = c1.select_slider(tr("attention_cost.instant.n"), INSTANT_LENGTHS, 4096, key=f"instant:{PAGE}:n")
+    n = c1.select_slider(
+        tr("attention_cost.instant.n"), INSTANT_LENGTHS, 4096, format_func="{:,}".format, key=f"instant:{PAGE}:n"
+    )
     heads = c2.slider(tr("attention_cost.instant.heads"), 1, 64, 12, key=f"instant:{PAGE}:heads")
     layers = c3.slider(tr("attention_cost.instant.layers"), 1, 128, 12, key=f"instant:{PAGE}:layers")
     memory = free_memory_bytes(resolve_device("auto"))

@@ -166,7 +166,8 @@ def reach_view(tr, view):
         return None
     d = st.slider(tr("long_range.instant.d"), 1, int(frame["distance"].max()), long_range.FAR, key=f"instant:{PAGE}:d")
     ui.chart_ui(mechanism_charts.spec(mechanism_charts.reach_chart(frame, d, tr)))
-    return far.lines(frame, far.trained(ui.reference_rows(view.both), d), d, tr), "rows"
+    shipped = view.both[view.both["source"] == "reference"]  # every reference run: the farthest may be its own
+    return far.lines(frame, far.trained(shipped, d), d, tr), "rows"
 
 
 TRAIN = ui.Section(

@@ -77,7 +77,11 @@ def chain_view(tr, view):
     if not lengths:
         return None
     n = st.select_slider(
-        tr("serial.instant.n"), lengths, min(lengths, key=lambda v: abs(v - 1024)), key=f"instant:{PAGE}:n"
+        tr("serial.instant.n"),
+        lengths,
+        min(lengths, key=lambda v: abs(v - 1024)),
+        format_func="{:,}".format,
+        key=f"instant:{PAGE}:n",
     )
     frame = chain.chain(rows, n)
     ui.chart_ui(mechanism_charts.spec(mechanism_charts.chain_chart(frame, n, tr)))

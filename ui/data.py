@@ -80,11 +80,10 @@ def _short_device(label) -> str:
 
 
 def _reference_device(ref: pd.DataFrame) -> str:
-    """The reference device the takeaways speak of: one of this machine's kind (CPU, CUDA…) if shipped."""
-    devices = list(dict.fromkeys(ref["device"]))
-    here = device_facts()["type"]
-    same = [d for d in devices if str(d).startswith(here)]
-    return (same or devices)[0]
+    """The reference device the takeaways speak of: the fullest run of this machine's kind (CPU, CUDA…) if shipped."""
+    from core.store.results import reference_device
+
+    return reference_device(ref, device_facts()["type"])
 
 
 def latest_rows(name: str) -> pd.DataFrame | None:

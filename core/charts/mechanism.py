@@ -14,12 +14,12 @@ from core.mechanism import answers as answers_view
 from core.models import registry
 
 
-def model_color(models, tr, title: str) -> alt.Color:
-    """Each model's own colour, named in the page's language."""
+def model_color(models, tr, title: str, legend: bool = True) -> alt.Color:
+    """Each model's own colour, named in the page's language (in a legend below the plot, unless `legend` is off)."""
     domain, colors = registry.colors(models)
     label = "".join(f"datum.label === {json.dumps(m)} ? {json.dumps(tr(f'model.{m}'))} : " for m in domain)
-    return alt.Color("model:N", title=title, scale=alt.Scale(domain=domain, range=colors),
-                     legend=alt.Legend(labelExpr=label + "datum.label", orient="bottom"))  # fmt: skip
+    shown = alt.Legend(labelExpr=label + "datum.label", orient="bottom") if legend else None
+    return alt.Color("model:N", title=title, scale=alt.Scale(domain=domain, range=colors), legend=shown)
 
 
 def chain_chart(frame: pd.DataFrame, n: int, tr) -> alt.Chart:
@@ -29,7 +29,7 @@ def chain_chart(frame: pd.DataFrame, n: int, tr) -> alt.Chart:
         "y": alt.Y("name:N", title=None, sort=list(dict.fromkeys(d["name"]))),
         "x": alt.X("start_ms:Q", title=tr("serial.instant.axis.ms")),
         "x2": "end_ms:Q",
-        "color": model_color(d["model"], tr, tr("serial.instant.axis.model")),
+        "color": model_color(d["model"], tr, tr("serial.instant.axis.model"), legend=False),  # the axis names them
         "tooltip": [
             alt.Tooltip("name:N", title=tr("serial.instant.axis.model")),
             alt.Tooltip("steps:Q", title=tr("serial.instant.axis.steps"), format=","),
@@ -38,7 +38,7 @@ def chain_chart(frame: pd.DataFrame, n: int, tr) -> alt.Chart:
     }
     c = Chart(d).mark_bar(stroke="white", strokeWidth=1.5, height=28).encode(**enc)
     sub = tr("serial.instant.chart.sub", n=f"{n:,}")
-    return titled(c, tr("serial.instant.chart"), sub, height=110)
+    return titled(c, tr("serial.instant.chart"), sub, height=190)
 
 
 def reach_chart(frame: pd.DataFrame, d: int, tr) -> alt.Chart:
@@ -57,14 +57,14 @@ def reach_chart(frame: pd.DataFrame, d: int, tr) -> alt.Chart:
     )
     rule = Chart(pd.DataFrame({"distance": [d]})).mark_rule(color=RULE, strokeDash=[4, 3]).encode(x="distance:Q")
     sub = tr("long_range.instant.chart.sub", d=f"{d:,}")
-    return titled(alt.layer(line, rule, points), tr("long_range.instant.chart"), sub, 240)
+    return titled(alt.layer(line, rule, points), tr("long_range.instant.chart"), sub, 330)
 
 
 def drawn_distances(d: int, most: int = 1000) -> set[int]:
     """The distances a reach line is drawn through: about 150 spaced evenly on the log axis, and d itself."""
     import numpy as np
 
-    return set(np.unique(np.round(np.logspace(0, np.log10(most), 150)).astype(int)).tolist()) | {d}
+    return set(np.unique(np.round(np.logspace(0, np.log10(most), 150)).astype(int)).tolist()) | {d, most - 1}
 
 
 def spec(chart: alt.Chart) -> dict:
@@ -83,37 +83,47 @@ def layers_chart(frame: pd.DataFrame, n_layers: int, tr) -> alt.Chart:
         tooltip=["model:N", "layer:Q", alt.Tooltip("grad_norm:Q", format=".2e")],
     )  # fmt: skip
     sub = tr("depth.instant.chart.sub", n=n_layers)
-    return titled(c, tr("depth.instant.chart"), sub, height=240)
+    return titled(c, tr("depth.instant.chart"), sub, height=330)
+
+
+BYTES_FLOOR = 2**10  # where the bytes bars start on their log axis: below every bar the view draws
+LEVELS_FLOOR = 0.5  # where the levels bars start, so that one level still shows as a bar
+LABELS_PX = 300  # room for a bar's name beside the axis
 
 
 def bytes_chart(frame: pd.DataFrame, memory_bytes: float, tr) -> alt.Chart:
-    """Page 4: one bar per kind of memory (log x), the device's memory as a red rule."""
+    """Page 4: one bar per kind of memory (log x, from BYTES_FLOOR), the device's free memory as a red rule."""
     d = frame.assign(name=frame["what"].map(lambda w: tr(f"attention_cost.instant.bar.{w}")),
                      group=frame["kind"].map(lambda k: tr(f"attention_cost.instant.kind.{k}")),
-                     fits=frame["bytes"] <= memory_bytes)  # fmt: skip
-    x = alt.X("bytes:Q", scale=alt.Scale(type="log"), title=tr("attention_cost.instant.axis.bytes"),
-              axis=alt.Axis(format="~s"))  # fmt: skip
-    y = alt.Y("name:N", sort=list(d["name"]), title=None)
-    color = alt.Color("group:N", title=None, legend=alt.Legend(orient="bottom"))
+                     fits=frame["bytes"] <= memory_bytes, floor=BYTES_FLOOR)  # fmt: skip
+    top = max(float(d["bytes"].max()), memory_bytes) * 4
+    x = alt.X("bytes:Q", scale=alt.Scale(type="log", domain=[BYTES_FLOOR, top]),
+              title=tr("attention_cost.instant.axis.bytes"), axis=alt.Axis(format="~s"))  # fmt: skip
+    y = alt.Y("name:N", sort=list(d["name"]), title=None, axis=alt.Axis(labelLimit=LABELS_PX))
+    color = alt.Color("group:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=LABELS_PX * 2))
     bars = Chart(d).mark_bar(height=18).encode(
-        x=x, y=y, color=color, opacity=alt.condition("datum.fits", alt.value(1.0), alt.value(0.45)),
+        x=x, x2="floor:Q", y=y, color=color, opacity=alt.condition("datum.fits", alt.value(1.0), alt.value(0.45)),
         tooltip=["name:N", alt.Tooltip("bytes:Q", format=",")],
     )  # fmt: skip
     wall = Chart(pd.DataFrame({"bytes": [memory_bytes]})).mark_rule(color="#d62728", strokeWidth=2).encode(x="bytes:Q")
     sub = tr("attention_cost.instant.chart.sub")
-    return titled(alt.layer(bars, wall), tr("attention_cost.instant.chart"), sub, 190)
+    return titled(alt.layer(bars, wall), tr("attention_cost.instant.chart"), sub, 300)
 
 
 def levels_chart(frame: pd.DataFrame, n: int, tr) -> alt.Chart:
-    """Page 5: the dependent levels of each form at n (log x)."""
-    d = frame.assign(name=frame["form"].map(lambda f: tr(f"answers.instant.form.{f}")))
-    x = alt.X("levels:Q", scale=alt.Scale(type="log"), title=tr("answers.instant.axis.levels"))
-    c = Chart(d).mark_bar(height=22).encode(x=x, y=alt.Y("name:N", sort=list(d["name"]), title=None),
-                                            tooltip=["name:N", alt.Tooltip("levels:Q", format=",")])  # fmt: skip
-    text = Chart(d).mark_text(align="left", dx=4).encode(x="levels:Q", y=alt.Y("name:N", sort=list(d["name"])),
-                                                         text=alt.Text("levels:Q", format=","))  # fmt: skip
+    """Page 5: the dependent levels of each form at n (log x, from LEVELS_FLOOR), each bar labelled with its count."""
+    d = frame.assign(name=frame["form"].map(lambda f: tr(f"answers.instant.form.{f}")), floor=LEVELS_FLOOR)
+    x = alt.X("levels:Q", scale=alt.Scale(type="log", domain=[LEVELS_FLOOR, 4 * max(n, 8)]),
+              title=tr("answers.instant.axis.levels"), axis=alt.Axis(format="~s"))  # fmt: skip
+    y = alt.Y("name:N", sort=list(d["name"]), title=None, axis=alt.Axis(labelLimit=LABELS_PX))
+    c = (
+        Chart(d)
+        .mark_bar(height=22)
+        .encode(x=x, x2="floor:Q", y=y, tooltip=["name:N", alt.Tooltip("levels:Q", format=",")])
+    )
+    text = Chart(d).mark_text(align="left", dx=4).encode(x="levels:Q", y=y, text=alt.Text("levels:Q", format=","))
     sub = tr("answers.instant.chart.sub", n=f"{n:,}")
-    return titled(alt.layer(c, text), tr("answers.instant.chart"), sub, height=120)
+    return titled(alt.layer(c, text), tr("answers.instant.chart"), sub, height=190)
 
 
 def tree_chart(n: int, tr) -> alt.Chart:
@@ -127,4 +137,4 @@ def tree_chart(n: int, tr) -> alt.Chart:
                                                      x2="to:Q", y=y, color=color)  # fmt: skip
     ends = Chart(t).mark_point(filled=True, size=50).encode(x="to:Q", y=y, color=color)
     sub = tr("answers.instant.tree.sub", n=int(t[["to", "from"]].max().max()) + 1)
-    return titled(alt.layer(edges, ends), tr("answers.instant.tree"), sub, height=200)
+    return titled(alt.layer(edges, ends), tr("answers.instant.tree"), sub, height=300)

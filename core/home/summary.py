@@ -53,15 +53,14 @@ def _texts_hash(keys, lang: str) -> str:
 
 def reference_frames(folder: Path, kind: str, strict: bool = False) -> dict:
     """What the home page reads from the reference on a machine of `kind` (ui.data.latest_rows without live rows):
-    per experiment, the rows of its first reference device of that kind, else (unless `strict`) of its first device."""
-    from core.store.results import load_reference
+    per experiment, the rows of its fullest reference device of that kind, else (unless `strict`) of any kind."""
+    from core.store.results import load_reference, reference_device
 
     frames = {}
     for name in home.experiments():
         ref, _ = load_reference(name, folder=folder)
-        devices = list(dict.fromkeys(ref["device"]))
-        pick = [d for d in devices if str(d).startswith(kind)] or ([] if strict else devices)
-        frames[name] = ref[ref["device"] == pick[0]] if pick else None
+        pick = reference_device(ref, kind, strict)
+        frames[name] = ref[ref["device"] == pick] if pick else None
     return frames
 
 

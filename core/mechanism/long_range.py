@@ -10,6 +10,7 @@ from core.findings import long_range as findings
 from core.models import registry
 from core.models.registry import ATTENTION, RECURRENT
 from core.terms import status
+from core.terms.i18n import device_words
 
 SHOWN = ("rnn", "lstm", "attention")  # the gradient-reach rows drawn: a plain RNN, the LSTM, attention
 
@@ -51,6 +52,8 @@ def trained(rows: pd.DataFrame, d: int) -> pd.DataFrame:
         return stats
     far = stats["distance"].max()
     stats = stats[stats["distance"] == far]
+    if "device" in stats:  # one run: the fullest device's at that distance
+        stats = stats[stats["device"] == stats["device"].value_counts().idxmax()]
     pair = [registry.representative(f, stats["model"]) for f in (RECURRENT, ATTENTION)]
     return stats[stats["model"].isin([m for m in pair if m])].reset_index(drop=True)
 
@@ -66,6 +69,8 @@ def lines(frame: pd.DataFrame, trained_at: pd.DataFrame, d: int, tr) -> list[str
         parts = [tr("long_range.instant.model_acc", model=tr(f"model.{r.model}"), acc=f"{100 * r.accuracy:.0f}",
                     lo=f"{100 * r.lo:.0f}", hi=f"{100 * r.hi:.0f}") for r in trained_at.itertuples()]  # fmt: skip
         r = trained_at.iloc[0]
+        device = device_words(str(r["device"]), tr) if "device" in trained_at else ""
         out.append(tr("long_range.instant.trained", far=f"{far:,}", models="; ".join(parts), seeds=int(r["seeds"]),
+                      device=device,
                       steps=f"{int(trained_at['step'].max()):,}", chance=f"{100 * r['chance']:.1f}"))  # fmt: skip
     return out

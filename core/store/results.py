@@ -152,6 +152,18 @@ def reference_path(experiment: str, device_label: str, device_type: str) -> Path
     )
 
 
+def reference_device(ref: pd.DataFrame, kind: str, strict: bool = False) -> str | None:
+    """The reference device a page's takeaways speak of: of those of `kind` (cpu, cuda…) the one with the most rows, its
+    fullest run (a run of one distance beside it is drawn, not concluded from); without one of that kind the fullest
+    of any kind, unless `strict`. None when there is none."""
+    if not len(ref) or "device" not in ref:
+        return None
+    counts = ref["device"].astype(str).value_counts(sort=False)
+    same = [d for d in counts.index if d.startswith(kind)]
+    pool = same or ([] if strict else list(counts.index))
+    return max(pool, key=lambda d: counts[d]) if pool else None
+
+
 def load_reference(
     experiment: str, required: tuple[str, ...] = ("device",), folder: Path | None = None
 ) -> tuple[pd.DataFrame, list[files.FileProblem]]:
