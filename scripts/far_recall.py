@@ -3,8 +3,8 @@
     python scripts/far_recall.py --out out/far_recall.csv [--seeds 3]
 
 Each finished run's rows are appended to --out; a rerun skips the runs already there, so a killed job loses at most
-the run it was in. The rows are long_range's own (preset `far`); merge them into the long_range reference with
-`--merge PATH`.
+the run it was in. The rows are long_range's own (preset `far`); `--ship` writes them as the long_range reference file of the
+device they were measured on, beside the grid's (the page concludes from the fullest run, and draws this one too).
 """
 
 from __future__ import annotations
@@ -18,23 +18,23 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.experiments import long_range
-from core.store.results import tidy
+from core.store.results import reference_path, save_csv, tidy
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, required=True, help="CSV the finished runs are appended to")
     p.add_argument("--seeds", type=int, default=None, help="seeds per model (default: the preset's)")
-    p.add_argument("--merge", type=Path, default=None, help="append --out's rows to this reference CSV, then stop")
+    p.add_argument("--ship", action="store_true", help="write --out's rows as this device's long_range reference file")
     args = p.parse_args(argv)
-    if args.merge is not None:
-        rows, ref = pd.read_csv(args.out), pd.read_csv(args.merge)
-        done = ref[(ref["distance"] >= long_range.FAR) & (ref["task"] == "recall")]
-        if len(done):
-            print(f"{args.merge} already holds rows at d >= {long_range.FAR}", file=sys.stderr)
+    if args.ship:
+        rows = pd.read_csv(args.out)
+        path = reference_path("long_range", str(rows["device"].iloc[0]), str(rows["device_type"].iloc[0]))
+        if path.exists():
+            print(f"--ship: {path} exists; remove it first", file=sys.stderr)
             return 2
-        pd.concat([ref, rows[ref.columns]], ignore_index=True).to_csv(args.merge, index=False)
-        print(f"{len(rows)} rows added to {args.merge}")
+        save_csv(rows, path)
+        print(f"{len(rows)} rows shipped as {path}")
         return 0
     cfg = long_range.EXPERIMENT.config("far")
     seeds = args.seeds or cfg.seeds

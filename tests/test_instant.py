@@ -192,3 +192,13 @@ def test_a_view_waits_for_the_answer(page, key):
 
 def test_every_chart_type_is_altair():
     assert isinstance(charts.tree_chart(4, translator("en")), alt.LayerChart)
+
+
+def test_the_reference_device_is_the_fullest_run_of_its_kind():
+    from core.store.results import reference_device
+
+    rows = pd.DataFrame({"device": ["cpu · A"] * 2 + ["cpu · B"] * 5 + ["cuda · H100"] * 9})
+    assert reference_device(rows, "cpu") == "cpu · B"  # not the first file's, the fullest
+    assert reference_device(rows, "cuda") == "cuda · H100"
+    assert reference_device(rows, "mps") == "cuda · H100" and reference_device(rows, "mps", strict=True) is None
+    assert reference_device(rows.iloc[:0], "cpu") is None

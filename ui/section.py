@@ -143,6 +143,7 @@ def instant_ui(tr, s: Section, view: View) -> None:
     def draw():
         shown = revealed_now()
         open_gate()  # drawn only once revealed; a fragment's rerun must not read a later section's closed gate
+        plain = DOWNLOADS.set(False)  # a picture that changes with every move: no download buttons to rebuild
         try:
             with st.container(border=True, key="instant-" + s.key.replace(":", "-")):
                 st.markdown(f"**{tr(f'{s.page}.instant.title')}**")
@@ -153,6 +154,7 @@ def instant_ui(tr, s: Section, view: View) -> None:
                     st.markdown("\n".join(f"- {line}" for line in lines))
                     st.caption(tr("instant.note", source=tr(f"instant.source.{source}")))
         finally:
+            DOWNLOADS.reset(plain)
             close_gate(shown)
 
     draw()
