@@ -50,11 +50,21 @@ def settle(page, timeout_s: float = 90) -> None:
     page.wait_for_timeout(1500)
 
 
-def open_page(browser, url: str, key: str, lang: str, questions, view=None):
-    """A new tab on page `key` in `lang`, every question answered "just show me", settled."""
+def tiny_link(experiment: str) -> str:
+    """A page's main form set, through its link, to `experiment`'s 'tiny' preset: a run of seconds."""
+    from core.experiments import EXPERIMENTS
+
+    tiny = EXPERIMENTS[experiment].presets["tiny"]
+    values = {k: ",".join(map(str, v)) if isinstance(v, tuple) else str(v) for k, v in tiny.items()}
+    return urllib.parse.urlencode(values)
+
+
+def open_page(browser, url: str, key: str, lang: str, questions, view=None, link: str = ""):
+    """A new tab on page `key` in `lang`, every question answered "just show me", settled; `link`: more of the query
+    (a form's values, `tiny_link`)."""
     query = {"lang": lang, **{f"predict.{q}": "show" for q in questions}}
     page = browser.new_page(viewport=view or {"width": 1280, "height": 800})
-    page.goto(f"{url}/{key}?{urllib.parse.urlencode(query)}")
+    page.goto(f"{url}/{key}?{urllib.parse.urlencode(query)}" + (f"&{link}" if link else ""))
     page.wait_for_selector("[data-testid='stAppViewContainer']", timeout=60000)
     settle(page)
     return page

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Benchmark (not a test): does a long-lived server's memory level off? Repeated live runs, one server process.
 
-    python scripts/bench_memory.py [--runs 10] [--pages serial,long_range,depth,attention_cost,answers]
+    python scripts/bench_memory.py [--runs 10] [--pages serial,long_range,depth,attention_cost,answers] [--smoke]
 
 Starts `streamlit run dashboard.py`; for each page, `--runs` times: a new browser tab (a new visitor) opens the
-page, presses the main form's Run (the quick preset), waits for the run to end, and closes. The server's resident
+page, presses the main form's Run (the quick preset; `--smoke`: two tiny runs on one page), waits for the run to end,
+and closes. The server's resident
 set size is read after every run. Prints one Markdown row per page for docs/BENCHMARKS.md: RSS after the 2nd and the last
 run, and their difference (the issue's bar: within 150 MiB), and the RSS of the worker processes the server
 started (a live run measures in one of those, core.server.jobs, not in the server). Each tab opens its page as a revealed link
@@ -22,31 +23,19 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_startup import ARGS, ROOT, start, stop_all, tree_rss_mib
+import after_run
+from bench_startup import ARGS, ROOT, SMOKE, start, stop_all, tree_rss_mib
 
 
-def _wait(page, key: str, selector: str, what: str, timeout_s: float, **kw) -> None:
-    """Wait for `selector`; if it does not come, say which step of the visit stalled (with a screenshot), then fail:
-    a page that never draws or a run that never ends is a finding, not a Playwright traceback."""
-    try:
-        page.wait_for_selector(selector, timeout=timeout_s * 1000, **kw)
-    except Exception:  # noqa: BLE001 - any Playwright timeout or closed page
+def one_run(browser, url: str, key: str, link: str = "", timeout_s: float = 300) -> float:
+    """One visitor's run on page `key` (its quick preset, or the form's values in `link`); the seconds it took. A run
+    that never starts is a RuntimeError, one that never ends one too (with a screenshot)."""
+    page = after_run.open_page(browser, url, key, "en", (key,), {"width": 1400, "height": 1000}, link)
+    took = after_run.run_page(page, "en", timeout_s)["seconds"]
+    if page.query_selector(after_run.PROGRESS) is not None:
         shot = f"/tmp/bench_memory_{key}.png"
         page.screenshot(path=shot, full_page=True)
-        bar = page.inner_text("[data-testid='stProgress']") if page.query_selector("[data-testid='stProgress']") else ""
-        raise RuntimeError(f"{key}: {what} within {timeout_s:.0f} s (progress: {bar!r}; see {shot})") from None
-
-
-def one_run(browser, url: str, key: str, timeout_s: float = 300) -> float:
-    """One visitor's quick run on page `key`; the seconds it took."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{url}/{key}?lang=en&predict.{key}=show")  # a revealed link: the reference charts show at once
-    _wait(page, key, "[data-testid='stVegaLiteChart'], .vega-embed", "no reference chart was drawn", 60)
-    t0 = time.perf_counter()
-    page.get_by_role("button", name="Run", exact=True).first.click()
-    _wait(page, key, "text=/done —/", "the progress bar did not move", 60)  # the run is on
-    _wait(page, key, "[data-testid='stProgress']", "the run did not end", timeout_s, state="detached")
-    took = time.perf_counter() - t0
+        raise RuntimeError(f"{key}: the run did not end within {timeout_s:.0f} s (see {shot})")
     page.close()
     return took
 
@@ -68,7 +57,13 @@ def main() -> int:
         help="after a page's last run, wait this long and read RSS again: memory that a closed tab's "
         "session still holds (kept for the TTL, in case it reconnects) is then handed back",
     )
+    ap.add_argument("--smoke", action="store_true", help=f"two tiny runs on the serial page: {SMOKE}")
     args = ap.parse_args()
+    if args.smoke:
+        args.runs, args.pages = 2, "serial"
+    if args.runs < 2:
+        ap.error(f"--runs: {args.runs} must be at least 2 (the growth is read from run 2 on)")
+    link = after_run.tiny_link("serial") if args.smoke else ""
     from playwright.sync_api import sync_playwright
 
     extra = () if args.session_ttl is None else ("--server.disconnectedSessionTTL", str(args.session_ttl))
@@ -80,7 +75,7 @@ def main() -> int:
             for key in args.pages.split(","):
                 rss, workers, secs = [], [], []
                 for i in range(args.runs):
-                    secs.append(one_run(browser, url, key))
+                    secs.append(one_run(browser, url, key, link))
                     time.sleep(1)  # let the session's script run finish and the tab's session close
                     server, spawned = tree_rss_mib(proc.pid)
                     rss.append(server)
@@ -100,12 +95,13 @@ def main() -> int:
     finally:
         stop_all()
     settle = args.settle > 0  # the "later" column only when the run waited for it
-    flags = f"--runs {args.runs}" + (f" --settle {args.settle:g}" if settle else "")
+    flags = ("--smoke" if args.smoke else f"--runs {args.runs}") + (f" --settle {args.settle:g}" if settle else "")
     flags += f" --session-ttl {args.session_ttl}" if args.session_ttl is not None else ""
     print(f"Measured {datetime.date.today().isoformat()} with `python scripts/bench_memory.py {flags}`.\n")
     later_head = f" {args.settle:.0f} s later |" if settle else ""
+    preset = "tiny" if args.smoke else "quick"
     print(
-        f"| page ({args.runs} quick runs, one server) | server RSS after run 2 | after run {args.runs} | growth |"
+        f"| page ({args.runs} {preset} runs, one server) | server RSS after run 2 | after run {args.runs} | growth |"
         f"{later_head} worker processes after run {args.runs} |"
     )
     print("|---|---|---|---|" + ("---|" if settle else "") + "---|")

@@ -7,6 +7,7 @@ same preset from the command line (`python -m core run serial --preset quick`, t
 drawing): the host's own noise in the same minutes, so a count can be read as the page's doing or the machine's.
 
     python scripts/bench_serial_noise.py --runs 3
+    python scripts/bench_serial_noise.py --smoke   (one run of the tiny preset, both ways)
 """
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_startup import ARGS, ROOT, start, stop_all
+import after_run
+from bench_startup import ARGS, ROOT, SMOKE, start, stop_all
+
+QUESTIONS = ("serial", "serial.scaling", "serial.ckpt")  # the page's questions, answered "just show me"
+VIEW = {"width": 1400, "height": 1000}
+DETAILS = "Details:"  # the main section's Details expander (ui.details), where its table's download sits
 
 
 def _noisy(rows):
@@ -39,20 +45,21 @@ def main() -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--smoke", action="store_true", help=f"one run of the tiny preset: {SMOKE}")
     args = ap.parse_args()
+    preset = "tiny" if args.smoke else "quick"
+    if args.smoke:
+        args.runs = 1
+    link = after_run.tiny_link("serial") if args.smoke else ""
     _, url, _ = start("dashboard.py", ROOT)
     try:
-        print(f"{dt.date.today()}, {os.cpu_count()} cores, serial quick preset from the page, browser open:")
+        print(f"{dt.date.today()}, {os.cpu_count()} cores, serial {preset} preset from the page, browser open:")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
             for i in range(args.runs):
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.goto(f"{url}/serial?predict.serial=show&predict.serial.scaling=show&predict.serial.ckpt=show")
-                page.wait_for_selector("[data-testid='stVegaLiteChart'], .vega-embed", timeout=120000)
-                page.get_by_role("button", name="Run", exact=True).first.click()
-                page.wait_for_selector("text=/of 24 done/", timeout=120000)
-                page.wait_for_selector("text=/of 24 done/", state="detached", timeout=300000)
-                page.wait_for_timeout(2000)
+                page = after_run.open_page(browser, url, "serial", "en", QUESTIONS, VIEW, link)
+                after_run.run_page(page, "en", timeout_s=300)
+                page.locator("[data-testid='stExpander'] summary", has_text=DETAILS).first.click()  # the download's
                 with page.expect_download(timeout=60000) as dl:
                     page.get_by_role("button", name="Download CSV").first.click()
                 df = pd.read_csv(io.BytesIO(Path(dl.value.path()).read_bytes()))
@@ -67,7 +74,7 @@ def main() -> None:
                 threads = int(live["threads"].min())
                 with tempfile.TemporaryDirectory() as tmp:
                     out = Path(tmp) / "serial.csv"
-                    cmd = [sys.executable, "-m", "core", "run", "serial", "--preset", "quick", "--out", str(out)]
+                    cmd = [sys.executable, "-m", "core", "run", "serial", "--preset", preset, "--out", str(out)]
                     env = {**os.environ, "LAB_THREADS": str(threads)}
                     subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, env=env)
                     cli = pd.read_csv(out)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark (not a test): cold start, page switches and memory at rest, against a bare one-page Streamlit app.
 
-    python scripts/bench_startup.py [--runs 3]
+    python scripts/bench_startup.py [--runs 3] [--smoke]
 
 Cold start = `streamlit run` launched → in headless Chromium, the home page's story and every card with its finding
 (or, before its question is answered, the line saying so) drawn (and, a second figure, the whole home page with Table 1). Page switch = a click in the navigation → the
@@ -39,6 +39,7 @@ ARGS = [
 ]
 CHART = "[data-testid='stVegaLiteChart'], .vega-embed"
 JUST_SHOW = "button:has-text('Just show me')"  # the question's "just show me" (ui.just_show, English)
+SMOKE = "the least work that runs every part once, to check that it runs (its figures are not for reading)"
 SERVERS: list[subprocess.Popen] = []  # every server started, stopped by stop_all() whatever happens
 
 
@@ -181,16 +182,21 @@ def switch_to(page, key: str) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--smoke", action="store_true", help=f"one run, one page switch: {SMOKE}")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
     from ui.frame import PAGES  # not ui.common, whose cached helpers log "No runtime found" outside a server
 
+    if args.smoke:
+        args.runs = 1
+    pages = PAGES[:1] if args.smoke else PAGES
+
     bare_dir = tempfile.mkdtemp()
     with open(os.path.join(bare_dir, "bare.py"), "w") as f:
         f.write("import streamlit as st\nst.title('Hello')\n")
     bare, lab, full, rss = [], [], [], []
-    switch = {(k, visit): [] for k, _ in PAGES for visit in (1, 2)}
+    switch = {(k, visit): [] for k, _ in pages for visit in (1, 2)}
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
@@ -204,7 +210,7 @@ def main() -> int:
                 page.wait_for_selector("[data-testid='stTable']", timeout=60000)  # Table 1, below the cards
                 full.append(time.perf_counter() - t0)
                 page.wait_for_timeout(3000)  # a learner reads the home page for a moment: torch warms up meanwhile
-                for visit, key in [(v, k) for v in (1, 2) for k, _ in PAGES]:
+                for visit, key in [(v, k) for v in (1, 2) for k, _ in pages]:
                     switch[(key, visit)].append(switch_to(page, key))
                     page.wait_for_timeout(500)
                     page.locator("[data-testid='stSidebarNav'] a").first.click()
@@ -218,12 +224,13 @@ def main() -> int:
     finally:
         stop_all()
     med = statistics.median
-    print(f"Measured {datetime.date.today().isoformat()} with `python scripts/bench_startup.py --runs {args.runs}`.\n")
+    flags = "--smoke" if args.smoke else f"--runs {args.runs}"
+    print(f"Measured {datetime.date.today().isoformat()} with `python scripts/bench_startup.py {flags}`.\n")
     print(f"| measure (median of {args.runs}) | value |\n|---|---|")
     print(f"| cold start, bare one-page app | {med(bare):.1f} s |")
     print(f"| cold start, lab home page: story and cards drawn | {med(lab):.1f} s ({med(lab) / med(bare):.1f}× bare) |")
     print(f"| cold start, lab home page: Table 1 drawn too | {med(full):.1f} s ({med(full) / med(bare):.1f}× bare) |")
-    for key, _ in PAGES:
+    for key, _ in pages:
         print(
             f"| switch to `{key}`: first chart drawn, first visit / later visit | "
             f"{med(switch[(key, 1)]):.2f} s / {med(switch[(key, 2)]):.2f} s |"

@@ -6,6 +6,7 @@ worker costs before it has the job; and how long a Stop takes to end a worker in
 for minutes (lstm_loop at 65,535 tokens).
 
     python scripts/bench_worker.py --runs 3
+    python scripts/bench_worker.py --smoke   (one run, no pauses: a check that it runs, not figures to read)
 """
 
 from __future__ import annotations
@@ -49,10 +50,10 @@ def _queued(queue: jobs.JobQueue) -> tuple[float, float]:
     return second.in_hand - second.started, cpu
 
 
-def _measure_warm(queue: jobs.JobQueue, first: list, queued: list, cpu: list) -> None:
+def _measure_warm(queue: jobs.JobQueue, first: list, queued: list, cpu: list, read_s: float = 8) -> None:
     """A Run after the learner read the form (the spare or the zygote warm), then a run queued behind another."""
     queue.prepare()
-    time.sleep(8)  # the learner reads the form while the spare or the zygote imports torch
+    time.sleep(read_s)  # the learner reads the form while the spare or the zygote imports torch
     while not queue.zygote_ready():  # busy machine: a fork, not a spawn, is timed
         time.sleep(0.05)
     s, job = _first_report(queue, TINY)
@@ -85,7 +86,11 @@ def _gone(pid: int) -> bool:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--smoke", action="store_true", help="one run without the pauses, to check that it runs")
     args = ap.parse_args()
+    read_s, inside_s = (0, 0.5) if args.smoke else (8, 3)  # reading the form; into the long point before Stop
+    if args.smoke:
+        args.runs = 1
     cold, warm, forked, queued, queued_forked, cpu, cpu_forked, stops = [], [], [], [], [], [], [], []
     for _ in range(args.runs):
         r = jobs.JobQueue(spare=False, zygote=False)
@@ -94,15 +99,15 @@ def main() -> None:
         cold.append(s)
         r.shutdown()
         r = jobs.JobQueue(spare=True, zygote=False)
-        _measure_warm(r, warm, queued, cpu)
+        _measure_warm(r, warm, queued, cpu, read_s)
         if jobs.FORKS:  # the rest with the zygote, the way this platform runs a page's workers
             r.shutdown()
             r = jobs.JobQueue()
-            _measure_warm(r, forked, queued_forked, cpu_forked)
+            _measure_warm(r, forked, queued_forked, cpu_forked, read_s)
         job = r.submit("bench", "serial", LONG, threads=1)
         while job.active and len(job.rows) < 1:  # the short point is done: now inside the long one
             time.sleep(0.01)
-        time.sleep(3)
+        time.sleep(inside_s)
         t0 = time.perf_counter()
         r.stop(job)
         while not _gone(job.pid):
@@ -126,7 +131,7 @@ def main() -> None:
     print(row("queued run: its turn → job in hand, forked from the zygote", queued_forked))
     print(row("CPU seconds a spawned worker spent before the job", cpu))
     print(row("CPU seconds a forked worker spent before the job", cpu_forked))
-    print(row("Stop 3 s into a point of minutes → worker gone", stops))
+    print(row(f"Stop {inside_s:g} s into a point of minutes → worker gone", stops))
 
 
 if __name__ == "__main__":
