@@ -104,6 +104,29 @@ def log_y(field: str, title: str) -> alt.Y:
     return alt.Y(f"{field}:Q", scale=alt.Scale(type="log"), title=title)
 
 
+def _superscript(expr: str) -> str:
+    """A Vega expression: the whole number `expr` written in superscript digits ('-8' → '⁻⁸')."""
+    for plain, sup in zip("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"):
+        expr = f"replace({expr}, regexp('{plain}', 'g'), '{sup}')"
+    return expr
+
+
+POWER_OF_TEN = "'10' + " + _superscript("'' + round(log(datum.value) / LN10)")  # a tick at 1e-8 reads 10⁻⁸
+
+
+def decades_y(field: str, title: str, values) -> alt.Y:
+    """A log y axis from the power of ten below `values` to the one above, with a tick and a grid line at every
+    power of ten between, each labelled alike (10⁻⁸, 10⁻⁴, 10⁰): one grid step is a factor of ten, and 0.000001
+    never stands beside 1e-8."""
+    v = pd.Series(values, dtype=float)
+    v = v[v > 0]
+    lo, hi = (int(np.floor(np.log10(v.min()))), int(np.ceil(np.log10(v.max())))) if len(v) else (0, 1)
+    hi = max(hi, lo + 1)
+    # Vega ticks every power of ten when asked for as many ticks as the domain spans decades (no more)
+    axis = alt.Axis(labelExpr=POWER_OF_TEN, tickCount=hi - lo, labelOverlap="parity")
+    return alt.Y(f"{field}:Q", scale=alt.Scale(type="log", domain=[10.0**lo, 10.0**hi]), title=title, axis=axis)
+
+
 SOURCE_WIDTH = {"live": 3.0, "uploaded": 2.0, "reference": 1.2}  # line widths: this session's run stands out
 # dashes by source: your run solid, the reference dashed, an upload dotted; a second run of a source its next one
 RUN_DASHES = {"live": ([1, 0], [8, 2]), "uploaded": ([2, 2], [1, 3]), "reference": ([6, 3], [3, 3], [8, 2, 2, 2])}
@@ -187,6 +210,47 @@ def lines(
         scale = dash_scale(df[dash])
         enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None, legend=dash_legend(**RUN_LEGEND), scale=scale)
     return Chart(df).mark_line(point=True).encode(**enc)
+
+
+UNDER_WIDTH = 8  # px: a line another line covers is drawn this wide and pale beneath it, a band around the other
+
+
+def covered(
+    d: pd.DataFrame, x: str, y: str, by: list[str], tol: float, log: bool = False, panel: tuple[str, ...] = ()
+) -> pd.Series:
+    """Each row: whether its line (a group of `by`) is covered by a line drawn after it (later in the rows' order)
+    in the same `panel`, which at each of its points has a point at the same x within `tol` in y (in decades if
+    `log`)."""
+    out = pd.Series(False, index=d.index)
+    panel = tuple(p for p in panel if p in d)
+    keys = [*panel, *(k for k in by if k in d and k not in panel)]
+    if len(keys) == len(panel) or not len(d):
+        return out
+    v = d[[*keys, x, y]].dropna()
+    v = v.assign(_y=np.log10(v[y].where(v[y] > 0)) if log else v[y]).dropna()
+    groups = [(k, g) for k, g in v.groupby(keys, sort=False)]
+    for i, (key, g) in enumerate(groups):
+        mine = g.groupby(x)["_y"].mean()
+        for other, later in groups[i + 1 :]:
+            if other[: len(panel)] != key[: len(panel)]:
+                continue
+            theirs = later.groupby(x)["_y"].mean().reindex(mine.index)
+            if theirs.notna().all() and ((mine - theirs).abs() <= tol).all():
+                out[g.index] = True
+                break
+    return out
+
+
+def under_band(chart: alt.Chart, **encoding) -> alt.Chart:
+    """`chart`'s rows with `covered` true as a wide pale line, layered under the lines: a line another covers is seen
+    as a band around the one drawn over it."""
+    band = chart.transform_filter("datum.covered").mark_line(strokeWidth=UNDER_WIDTH, opacity=0.45, strokeCap="round")
+    color = encoding.get("color")
+    if isinstance(color, alt.Color):  # the legend both layers share keeps its symbols opaque, not the band's pale
+        legend = color.to_dict().get("legend", {})
+        if legend is not None:
+            encoding["color"] = color.legend(**{**legend, "symbolOpacity": 1})
+    return band.encode(**encoding)
 
 
 def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
