@@ -11,6 +11,7 @@ from core.charts import real_text as text_charts
 from core.config import make_config
 from core.experiments import gradient_reach, long_range, real_text, recall_map, text_race
 from core.findings import listing
+from core.findings import long_range as findings
 from core.findings import real_text as text_findings
 from core.mechanism import long_range as far
 from core.models import registry
@@ -176,7 +177,7 @@ TRAIN = ui.Section(
     ("tasks", "models", "distances", "seq_len", "n_keys", "n_pairs", "steps", "d_model", "device", "seed"),
     text="long_range.train",
     question=PAGE,
-    why=lambda v: gradient_reach.takeaways(reach, tr)[-1:] or v.lines,  # the path-length reason, from section 2
+    why=lambda v: findings.answering(v.primary, tr) or v.lines,  # this tab's own answer; the gradients are the next's
     takeaways=long_range.takeaways,
     charts=((ui.both(charts.accuracy_chart),), (ui.both(charts.curves_chart),)),
     during=ui.both(charts.curves_chart),  # accuracy rising, step by step

@@ -11,6 +11,7 @@ from core.charts.common import (
     PADDING,
     Chart,
     chance_rule,
+    covered,
     device_subtitle,
     lines,
     ok_rows,
@@ -19,8 +20,9 @@ from core.charts.common import (
     tips,
     title,
     titled,
+    under_band,
 )
-from core.findings.long_range import by_distance
+from core.findings.long_range import by_distance, task_order
 from core.models import registry
 
 
@@ -67,6 +69,15 @@ def reach_chart(df: pd.DataFrame, tr) -> alt.Chart:
     return titled(c, tr("long_range.chart.reach"), device_subtitle(d, tr))
 
 
+COVERED_PCT = 1.5  # accuracy points: two lines this close draw as one line at the panels' size
+
+
+def task_names(tasks, tr) -> dict[str, str]:
+    """Each task's name in the page's language, in the tasks' order (task_order): the panels' order in every
+    language, not the sorted order of the names."""
+    return {t: tr(f"long_range.task.{t}") for t in task_order(tasks)}
+
+
 def two_lines(text: str) -> list[str] | str:
     """An axis title broken before its bracket ('distance d' / '(tokens between …)'), for a narrow panel."""
     for bracket in (" (", "（"):
@@ -80,7 +91,9 @@ def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Final held-out accuracy against distance, one line per model (and run): the median over seeds, a bar from the
     lowest to the highest seed; chance as a dashed rule; one panel per task."""
     last = percents(by_distance(df))
-    last = last.assign(task=last["task"].map(lambda t: tr(f"long_range.task.{t}")))
+    last = last.assign(covered=covered(last, "distance", "percent", ["model", "run"], COVERED_PCT, panel=("task",)))
+    panels = task_names(last["task"], tr)
+    last = last.assign(task=last["task"].map(panels))
     x = alt.X("distance:Q", title=two_lines(tr("long_range.axis.distance")))  # under a narrow panel
     tooltip = tips(last, ["task", "model", "distance", "percent", "lo_pct", "hi_pct", "seeds", "step", "params", "run"])
     y = percent_axis(tr("long_range.axis.accuracy"))
@@ -88,12 +101,16 @@ def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     line = line.encode(color=_model_color(last["model"], tr))
     spread = seed_bars(last, "distance:Q", _model_color(last["model"], tr), 0.6)
     chance = chance_rule(last, tr("long_range.axis.chance"))
+    # a line another covers (LSTM + attention under the Transformer, both at 100%) as a band beneath that one
+    band = under_band(Chart(), x=x, y=y, color=_model_color(last["model"], tr), **run_style(last, legend=False))
     chart = (
-        alt.layer(line, spread, chance, data=last)
+        alt.layer(band, line, spread, chance, data=last)
         .properties(width=180, height=220)
-        .facet(column=alt.Column("task:N", title=None))
+        .facet(column=alt.Column("task:N", title=None, sort=list(panels.values())))
     )
     sub = device_subtitle(last, tr) if "device" in last else ""
+    if last["covered"].any():
+        sub = [tr("chart.under_band"), sub] if sub else tr("chart.under_band")
     return chart.properties(title=title(tr("long_range.chart.accuracy"), sub), padding=PADDING)
 
 
@@ -121,7 +138,8 @@ def curves_chart(df: pd.DataFrame, tr) -> alt.Chart:
         enc["detail"] = ["seed:N"] + (["run:N"] if "run" in d else [])
     line = Chart(d).mark_line(point=True).encode(**enc)
     chance = Chart(d).mark_rule(strokeDash=[4, 4], color="gray").encode(y="mean(chance_pct):Q")
-    order = list(dict.fromkeys(d.sort_values(["task", "distance"])["panel"]))
+    rank = {t: i for i, t in enumerate(task_names(d["task"], tr))}  # the accuracy chart's order of tasks
+    order = list(dict.fromkeys(d.assign(rank=d["task"].map(rank)).sort_values(["rank", "distance"])["panel"]))
     per_task = int(d.groupby("task")["distance"].nunique().max()) if len(d) else 1
     chart = (
         alt.layer(line, chance, data=d)

@@ -93,15 +93,35 @@ def seed_spread(r, tr) -> str:
     return tr("long_range.take.spread", n=int(r.seeds), lo=pct(r.lo), hi=pct(r.hi)) if r.seeds > 1 else ""
 
 
+TASK_ORDER = ("recall", "mqar")  # one name, then several pairs: the order the page's question tells them in
+ANSWERING = ("contrast", "lstm_held", "tfm_failed")  # the kinds of takeaway that answer the page's question
+
+
+def task_order(tasks) -> list[str]:
+    """The tasks among `tasks` in TASK_ORDER, any other after them: the same order in every language."""
+    return [t for t in TASK_ORDER if t in set(tasks)] + [t for t in dict.fromkeys(tasks) if t not in TASK_ORDER]
+
+
 def takeaways(df: pd.DataFrame, tr) -> list[str]:
     """Per task: up to which distance each model solved it (median over seeds, with their range), where it stayed
     near chance, and the honest caveat."""
+    return [line for _, line in _takeaways(df, tr)]
+
+
+def answering(df: pd.DataFrame, tr) -> list[str]:
+    """The takeaways that answer the page's question: per task, whether the Transformer solved a distance the LSTM
+    did not."""
+    return [line for kind, line in _takeaways(df, tr) if kind in ANSWERING]
+
+
+def _takeaways(df: pd.DataFrame, tr) -> list[tuple[str, str]]:
+    """The takeaways as (kind, sentence), kind the catalogue key's last part ('model', 'contrast', …)."""
     stats = by_distance(df)
     last = final(df)
     if not len(last):
         return []
     out = []
-    for task_id in dict.fromkeys(last["task"]):
+    for task_id in task_order(last["task"]):
         t = stats[stats["task"] == task_id]
         mine = last[last["task"] == task_id]
         task, steps = tr(f"long_range.task.{task_id}"), int(mine["step"].max())
@@ -111,7 +131,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
             m = t[t["model"] == model].sort_values("distance")
             name = tr(f"long_range.model.{model}")
             if not len(m):
-                out.append(tr("long_range.take.diverged", task=task, model=name))
+                out.append(("diverged", tr("long_range.take.diverged", task=task, model=name)))
                 continue
             solved[model] = (m[m["accuracy"] >= SOLVED], m[m["accuracy"] < SOLVED])
             accs = tr("long_range.take.sep").join(  # 'd=…: accuracy (spread), d=…: …' in the page's punctuation
@@ -119,7 +139,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
             )
             params, trained = f"{int(m['params'].iloc[0]):,}", int(m["step"].max())
             said = {"task": task, "model": name, "params": params, "steps": trained}
-            out.append(tr("long_range.take.model", **said, accs=accs, chance=chance))
+            out.append(("model", tr("long_range.take.model", **said, accs=accs, chance=chance)))
         rec, att = (registry.representative(f, solved) for f in (RECURRENT, ATTENTION))
         if rec is None or att is None:
             continue
@@ -130,24 +150,17 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
             worst = lstm[1][lstm[1]["distance"] == d].iloc[0]
             acc, distances = pct(worst.accuracy) + seed_spread(worst, tr), listing([str(int(d)) for d in beaten], tr)
             said = {"task": task, "distances": distances, "acc": acc, "chance": chance, "steps": steps}
-            out.append(tr("long_range.take.contrast", **said))
+            out.append(("contrast", tr("long_range.take.contrast", **said)))
             at = t[t["distance"] == d].set_index("model")
             for other in [m for m in solved if m not in (rec, att) and m in at.index]:  # e.g. attention over an LSTM
                 r, tf = at.loc[other], at.loc[att]
-                out.append(
-                    tr(
-                        "long_range.take.other",
-                        task=task,
-                        model=tr(f"long_range.model.{other}"),
-                        d=int(d),
-                        acc=pct(r.accuracy) + seed_spread(r, tr),
-                        tfm=pct(tf.accuracy),
-                        lstm=pct(worst.accuracy),
-                    )
-                )
+                said = {"task": task, "model": tr(f"long_range.model.{other}"), "d": int(d)}
+                accs = {"acc": pct(r.accuracy) + seed_spread(r, tr), "tfm": pct(tf.accuracy)}
+                out.append(("other", tr("long_range.take.other", **said, **accs, lstm=pct(worst.accuracy))))
         elif not len(lstm[1]):
-            out.append(tr("long_range.take.lstm_held", task=task, steps=steps, d=int(lstm[0]["distance"].max())))
+            said = {"task": task, "steps": steps, "d": int(lstm[0]["distance"].max())}
+            out.append(("lstm_held", tr("long_range.take.lstm_held", **said)))
         if len(tfm[1]):
             distances = listing([f"{int(r.distance)}{seed_spread(r, tr)}" for r in tfm[1].itertuples()], tr)
-            out.append(tr("long_range.take.tfm_failed", task=task, distances=distances, steps=steps))
+            out.append(("tfm_failed", tr("long_range.take.tfm_failed", task=task, distances=distances, steps=steps)))
     return out
