@@ -16,17 +16,15 @@ def init_charts(both, primary, tr):
     """At initialisation: the gradient each layer gets, at a depth picked, and the first layer's against depth."""
     ui.heading_ui(tr, "depth.init")
     init = both[(both["phase"] == "init") & (both["status"] == "ok")]
-    left, right = st.columns(2)
-    with left:
+    with st.columns([1, 2])[0]:  # the picker narrow; each chart below it the column's full width
         # 16 by default: deeper plain LSTM stacks underflow float32 at their first layers
         L = (
             ui.pick_ui(tr, tr("depth.pick.init_depth"), init["n_layers"], f"pick:{PAGE}:init", at_most=16)
             if len(init)
             else None
         )
-        ui.chart_ui(charts.init_layers_chart(both, tr, L))
-    with right:
-        ui.chart_ui(charts.first_layer_chart(both, tr))
+    ui.chart_ui(charts.init_layers_chart(both, tr, L))
+    ui.chart_ui(charts.first_layer_chart(both, tr))
 
 
 def train_charts(both, primary, tr):

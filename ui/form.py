@@ -23,12 +23,15 @@ def _label(tr, page: str, name: str) -> str:
 
 def choice_label(tr, page: str, name: str):
     """How a field's choices read: a model's name (`model.<id>`), else the page's word for it (`answers.form.scan`
-    for the field `forms`, `long_range.task.recall` for `tasks`), else the id itself."""
+    for the field `forms`, `long_range.task.recall` for `tasks`), else the id itself. A page's main form names a model
+    as the page's own charts do (`depth.model.lstm`, 'LSTM stack'), before its name elsewhere."""
     lang = st.session_state.get("lang", "en")
     base, singular = page.split(":", 1)[0], name.removesuffix("s")
+    own = (f"{base}.{singular}.{{}}", f"{base}.{name}.{{}}")
+    keys = own + ("model.{}",) if ":" not in page else ("model.{}",) + own
 
     def label(choice) -> str:
-        for key in (f"model.{choice}", f"{base}.{singular}.{choice}", f"{base}.{name}.{choice}"):
+        for key in (k.format(choice) for k in keys):
             if has_key(key, lang) or has_key(key, "en"):
                 return tr(key)
         return str(choice)

@@ -13,9 +13,9 @@ from core.charts.common import (
     Chart,
     dash_legend,
     dash_scale,
+    decades_y,
     device_subtitle,
     log_x,
-    log_y,
     run_legend_px,
     run_style,
     thin,
@@ -90,7 +90,7 @@ def _init_chart(d: pd.DataFrame, tr, x: alt.X, field: str, title: alt.TitleParam
     """Gradient norms at initialisation (log y) against `x`, a line per variant, a dash per run where there are two."""
     enc = {
         "x": x,
-        "y": log_y("grad_norm", tr("depth.axis.grad_norm")),
+        "y": decades_y("grad_norm", tr("depth.axis.grad_norm"), d["grad_norm"]),
         "color": alt.Color("variant:N", title=tr("depth.axis.variant"), sort=_order(d)),
         "tooltip": ["variant", field, alt.Tooltip("grad_norm:Q", format=".3g")],
     }
@@ -185,7 +185,7 @@ def grad_norm_chart(df: pd.DataFrame, tr) -> alt.FacetChart:
     d = d[(d["status"] == "ok") & (d["grad_norm"] > 0)].assign(clipped=lambda x: x["clipped"].astype(bool))
     d = thin(d, RUN_KEYS)
     base = Chart()
-    y = log_y("grad_norm", tr("depth.axis.grad_norm"))
+    y = decades_y("grad_norm", tr("depth.axis.grad_norm"), d["grad_norm"])
     lines = _run_lines(base.mark_line(opacity=0.8), d, tr, y, "grad_norm", ".3g", "clipped")
     events = (
         base.transform_filter("datum.clipped")
