@@ -8,7 +8,18 @@ import math
 import altair as alt
 import pandas as pd
 
-from core.charts.common import Chart, device_subtitle, lines, log_x, log_y, ok_rows, run_style, titled
+from core.charts.common import (
+    Chart,
+    covered,
+    device_subtitle,
+    lines,
+    log_x,
+    log_y,
+    ok_rows,
+    run_style,
+    titled,
+    under_band,
+)
 from core.findings import bracketed
 from core.findings.notes import note_text
 from core.models import attention
@@ -58,15 +69,33 @@ def impl_color(d: pd.DataFrame, title: str) -> alt.Color:
     return alt.Color("label:N", title=title, scale=alt.Scale(domain=labels, range=colors), legend=legend)
 
 
+COVERED_DECADES = 0.1  # two lines this close on the log-log axes draw as one line
+
+
 def _impl_lines(d: pd.DataFrame, tr, y: str, axis: str, tooltip: list) -> alt.Chart:
-    """A line per implementation (and run) against n, log-log, each in its fixed colour."""
+    """A line per implementation (and run) against n, log-log, each in its fixed colour; a line another covers (naive
+    under sdpa · math, which keeps the same n × n matrix) as a band beneath it."""
     x, y = log_x("seq_len", tr("attention_cost.axis.seq_len")), log_y(y, tr(f"attention_cost.axis.{axis}"))
     tooltip = tooltip + (["run:N"] if "run" in d else [])
     impl = tr("attention_cost.axis.impl")
     chart = lines(d, x, y, "label", impl, tooltip=tooltip).encode(color=impl_color(d, impl))
     if "run" in d and d["run"].nunique() > 1:  # the implementations' legend fills the bottom: the runs go right
         chart = chart.encode(strokeDash=run_style(d, legend_orient="right")["strokeDash"])
-    return chart
+    if "covered" not in d or not d["covered"].any():
+        return chart
+    band = under_band(Chart(d), x=x, y=y, color=impl_color(d, impl), detail="run:N" if "run" in d else "label:N")
+    return alt.layer(band, chart)
+
+
+def with_covered(d: pd.DataFrame, y: str) -> pd.DataFrame:
+    """The rows with `covered`: whether a line drawn after their own hides it (common.covered)."""
+    if not len(d):
+        return d.assign(covered=pd.Series(dtype=bool))
+    return d.assign(covered=covered(d, "seq_len", y, ["label", "run"], COVERED_DECADES, log=True))
+
+
+def _covered_note(d: pd.DataFrame, tr) -> str:
+    return tr("chart.under_band") + " " if "covered" in d and d["covered"].any() else ""
 
 
 def guides(x_min: float, x_max: float, y0: float, tr, slopes=(1, 2)) -> pd.DataFrame:
@@ -98,6 +127,7 @@ def memory_chart(df: pd.DataFrame, tr, metric: str = "saved_bytes") -> alt.Chart
     d = with_labels(_ok(df), tr)
     d = d[d[metric].notna()] if len(d) else d
     d = d.assign(mib=d[metric] / 2**20) if len(d) else d.assign(mib=pd.Series(dtype=float))
+    d = with_covered(d, "mib")
     main = _impl_lines(d, tr, "mib", metric, ["label:N", "seq_len:Q", "mib:Q", "peak_kind:N"])
     score = d.drop_duplicates(["seq_len"]).assign(score_mib=lambda x: x["analytic_bytes"] / 2**20) if len(d) else d
     one_matrix = (
@@ -106,7 +136,7 @@ def memory_chart(df: pd.DataFrame, tr, metric: str = "saved_bytes") -> alt.Chart
         .encode(x="seq_len:Q", y="score_mib:Q", tooltip=["seq_len:Q", "score_mib:Q"])
     )
     chart = alt.layer(main, *_guides(d, "mib", tr), one_matrix)
-    subtitle = tr("attention_cost.chart.memory_sub")
+    subtitle = _covered_note(d, tr) + tr("attention_cost.chart.memory_sub")
     refused = _refused(df, tr) if metric == "peak_bytes" else df.iloc[0:0]
     if len(refused):  # what the guard would not run, at its predicted size (its note said in the learner's language)
         refused = refused.assign(note=[note_text(n, tr) for n in refused["note"]])
@@ -136,13 +166,12 @@ def _refused(df: pd.DataFrame, tr) -> pd.DataFrame:
 
 
 def time_chart(df: pd.DataFrame, tr) -> alt.Chart:
-    d = with_labels(_ok(df), tr)
+    d = with_covered(with_labels(_ok(df), tr), "time_ms")
     main = _impl_lines(d, tr, "time_ms", "time_ms", ["label:N", "seq_len:Q", "time_ms:Q", "time_iqr_ms:Q"])
     att = d[[attention.IMPLS[i].mode == "train" if i in attention.IMPLS else True for i in d["impl"]]] if len(d) else d
     layers = alt.layer(main, *_guides(att, "time_ms", tr))
-    return _titled(
-        layers, tr("attention_cost.chart.time"), device_subtitle(d, tr), d["label"].nunique() if len(d) else 0
-    )
+    subtitle = _covered_note(d, tr) + device_subtitle(d, tr)
+    return _titled(layers, tr("attention_cost.chart.time"), subtitle, d["label"].nunique() if len(d) else 0)
 
 
 def wall_chart(extrap: pd.DataFrame, tr, budget_bytes: float) -> alt.Chart:

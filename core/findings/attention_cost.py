@@ -19,6 +19,7 @@ from core.harness.memory_formulas import DTYPE_BYTES, ModelShape, format_bytes, 
 from core.models import attention
 from core.models.attention import Shape
 from core.terms import status
+from core.terms.rules import EXPONENT_SPREAD
 
 WALL_LENGTHS = (8192, 32768, 131072, 524288, 1048576)
 
@@ -150,6 +151,8 @@ def growth(df: pd.DataFrame) -> list[dict]:
                 "time_slope": tail_slope(g.seq_len, g.time_ms),
                 "mem_text": exponent_text(*tail_fit(g.seq_len, mem)),
                 "time_text": exponent_text(*tail_fit(g.seq_len, g.time_ms)),
+                "mem_se": tail_fit(g.seq_len, mem)[1],
+                "time_se": tail_fit(g.seq_len, g.time_ms)[1],
                 "n_lo": g.seq_len.min(),
                 "n_hi": g.seq_len.max(),
                 "state_bytes": g.state_bytes.max(),
@@ -191,7 +194,12 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
             key = "attention_cost.take.lstm_flat" if f["state"] else "attention_cost.take.slopes"
             n_lo, n_hi, state = _fmt_n(f["n_lo"]), _fmt_n(f["n_hi"]), format_bytes(f["state_bytes"])
             slopes = {"mem_slope": f["mem_text"], "time_slope": f["time_text"]}
-            out.append(tr(key, impl=_label_text(f["label"], tr), **slopes, n_lo=n_lo, n_hi=n_hi, state=state))
+            line = tr(key, impl=_label_text(f["label"], tr), **slopes, n_lo=n_lo, n_hi=n_hi, state=state)
+            for what in ("mem", "time"):  # a wide spread said beside the exponent it belongs to
+                if f[f"{what}_se"] > EXPONENT_SPREAD:
+                    said = {"what": tr(f"attention_cost.spread.{what}"), "se": f"{f[f'{what}_se']:.2f}"}
+                    line += tr("attention_cost.take.spread", **said)
+            out.append(line)
     noisy = ok.noisy.astype(bool).sum() if "noisy" in ok else 0
     if noisy:
         out.append(tr("attention_cost.take.noisy", k=int(noisy), total=len(ok)))

@@ -7,6 +7,8 @@ here (`catalogue_values`), so a changed rule never leaves an old number in a sen
 from __future__ import annotations
 
 NOISY_IQR_FRACTION = 0.1  # a timing whose IQR is above this share of its median is flagged noisy
+# a growth exponent fitted with a standard error above this is not read as a growth rate (n¹ and n² lie 1 apart)
+EXPONENT_SPREAD = 0.2
 SOLVED = 0.9  # a recall task counts as solved at this held-out accuracy or above
 NEAR_CHANCE = 0.05  # a final accuracy less than this above chance counts as "at chance"
 SEPARATED = 0.2  # two groups of models differ on a task when their medians are this far apart (20 points)
@@ -46,6 +48,7 @@ def catalogue_values() -> dict[str, str]:
     """The rules as the catalogues' placeholders read them."""
     return {
         "noisy_pct": _pct(NOISY_IQR_FRACTION),
+        "exponent_spread": f"{EXPONENT_SPREAD:.2f}",
         "solved_pct": _pct(SOLVED),
         "near_chance_pts": _pct(NEAR_CHANCE),
         "separated_pts": _pct(SEPARATED),
