@@ -91,11 +91,12 @@ def _by_length(d: pd.DataFrame, tr, y: str, chart: str, subtitle: str, tooltip, 
     dash = alt.StrokeDash(
         "form_name:N",
         title=tr("answers.axis.form"),
-        legend=None,  # the section's intro says it: dashed = loop, dotted = chunked (no room for a second legend)
+        legend=None,  # the subtitle says it: dashed = loop, dotted = chunked (no room for a second legend)
         scale=alt.Scale(domain=[tr(f"answers.form.{f}") for f in FORMS], range=DASHES),
     )
     x, y = log_x("seq_len", tr("answers.axis.seq_len")), log_y(y, tr(f"answers.axis.{axis or y}"))
     c = _line(d, tr, x, y, tooltip, _color(d, tr), strokeDash=dash)
+    subtitle = [s for s in (subtitle, tr("answers.chart.form_dashes")) if s]
     return titled(c, tr(f"answers.chart.{chart}"), subtitle, height=TALL)
 
 
