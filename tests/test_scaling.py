@@ -194,10 +194,16 @@ def test_the_chart_has_log2_threads_the_ideal_line_and_dashed_fits():
     spec = charts.speedup_chart(rows, translator("en")).to_dict()
     layers = spec["layer"]
     assert all(la["encoding"]["x"]["scale"] == {"type": "log", "base": 2} for la in layers if "x" in la["encoding"])
-    dashed = [la for la in layers if isinstance(la["mark"], dict) and la["mark"].get("strokeDash") == [6, 4]]
+
+    def dashes(la) -> list:  # the dashes a layer's rows draw with, read from its legend's scale
+        dash = la["encoding"].get("strokeDash")
+        styles = set(pd.DataFrame(spec["datasets"][la["data"]["name"]])["style"]) if dash else ()
+        return [dash["scale"]["range"][dash["scale"]["domain"].index(s)] for s in styles]
+
+    dashed = [la for la in layers if dashes(la) == [[6, 4]]]
     assert len(dashed) == 1 and dashed[0]["encoding"]["color"]["field"] == "model"
     ideal = [la for la in layers if isinstance(la["mark"], dict) and la["mark"].get("color") == "gray"]
-    assert len(ideal) == 1
+    assert len(ideal) == 1 and dashes(ideal[0]) == [[2, 2]]
     assert "n = 256" in spec["title"]["text"] and "extrapolation" in translator("en")("serial.scaling.chart.legend")
     table = charts.fits_table(rows, translator("en"))
     assert any("extrapolated" in c for c in table.columns) and len(table) == 2

@@ -29,7 +29,9 @@ def memory_chart(df: pd.DataFrame, tr) -> alt.Chart:
     # a y title longer than the plot's 300 px pushes the chart's own title up, under the box drawn above it
     mib = tr("serial.ckpt.axis.layer_mib")
     y = alt.Y("layer_saved_mib:Q", scale=alt.Scale(type="log"), title=mib, axis=alt.Axis(titleLimit=280))
-    color = alt.Color("form:N", title=tr("serial.ckpt.axis.form"), legend=alt.Legend(orient="bottom", labelLimit=320))
+    forms = [tr(f"serial.ckpt.bptt.{b}") for b in (findings.PLAIN, findings.CHECKPOINTED)]  # colours alike in 中文
+    legend = alt.Legend(orient="bottom", labelLimit=320)
+    color = alt.Color("form:N", title=tr("serial.ckpt.axis.form"), scale=alt.Scale(domain=forms), legend=legend)
     tips = [
         alt.Tooltip("model_name:N", title=tr("serial.axis.model")),
         alt.Tooltip("form:N", title=tr("serial.ckpt.axis.form")),

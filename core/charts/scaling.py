@@ -6,10 +6,12 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core.charts.common import Chart, device_subtitle, filled_points, titled
+from core.charts.common import Chart, dash_legend, device_subtitle, filled_points, titled
 from core.findings import bracketed
 from core.findings import scaling as findings
 from core.models.registry import colors
+
+LINE_STYLES = {"measured": [1, 0], "fit": [6, 4], "ideal": [2, 2]}  # each style's dash, in the legend's order
 
 
 def speedup_chart(df: pd.DataFrame, tr, seq_len: int | None = None) -> alt.Chart:
@@ -43,17 +45,25 @@ def speedup_chart(df: pd.DataFrame, tr, seq_len: int | None = None) -> alt.Chart
         "train_ms:Q",
         *runs,
     ]
+    # what each line style is, named in a legend of its own: measured solid, the fit dashed, the ideal dotted
+    styles = {k: tr(f"serial.scaling.style.{k}", threads=f"{top:g}") for k in LINE_STYLES}
+    d, fitted, ideal = (f.assign(style=styles[k]) for f, k in ((d, "measured"), (fitted, "fit"), (ideal, "ideal")))
+    legend = dash_legend(title=None, orient="bottom", direction="vertical", labelLimit=400)  # the models' go right
+    scale = alt.Scale(domain=list(styles.values()), range=list(LINE_STYLES.values()))
+    dash = alt.StrokeDash("style:N", scale=scale, legend=legend)
     line = (
         Chart(ideal)
-        .mark_line(color="gray", strokeDash=[2, 2])
-        .encode(x=x, y=y, tooltip=[alt.Tooltip("threads:Q", title=tr("serial.scaling.ideal"))])
+        .mark_line(color="gray")
+        .encode(x=x, y=y, strokeDash=dash, tooltip=[alt.Tooltip("threads:Q", title=tr("serial.scaling.ideal"))])
     )
     points = Chart(d).mark_line(point=filled_points())
-    points = points.encode(x=x, y=y, color=color, shape=shape, detail=runs or alt.Undefined, tooltip=tips)
+    points = points.encode(
+        x=x, y=y, color=color, shape=shape, strokeDash=dash, detail=runs or alt.Undefined, tooltip=tips
+    )
     bars = Chart(d).mark_rule().encode(x=x, y=alt.Y("speedup_q25:Q"), y2="speedup_q75:Q", color=color)
     tip = ["model:N", alt.Tooltip("speedup:Q", format=".2f"), alt.Tooltip("threads:Q", format=".3g"), *runs]
-    curve = Chart(fitted).mark_line(strokeDash=[6, 4], opacity=0.8)
-    curve = curve.encode(x=x, y=y, color=color, detail=runs or alt.Undefined, tooltip=tip)
+    curve = Chart(fitted).mark_line(opacity=0.8)
+    curve = curve.encode(x=x, y=y, color=color, strokeDash=dash, detail=runs or alt.Undefined, tooltip=tip)
     title = tr("serial.scaling.chart.title", T=seq_len if seq_len is not None else "–")
     return titled(line + curve + bars + points, title, device_subtitle(d, tr))
 
