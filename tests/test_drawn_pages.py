@@ -15,6 +15,10 @@ its dashes: Vega draws a legend entry of a line drawn with points as the point's
 which for a dash-only encoding has no colour, so the Amdahl chart's and the speed-up chart's legends (and others)
 showed labels beside nothing. core.charts.common.dash_legend gives each a filled, opaque stroke symbol.
 
+Every chart gives each of its rows the same colour, dash, shape, width and panel in English and in 中文 (#58): page
+2's panels, sorted by their translated names, stood the other way round in 中文, and the checkpointed-BPTT chart
+swapped its two forms' colours.
+
 Every chart title and subtitle fits its chart: Vega cuts a line too long for a half-width chart off with "…" (the
 device a chart measured on, the end of a title), so core.charts.common.title wraps them; and each has room above its
 title (core.charts.common.PADDING), which a guide's label drawn over the plot would otherwise push off the top.
@@ -126,6 +130,52 @@ def _legend_labels_too_long(chart) -> list[str]:
     return found
 
 
+STYLED = ("color", "strokeDash", "shape", "strokeWidth", "opacity", "size", "column", "row", "facet")
+
+
+def _styles(chart) -> list[tuple[str, list]]:
+    """Each styled channel of a drawn chart (its layers, and its facet's panels), as the style every row of its data
+    gets: the scale's range at the row's place in its domain, or that place (a scheme's colour, a panel's position),
+    in the sorted order of the values where no domain or sort is given, as Vega gives them out."""
+    import pyarrow as pa
+
+    spec = json.loads(chart.proto.spec)
+    frames = {d.name: pa.ipc.open_stream(d.data.data).read_pandas() for d in chart.proto.datasets}
+    found = []
+
+    def style(enc: dict, values: pd.Series) -> list:
+        scale, sort = enc.get("scale") or {}, enc.get("sort")
+        order = scale.get("domain") or (sort if isinstance(sort, list) else None)
+        order = list(order) if order is not None else sorted(values.dropna().astype(str).unique())
+        place = [order.index(v) if v in order else None for v in values.astype(str)]
+        styles = scale.get("range")
+        return [p if p is None or not isinstance(styles, list) else styles[p % len(styles)] for p in place]
+
+    def walk(node, data: str | None, path: str):
+        if isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, data, f"{path}/{i}")
+        if not isinstance(node, dict):
+            return
+        data = (node.get("data") or {}).get("name", data) if isinstance(node.get("data"), dict) else data
+        frame = frames.get(data, pd.DataFrame())
+        channels = dict(node.get("encoding") or {})
+        facet = node.get("facet")
+        if isinstance(facet, dict):  # .facet(column=…) or .facet(facet=…)
+            channels.update(facet if "field" not in facet else {"facet": facet})
+        for channel, enc in channels.items():
+            if channel in STYLED and isinstance(enc, dict) and enc.get("type") in ("nominal", "ordinal"):
+                field = str(enc.get("field", "")).split(":")[0]
+                if field in frame:
+                    found.append((f"{path}/{channel}:{field}", style(enc, frame[field])))
+        for key, v in node.items():
+            if key not in ("datasets", "encoding", "facet", "data"):
+                walk(v, data, f"{path}/{key}")
+
+    walk(spec, None, "")
+    return found
+
+
 def _frames() -> list[pd.DataFrame]:
     gc.collect()
     return [o for o in gc.get_objects() if isinstance(o, pd.DataFrame) and len(o) >= 20]
@@ -178,3 +228,30 @@ def test_a_drawn_page_leaves_no_table_in_its_session_and_its_dash_legends_show_d
     kept = [f"{len(f)} rows × {', '.join(map(str, f.columns[:4]))}…" for f in _frames() if id(f) not in before]
     assert not kept, f"the session of a drawn {page} page still holds {len(kept)} table(s): {kept[:5]}"
     del at
+
+
+@pytest.mark.parametrize("page", ["serial", "long_range", "depth", "attention_cost", "answers"])
+def test_every_legend_styles_its_lines_alike_in_english_and_chinese(page):
+    """Each chart's colours, dashes, shapes, widths and panels give every row the same style in English and in 中文:
+    a legend's line styles mean the same thing in both languages (a style handed out in the sorted order of the
+    translated names would not)."""
+    drawn = {}
+    for lang in ("en", "zh"):
+        at = app_test(default_timeout=120)
+        at.query_params["lang"] = lang
+        at.run()
+        at.switch_page(f"pages/{page}.py").run()
+        assert not at.exception, at.exception
+        drawn[lang] = [_styles(c) for c in at.get("vega_lite_chart")]
+        del at
+    assert len(drawn["en"]) == len(drawn["zh"]), f"the {page} page draws a different number of charts in 中文"
+    differ = [f"chart {i}: {len(en)} styled channels, {len(zh)} in 中文" for i, (en, zh) in
+              enumerate(zip(drawn["en"], drawn["zh"])) if len(en) != len(zh)]  # fmt: skip
+    differ += [
+        f"chart {i} {path_en}"
+        for i, (en, zh) in enumerate(zip(drawn["en"], drawn["zh"]))
+        for (path_en, styles_en), (path_zh, styles_zh) in zip(en, zh)
+        if path_en != path_zh or styles_en != styles_zh
+    ]
+    assert not differ, f"the {page} page styles these lines differently in 中文: {differ[:5]}"
+    assert sum(len(s) for s in drawn["en"]) > 0
