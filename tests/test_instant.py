@@ -121,7 +121,7 @@ def test_depth_view_reads_each_layers_gradient_from_the_rows():
         g = init[init["model"] == model].set_index("layer")["grad_norm"]
         assert ratio == pytest.approx(g[1.0] / g[8.0])
     ratios = depth.ratios(frame)
-    assert ratios["lstm"] < 1e-3 < 0.5 < ratios["lstm_residual"]  # the plain stack fades; the residual one does not
+    assert ratios["lstm"] < 1e-3 and ratios["lstm_residual"] > 0.5  # the plain stack fades; the residual one does not
 
 
 # ---- page 4: exact bytes, written out by hand --------------------------------------------------------------------
@@ -129,21 +129,21 @@ def test_depth_view_reads_each_layers_gradient_from_the_rows():
 def test_attention_bytes_are_the_exact_formulas(n, heads, layers):
     b = attention_cost.bars(n, heads, layers).set_index("what")["bytes"]
     d = attention_cost.HEAD_DIM
-    assert b["naive"] == layers * heads * n * n * 4  # fp32 probabilities, n × n per head and layer
-    assert b["flash"] == layers * heads * n * (d * 4 + 4)  # the output and one fp32 log-sum-exp per row
+    assert b["scores"] == layers * heads * n * n * 4  # fp32 probabilities, n × n per head and layer
+    assert b["fused"] == layers * heads * n * (d * 4 + 4)  # the output and one fp32 log-sum-exp per row
     for scheme, kv_heads in (("mha", heads), ("gqa", max(1, heads // 4)), ("mqa", 1)):
         assert b[f"kv_{scheme}"] == 2 * layers * kv_heads * d * n * 2  # K and V, bf16
     doubled = attention_cost.bars(2 * n, heads, layers).set_index("what")["bytes"]
-    assert doubled["naive"] / b["naive"] == 4 and doubled["flash"] / b["flash"] == 2  # n² against n
+    assert doubled["scores"] / b["scores"] == 4 and doubled["fused"] / b["fused"] == 2  # n² against n
 
 
 def test_attention_wall_names_only_what_does_not_fit():
     frame = attention_cost.bars(65536, 32, 32)
     fits = attention_cost.wall(frame, 2**30)
     b = frame.set_index("what")["bytes"]
-    assert fits == {w: bool(b[w] <= 2**30) for w in b.index} and not fits["naive"] and fits["kv_mqa"]
+    assert fits == {w: bool(b[w] <= 2**30) for w in b.index} and not fits["scores"] and fits["kv_mqa"]
     lines = attention_cost.lines(frame, 65536, 32, 32, 2**30, translator("en"))
-    assert "naive" in lines[-1]
+    assert "n × n" in lines[-1]
 
 
 # ---- page 5: the counts, and a scan that the drawn tree really computes ------------------------------------------

@@ -87,6 +87,9 @@ def two_lines(text: str) -> list[str] | str:
     return text
 
 
+LOG_SPREAD = 30  # distances spanning this factor or more are drawn on a log axis
+
+
 def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     """Final held-out accuracy against distance, one line per model (and run): the median over seeds, a bar from the
     lowest to the highest seed; chance as a dashed rule; one panel per task."""
@@ -94,7 +97,9 @@ def accuracy_chart(df: pd.DataFrame, tr) -> alt.Chart:
     last = last.assign(covered=covered(last, "distance", "percent", ["model", "run"], COVERED_PCT, panel=("task",)))
     panels = task_names(last["task"], tr)
     last = last.assign(task=last["task"].map(panels))
-    x = alt.X("distance:Q", title=two_lines(tr("long_range.axis.distance")))  # under a narrow panel
+    spread = last["distance"].max() / max(last["distance"].min(), 1) if len(last) else 1
+    scale = alt.Scale(type="log") if spread >= LOG_SPREAD else alt.Undefined  # the chapter's 800 beside 2, 12, 36
+    x = alt.X("distance:Q", title=two_lines(tr("long_range.axis.distance")), scale=scale)  # under a narrow panel
     tooltip = tips(last, ["task", "model", "distance", "percent", "lo_pct", "hi_pct", "seeds", "step", "params", "run"])
     y = percent_axis(tr("long_range.axis.accuracy"))
     line = lines(last, x, y, "model", tr("long_range.axis.model"), tooltip=tooltip)

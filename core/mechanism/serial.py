@@ -55,7 +55,7 @@ def lines(frame: pd.DataFrame, busy: pd.DataFrame, n: int, tr) -> list[str]:
     out = []
     for model, g in frame.groupby("model", sort=False):
         r = g.iloc[0]
-        key = "serial.instant.chain" if r["steps"] > 1 else "serial.instant.one"
+        key = "serial.instant.chain" if r["steps"] > 1 else "serial.instant.single"
         per = r["total_ms"] / r["steps"]
         out.append(tr(key, model=tr(f"model.{model}"), n=f"{n:,}", steps=f"{int(r['steps']):,}",
                       per=duration(per, tr), total=duration(r["total_ms"], tr)))  # fmt: skip
