@@ -18,7 +18,7 @@ PAGE = "answers"
 tr = ui.page_ui(PAGE)
 
 
-def levels_view(tr, view):
+def levels_view(tr, shipped):
     """The instant view: the levels a loop, a scan and a chunked form wait through at the n picked (formulas)."""
     lengths = [2**k for k in range(3, 17)]  # 8 … 65,536 tokens
     n = st.select_slider(tr("answers.instant.n"), lengths, 4096, format_func="{:,}".format, key=f"instant:{PAGE}:n")

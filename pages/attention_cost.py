@@ -77,7 +77,7 @@ def wall_tables(both, primary, tr):
 INSTANT_LENGTHS = [2**k for k in range(7, 21)]  # 128 … 1,048,576 tokens
 
 
-def bytes_view(tr, view):
+def bytes_view(tr, shipped):
     """The instant view: exact bytes at the n, heads and layers picked, against this device's free memory now."""
     c1, c2, c3 = st.columns([2, 1, 1])
     n = c1.select_slider(

@@ -57,9 +57,9 @@ def during(both, primary, tr):
     return charts.loss_chart(primary, tr) if len(training) else charts.first_layer_chart(both, tr)
 
 
-def layers_view(tr, view):
+def layers_view(tr, shipped):
     """The instant view: each layer's gradient at initialisation in stacks of the depth picked (reference rows)."""
-    rows = ui.reference_rows(view.both)
+    rows = ui.reference_rows(shipped)
     depths = stack.depths(rows)
     if not depths:
         return None

@@ -158,7 +158,7 @@ def train_notes(tr, view):
         )
 
 
-def reach_view(tr, view):
+def reach_view(tr, shipped):
     """The instant view: the gradient from token d back to token 0 at initialisation (the gradient-reach reference)
     and trained recall at the farthest distance trained up to d (the reference's rows)."""
     reach_rows, _ = ui.reference_ui_data(gradient_reach.EXPERIMENT.name)
@@ -167,8 +167,7 @@ def reach_view(tr, view):
         return None
     d = st.slider(tr("long_range.instant.d"), 1, int(frame["distance"].max()), long_range.FAR, key=f"instant:{PAGE}:d")
     ui.chart_ui(mechanism_charts.spec(mechanism_charts.reach_chart(frame, d, tr)))
-    shipped = view.both[view.both["source"] == "reference"]  # every reference run: the farthest may be its own
-    return far.lines(frame, far.trained(shipped, d), d, tr), "rows"
+    return far.lines(frame, far.trained(shipped, d), d, tr), "rows"  # every run: the farthest may be its own
 
 
 TRAIN = ui.Section(

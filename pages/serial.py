@@ -70,9 +70,9 @@ def scaling_story(tr, view):
     st.dataframe(scaling_charts.fits_table(view.both[view.both["seq_len"] == T], tr), hide_index=True)
 
 
-def chain_view(tr, view):
+def chain_view(tr, shipped):
     """The instant view: the dependent steps of one training step at the n picked, timed from the reference rows."""
-    rows = ui.reference_rows(view.both)
+    rows = ui.reference_rows(shipped)
     lengths = chain.lengths(rows)
     if not lengths:
         return None

@@ -25,6 +25,7 @@ from ui.data import (
     chart_ui,
     gpu_reference,
     reference_rows,
+    reference_ui_data,
     shown_data,
     status_ui,
     table_ui,
@@ -62,7 +63,7 @@ class Section:
     # while a run measures, under its progress bar: a chart cell (both, primary, tr) → chart of the rows so far, drawn
     # again as they come (so one that only returns a chart: a widget drawn twice would clash); None: no such chart
     during: Callable | None = None
-    # the section's instant view: (tr, View) → (lines, source) or None, drawing a slider and what it moves at once
+    # the section's instant view: (tr, reference rows) → (lines, source) or None, drawing a slider and what it moves at once
     # (core.mechanism), in a fragment under the takeaways once answered; its texts are '<page>.instant.*', its source
     # 'rows' or 'formula'
     instant: Callable | None = None
@@ -135,8 +136,9 @@ def _charts_ui(tr, charts, both, primary) -> None:
                         chart_ui(chart)
 
 
-def instant_ui(tr, s: Section, view: View) -> None:
-    """Section `s`'s instant view, in a fragment: moving its slider reruns the view alone, not the page. Its
+def instant_ui(tr, s: Section) -> None:
+    """Section `s`'s instant view, in a fragment: moving its slider reruns the view alone, not the page. It reads the
+    section's reference rows (every device's) afresh from the cache, so the session keeps no table for it. Its
     container's key (`instant-<section key>`) is what a browser benchmark finds it by."""
 
     @st.fragment
@@ -148,7 +150,7 @@ def instant_ui(tr, s: Section, view: View) -> None:
             with st.container(border=True, key="instant-" + s.key.replace(":", "-")):
                 st.markdown(f"**{tr(f'{s.page}.instant.title')}**")
                 st.markdown(tr(f"{s.page}.instant.intro"))
-                said = s.instant(tr, view)
+                said = s.instant(tr, reference_ui_data(s.experiment.name)[0])
                 if said:
                     lines, source = said
                     st.markdown("\n".join(f"- {line}" for line in lines))
@@ -231,7 +233,7 @@ def section_ui(tr, s: Section, views: dict | None = None, prediction: Prediction
             later = [line for line in view.lines if line not in in_view]
         takeaways_ui(tr, in_view)
         if revealed_now() and s.instant is not None:  # never before the answer, whatever the gate
-            instant_ui(tr, s, view)
+            instant_ui(tr, s)
         with st.expander(tr("ui.details")):
             if revealed:
                 status_ui(tr, both)

@@ -7,17 +7,18 @@ import json
 import altair as alt
 import pandas as pd
 
-from core.charts.common import Chart, titled
+from core.charts.common import Chart, decades_y, titled
 
 RULE = "black"  # the slider's setting, drawn as a dashed rule
 from core.mechanism import answers as answers_view
 from core.models import registry
 
 
-def model_color(models, tr, title: str, legend: bool = True) -> alt.Color:
-    """Each model's own colour, named in the page's language (in a legend below the plot, unless `legend` is off)."""
+def model_color(models, tr, title: str, legend: bool = True, names: str = "model") -> alt.Color:
+    """Each model's own colour, named in the page's language by its `<names>.<model>` key (in a legend below the
+    plot, unless `legend` is off)."""
     domain, colors = registry.colors(models)
-    label = "".join(f"datum.label === {json.dumps(m)} ? {json.dumps(tr(f'model.{m}'))} : " for m in domain)
+    label = "".join(f"datum.label === {json.dumps(m)} ? {json.dumps(tr(f'{names}.{m}'))} : " for m in domain)
     shown = alt.Legend(labelExpr=label + "datum.label", orient="bottom") if legend else None
     return alt.Color("model:N", title=title, scale=alt.Scale(domain=domain, range=colors), legend=shown)
 
@@ -69,17 +70,16 @@ def drawn_distances(d: int, most: int = 1000) -> set[int]:
 
 def spec(chart: alt.Chart) -> dict:
     """The chart's spec without Altair's schema check (tests/test_instant.py validates every chart)."""
-    return chart.to_dict(validate=False)
+    return {**chart.to_dict(validate=False), "usermeta": {"instant": True}}  # a test tells it from a result chart
 
 
 def layers_chart(frame: pd.DataFrame, n_layers: int, tr) -> alt.Chart:
     """Page 3: each layer's gradient norm at initialisation (log y), one line per stack."""
     x = alt.X("layer:Q", title=tr("depth.instant.axis.layer"), scale=alt.Scale(domain=[1, max(2, n_layers)]),
               axis=alt.Axis(tickMinStep=1, format="d"))  # fmt: skip
-    y = alt.Y("grad_norm:Q", scale=alt.Scale(type="log"), axis=alt.Axis(format=".0e"),
-              title=tr("depth.instant.axis.grad"))  # fmt: skip
+    y = decades_y("grad_norm", tr("depth.instant.axis.grad"), frame["grad_norm"])  # ticks as the page's own charts
     c = Chart(frame).mark_line(point=True).encode(
-        x=x, y=y, color=model_color(frame["model"], tr, tr("depth.instant.axis.model")),
+        x=x, y=y, color=model_color(frame["model"], tr, tr("depth.instant.axis.model"), names="depth.model"),
         tooltip=["model:N", "layer:Q", alt.Tooltip("grad_norm:Q", format=".2e")],
     )  # fmt: skip
     sub = tr("depth.instant.chart.sub", n=n_layers)
@@ -100,7 +100,9 @@ def bytes_chart(frame: pd.DataFrame, memory_bytes: float, tr) -> alt.Chart:
     x = alt.X("bytes:Q", scale=alt.Scale(type="log", domain=[BYTES_FLOOR, top]),
               title=tr("attention_cost.instant.axis.bytes"), axis=alt.Axis(format="~s"))  # fmt: skip
     y = alt.Y("name:N", sort=list(d["name"]), title=None, axis=alt.Axis(labelLimit=LABELS_PX))
-    color = alt.Color("group:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=LABELS_PX * 2))
+    groups = [tr(f"attention_cost.instant.kind.{k}") for k in ("train", "decode")]  # in this order, in any language
+    legend = alt.Legend(orient="bottom", direction="vertical", labelLimit=LABELS_PX * 2)
+    color = alt.Color("group:N", title=None, legend=legend, scale=alt.Scale(domain=groups))
     bars = Chart(d).mark_bar(height=18).encode(
         x=x, x2="floor:Q", y=y, color=color, opacity=alt.condition("datum.fits", alt.value(1.0), alt.value(0.45)),
         tooltip=["name:N", alt.Tooltip("bytes:Q", format=",")],
@@ -132,7 +134,8 @@ def tree_chart(n: int, tr) -> alt.Chart:
     t = answers_view.tree(n)
     t = t.assign(sweep_name=t["sweep"].map(lambda s: tr(f"answers.instant.sweep.{s}")))
     y = alt.Y("level:O", title=tr("answers.instant.axis.level"))
-    color = alt.Color("sweep_name:N", title=None, legend=alt.Legend(orient="bottom"))
+    order = [tr(f"answers.instant.sweep.{s}") for s in ("up", "down")]  # the sweeps' order, in any language
+    color = alt.Color("sweep_name:N", title=None, legend=alt.Legend(orient="bottom"), scale=alt.Scale(domain=order))
     edges = Chart(t).mark_rule(strokeWidth=2).encode(x=alt.X("from:Q", title=tr("answers.instant.axis.position")),
                                                      x2="to:Q", y=y, color=color)  # fmt: skip
     ends = Chart(t).mark_point(filled=True, size=50).encode(x="to:Q", y=y, color=color)
