@@ -23,9 +23,12 @@ SURPRISE_MAX = 8.0  # bits: the darkest shade (a uniform guess over 256 bytes)
 # the count baselines: greys, no model's colour (counting dark, counting that copies light)
 BASELINE_COLORS = {findings.NGRAM: "#444444", findings.NGRAM_COPY: "#9a9a9a"}
 GAIN_COLOR = "#888888"  # the question's threshold and zero on the copy chart
+LEGEND_COLUMNS = 3  # model legends wrap after this many names (HALF_COLUMNS in a half-width chart): none is cut
+HALF_COLUMNS = 2
+HALF_HEIGHT = 380  # a half-width chart's height: room for its legend's rows under the plot
 
 
-def model_color(models, tr) -> alt.Color:
+def model_color(models, tr, columns: int = LEGEND_COLUMNS) -> alt.Color:
     """One colour per model, from its record (as on every page), the count baselines grey; the legend says each name
     in the page's language."""
     domain, colors = registry.colors(list(dict.fromkeys(models)))
@@ -35,7 +38,7 @@ def model_color(models, tr) -> alt.Color:
         "model:N",
         title=None,
         scale=alt.Scale(domain=domain, range=colors),
-        legend=alt.Legend(labelExpr=label + "datum.label", orient="bottom", labelLimit=320),
+        legend=alt.Legend(labelExpr=label + "datum.label", orient="bottom", labelLimit=320, columns=columns),
     )
 
 
@@ -56,7 +59,9 @@ def drawn_positions(window: int, most: int = POSITIONS_DRAWN) -> np.ndarray:
 def _dashed(d: pd.DataFrame, x, y, field: str, order: list, patterns: list, tooltip: list, tr) -> alt.Chart:
     """A line per (model, seed, `field`): coloured by model, dashed by `field` (its values in `order`)."""
     scale = alt.Scale(domain=order, range=patterns)
-    dash = alt.StrokeDash(f"{field}:N", title=None, sort=order, scale=scale, legend=dash_legend(orient="bottom"))
+    dash = alt.StrokeDash(
+        f"{field}:N", title=None, sort=order, scale=scale, legend=dash_legend(orient="bottom", labelLimit=320)
+    )
     color = model_color(d["model"], tr)
     detail = ["seed", field] + _detail(d)[1:]
     return Chart(d).encode(x=x, y=y, color=color, strokeDash=dash, detail=detail, tooltip=tips(d, tooltip))
@@ -104,7 +109,7 @@ def copy_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     rule = Chart(rules).mark_rule(color=GAIN_COLOR).encode(y="gain:Q", strokeDash=dash, tooltip=["label", "gain"])
     windows = int(d["n_bytes"].max() // COPY_SCORED) if "n_bytes" in d else 0
     sub = [tr("long_range.text.chart.copy_sub", windows=f"{windows:,}"), device_subtitle(d, tr)]
-    return titled(alt.layer(rule, line), tr("long_range.text.chart.copy"), sub, height=320)
+    return titled(alt.layer(rule, line), tr("long_range.text.chart.copy"), sub, height=440)
 
 
 def position_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
@@ -160,7 +165,7 @@ def context_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
         axis=alt.Axis(labelExpr="datum.value == 1 ? '0' : datum.label"),
     )
     y = alt.Y("bits_per_byte:Q", scale=alt.Scale(zero=False), title=tr("long_range.text.axis.bits"))
-    color = model_color(d["model"], tr)
+    color = model_color(d["model"], tr, HALF_COLUMNS)
     line = (
         Chart(d)
         .mark_line(point=True, strokeWidth=1.5)
@@ -198,7 +203,7 @@ def context_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
         tr("long_range.text.chart.context_sub", context_within_pct=f"{100 * CONTEXT_WITHIN:.0f}"),
         device_subtitle(d, tr),
     ]
-    return titled(line, tr("long_range.text.chart.context", tail=tail), sub)
+    return titled(line, tr("long_range.text.chart.context", tail=tail), sub, height=HALF_HEIGHT)
 
 
 def recall_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
@@ -211,7 +216,7 @@ def recall_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     order = [tr("long_range.text.split.recall"), tr("long_range.text.split.other")]
     x = alt.X("part:N", title=None, sort=order, axis=alt.Axis(labelAngle=0))
     y = alt.Y("bits_per_byte:Q", title=tr("long_range.text.axis.bits"))
-    color = model_color(d["model"], tr)
+    color = model_color(d["model"], tr, HALF_COLUMNS)
     bars = (
         Chart(mean)
         .mark_bar(opacity=0.8)
@@ -236,7 +241,7 @@ def recall_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     n = d.drop_duplicates(["split"]).set_index("split")["n_bytes"] if "n_bytes" in d else pd.Series(dtype=float)
     share = 100 * n.get("recall", 0) / max(1, n.sum())
     sub = [tr("long_range.text.chart.recall_sub", share=f"{share:.1f}"), device_subtitle(d, tr)]
-    return titled(alt.layer(bars, ticks), tr("long_range.text.chart.recall"), sub)
+    return titled(alt.layer(bars, ticks), tr("long_range.text.chart.recall"), sub, height=HALF_HEIGHT)
 
 
 CURVES = ("heldout", "copy_first", "copy_repeat")  # the training curves drawn, solid, dashed, dotted
@@ -263,6 +268,7 @@ def curves_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     y = alt.Y("bits_per_byte:Q", scale=_late_range(d, "x"), title=tr("long_range.text.axis.bits"))
     tooltip = ["model", "seed", "what", "x", "seconds", "bits_per_byte"]
     line = _dashed(d, x, y, "what", order, [[1, 0], [6, 4], [2, 2]], tooltip, tr).mark_line(strokeWidth=1.5, clip=True)
+    line = line.encode(color=model_color(d["model"], tr).legend(None))  # each panel is headed by its model
     panels = list(dict.fromkeys(d["panel"]))
     chart = line.properties(width=200, height=220).facet(
         column=alt.Column("panel:N", title=None, sort=panels, header=alt.Header(labelFontSize=12))
@@ -306,9 +312,8 @@ def time_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
             .encode(x="when:Q", y="bits:Q", color=color, tooltip=["model", "seed", "when", "bits", "total", "final"])
         )
     # no device line: the rows' device read the logs; the seconds are the training machine's (the caption says so)
-    return titled(
-        alt.layer(*layers), tr("long_range.text.chart.time"), tr("long_range.text.chart.time_sub", fastest=fastest)
-    )
+    sub = tr("long_range.text.chart.time_sub", fastest=fastest)
+    return titled(alt.layer(*layers), tr("long_range.text.chart.time"), sub, height=380)
 
 
 def race_chart(race: pd.DataFrame, shipped: pd.DataFrame, tr) -> alt.Chart | None:
