@@ -8,6 +8,7 @@ import streamlit as st
 from core.charts import long_range as charts
 from core.charts import mechanism as mechanism_charts
 from core.charts import real_text as text_charts
+from core.charts import text_training as training_charts
 from core.config import make_config
 from core.experiments import gradient_reach, long_range, real_text, recall_map, text_race
 from core.findings import listing
@@ -200,8 +201,8 @@ with text_tab:
             (ui.both(text_charts.copy_chart),),
             (ui.both(text_charts.position_chart),),
             (ui.both(text_charts.context_chart), ui.both(text_charts.recall_chart)),
-            (ui.both(text_charts.curves_chart),),
-            (ui.both(text_charts.time_chart),),
+            (ui.both(training_charts.curves_chart),),
+            (ui.both(training_charts.time_chart),),
         ),
         method="long_range.text",
     )
@@ -249,7 +250,7 @@ with text_tab:
     # ---- 6 · the race, live: the LSTM and the Transformer from scratch, the same seconds each ----------------------
     def race_cell(both, primary, tr):
         shipped, _ = ui.reference_ui_data(real_text.EXPERIMENT.name)
-        return text_charts.race_chart(both, shipped, tr)
+        return training_charts.race_chart(both, shipped, tr)
 
     RACE = ui.Section(
         f"{PAGE}:race",

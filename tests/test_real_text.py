@@ -488,7 +488,7 @@ def test_the_context_sentence_matches_each_curves_shape(shipped):
 
 
 def test_the_training_sentences_and_charts_hold_in_the_rows(shipped):
-    from core.charts import real_text as charts
+    from core.charts import text_training as charts
 
     lines = findings.takeaways(shipped, tr)
     tc = _of(shipped, "train_curve")

@@ -1,6 +1,6 @@
 """Charts of the real-text section (long-range page): the copy probe's gain against its control, loss by position with
-the published marks, the context cut-off with each model's effective context, the recall split, the shipped training
-curves against bytes and against seconds, the race, and a pasted text's bytes shaded by each model's surprise."""
+the published marks, the context cut-off with each model's effective context, the recall split, and a pasted text's
+bytes shaded by each model's surprise; training against bytes and seconds is core.charts.text_training's."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.charts.common import PADDING, Chart, dash_legend, dash_scale, device_subtitle, ok_rows, tips, title, titled
+from core.charts.common import PADDING, Chart, dash_legend, device_subtitle, ok_rows, tips, titled
 from core.findings import real_text as findings
 from core.models import registry
 from core.terms.rules import CONTEXT_WITHIN, COPY_GAIN_BITS
@@ -42,12 +42,12 @@ def model_color(models, tr, columns: int = LEGEND_COLUMNS) -> alt.Color:
     )
 
 
-def _measure(df: pd.DataFrame, measure: str) -> pd.DataFrame:
+def measure_rows(df: pd.DataFrame, measure: str) -> pd.DataFrame:
     d = ok_rows(df)
     return d[d["measure"] == measure] if len(d) and "measure" in d else d.iloc[0:0]
 
 
-def _detail(d: pd.DataFrame) -> list:
+def seed_detail(d: pd.DataFrame) -> list:
     return ["seed"] + (["run"] if "run" in d and d["run"].nunique() > 1 else [])
 
 
@@ -56,14 +56,14 @@ def drawn_positions(window: int, most: int = POSITIONS_DRAWN) -> np.ndarray:
     return np.unique(np.geomspace(1, window, most).round().astype(int))
 
 
-def _dashed(d: pd.DataFrame, x, y, field: str, order: list, patterns: list, tooltip: list, tr) -> alt.Chart:
+def dashed_lines(d: pd.DataFrame, x, y, field: str, order: list, patterns: list, tooltip: list, tr) -> alt.Chart:
     """A line per (model, seed, `field`): coloured by model, dashed by `field` (its values in `order`)."""
     scale = alt.Scale(domain=order, range=patterns)
     dash = alt.StrokeDash(
         f"{field}:N", title=None, sort=order, scale=scale, legend=dash_legend(orient="bottom", labelLimit=320)
     )
     color = model_color(d["model"], tr)
-    detail = ["seed", field] + _detail(d)[1:]
+    detail = ["seed", field] + seed_detail(d)[1:]
     return Chart(d).encode(x=x, y=y, color=color, strokeDash=dash, detail=detail, tooltip=tips(d, tooltip))
 
 
@@ -81,7 +81,7 @@ def copy_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     """The copy probe's gain, control − repeat (bits per byte a span's second copy cost less than the same span at the
     same place with no first copy), against the distance between the copies, a line per (model, seed); the question's
     threshold and zero as grey rules: the section's picture."""
-    d = _measure(df, "copy")
+    d = measure_rows(df, "copy")
     g = copy_gains(d)
     if not len(g):
         return None
@@ -100,7 +100,7 @@ def copy_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
             x=x,
             y=y,
             color=model_color(g["model"], tr),
-            detail=_detail(g),
+            detail=seed_detail(g),
             tooltip=[*tips(g, ["model", "seed", "x"]), *numbers, *tips(g, ["run"])],
         )
     )
@@ -115,7 +115,7 @@ def copy_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
 def position_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     """Bits per byte against the bytes of context read (log x), a line per (model, seed); the published marks as
     grey rules at their position in bytes (findings.marks)."""
-    d = _measure(df, "position")
+    d = measure_rows(df, "position")
     if not len(d):
         return None
     d = d[d["x"].isin(drawn_positions(int(d["x"].max())))]
@@ -132,7 +132,7 @@ def position_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
             x=x,
             y=y,
             color=model_color(d["model"], tr),
-            detail=_detail(d),
+            detail=seed_detail(d),
             tooltip=tips(d, ["model", "seed", "x", "bits_per_byte", "n_bytes", "run"]),
         )
     )
@@ -154,7 +154,7 @@ def context_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     """The tail's bits per byte against the context given (x = 0 at the left, then log), each model's effective
     context a filled diamond, or, where its curve rises again (findings.effective_context's `rises`), its lowest
     point a filled circle."""
-    d = _measure(df, "context")
+    d = measure_rows(df, "context")
     if not len(d):
         return None
     d = d.assign(shown=d["x"].clip(lower=1))  # x = 0 (no context) is drawn at 1 on the log axis, labelled 0
@@ -170,7 +170,11 @@ def context_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
         Chart(d)
         .mark_line(point=True, strokeWidth=1.5)
         .encode(
-            x=x, y=y, color=color, detail=_detail(d), tooltip=tips(d, ["model", "seed", "x", "bits_per_byte", "run"])
+            x=x,
+            y=y,
+            color=color,
+            detail=seed_detail(d),
+            tooltip=tips(d, ["model", "seed", "x", "bits_per_byte", "run"]),
         )
     )
     eff = findings.effective_context(d)
@@ -208,7 +212,7 @@ def context_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
 
 def recall_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     """Bits per byte on recall bytes and on the others, a bar per model (the mean over seeds), a tick per seed."""
-    d = _measure(df, "recall_split")
+    d = measure_rows(df, "recall_split")
     if not len(d):
         return None
     d = d.assign(part=d["split"].map(lambda s: tr(f"long_range.text.split.{s}")))
@@ -242,141 +246,6 @@ def recall_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
     share = 100 * n.get("recall", 0) / max(1, n.sum())
     sub = [tr("long_range.text.chart.recall_sub", share=f"{share:.1f}"), device_subtitle(d, tr)]
     return titled(alt.layer(bars, ticks), tr("long_range.text.chart.recall"), sub, height=HALF_HEIGHT)
-
-
-CURVES = ("heldout", "copy_first", "copy_repeat")  # the training curves drawn, solid, dashed, dotted
-CURVES_FROM = 0.25  # the y range fits the curves from this share of training on; the first fall runs off the top
-
-
-def _late_range(d: pd.DataFrame, along: str) -> alt.Scale:
-    """A y scale that fits the curves from CURVES_FROM of the way along `along` on: the first fall runs off the top."""
-    late = d[d[along] >= CURVES_FROM * d[along].max()]["bits_per_byte"]
-    top = float(late.max()) + 0.2 if len(late) else float(d["bits_per_byte"].max())
-    return alt.Scale(domain=[float(d["bits_per_byte"].min()) - 0.1, top], nice=False)
-
-
-def curves_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
-    """The shipped models' held-out bits per byte against bytes trained on (solid) and the copy probe of their
-    training logs, its first copy (dashed) and its second (dotted): a panel per model, a line per (seed, what)."""
-    d = _measure(df, "train_curve")
-    d = d[d["split"].isin(CURVES)] if len(d) else d
-    if not len(d):
-        return None
-    order = [tr(f"long_range.text.curve.{k}") for k in CURVES]
-    d = d.assign(what=d["split"].map(dict(zip(CURVES, order))), panel=d["model"].map(lambda m: tr(f"model.{m}")))
-    x = alt.X("x:Q", title=tr("long_range.text.axis.bytes"), axis=alt.Axis(format="~s", tickCount=4))
-    y = alt.Y("bits_per_byte:Q", scale=_late_range(d, "x"), title=tr("long_range.text.axis.bits"))
-    tooltip = ["model", "seed", "what", "x", "seconds", "bits_per_byte"]
-    line = _dashed(d, x, y, "what", order, [[1, 0], [6, 4], [2, 2]], tooltip, tr).mark_line(strokeWidth=1.5, clip=True)
-    line = line.encode(color=model_color(d["model"], tr).legend(None))  # each panel is headed by its model
-    panels = list(dict.fromkeys(d["panel"]))
-    chart = line.properties(width=200, height=220).facet(
-        column=alt.Column("panel:N", title=None, sort=panels, header=alt.Header(labelFontSize=12))
-    )
-    probe = int(d["probe"].dropna().iloc[0]) if "probe" in d and d["probe"].notna().any() else None
-    sub = tr("long_range.text.chart.curves_sub", probe=f"{probe:,}" if probe else "?")
-    return chart.properties(title=title(tr("long_range.text.chart.curves"), sub), padding=PADDING)
-
-
-def time_chart(df: pd.DataFrame, tr) -> alt.Chart | None:
-    """The shipped models' held-out bits per byte against their seconds of training, a line per (model, seed); a grey
-    rule where each seed's fastest model ended, and a dot on each model's last reading by then
-    (findings.equal_time)."""
-    d = _measure(df, "train_curve")
-    d = d[(d["split"] == "heldout") & d["seconds"].notna()] if len(d) else d
-    if not len(d):
-        return None
-    x = alt.X(
-        "seconds:Q",
-        title=tr("long_range.text.axis.seconds"),
-        axis=alt.Axis(format=",d"),
-        scale=alt.Scale(domain=[0, float(d["seconds"].max())], nice=False),
-    )
-    y = alt.Y("bits_per_byte:Q", scale=_late_range(d, "seconds"), title=tr("long_range.text.axis.bits"))
-    color = model_color(d["model"], tr)
-    tooltip = tips(d, ["model", "seed", "seconds", "x", "bits_per_byte", "run"])
-    layers = [
-        Chart(d).mark_line(strokeWidth=1.5, clip=True).encode(x=x, y=y, color=color, detail=_detail(d), tooltip=tooltip)
-    ]
-    eq = findings.equal_time(d)
-    fastest = ""
-    if len(eq):
-        fastest = tr(f"model.{eq['fastest'].iloc[0]}")
-        ends = eq.drop_duplicates("seed")[["seed", "at"]].assign(label=tr("long_range.text.equal_time"))
-        layers.append(
-            Chart(ends).mark_rule(color="#888", strokeDash=[4, 3]).encode(x="at:Q", tooltip=["label", "seed", "at"])
-        )
-        layers.append(
-            Chart(eq)
-            .mark_point(size=70, filled=True, opacity=0.95)
-            .encode(x="when:Q", y="bits:Q", color=color, tooltip=["model", "seed", "when", "bits", "total", "final"])
-        )
-    # no device line: the rows' device read the logs; the seconds are the training machine's (the caption says so)
-    sub = tr("long_range.text.chart.time_sub", fastest=fastest)
-    return titled(alt.layer(*layers), tr("long_range.text.chart.time"), sub, height=380)
-
-
-def race_chart(race: pd.DataFrame, shipped: pd.DataFrame, tr) -> alt.Chart | None:
-    """Held-out bits per byte against seconds of training: this race's models (solid) and, dashed, the shipped
-    models' curves (the same models' first seed) over the same seconds."""
-    r = ok_rows(race)
-    r = r[r["heldout_bits"].notna()] if len(r) else r
-    if not len(r):
-        return None
-    models = list(dict.fromkeys(r["model"]))
-    parts = [
-        pd.DataFrame(
-            {
-                "model": r["model"],
-                "seconds": r["seconds"],
-                "bits": r["heldout_bits"],
-                "line": tr("long_range.race.run_race") + (" · " + r["run"] if "run" in r else ""),
-                "step": r["step"],
-            }
-        )
-    ]
-    s = _measure(shipped, "train_curve") if shipped is not None and len(shipped) else pd.DataFrame()
-    if len(s):
-        s = s[(s["split"] == "heldout") & s["model"].isin(models) & (s["seed"] == s["seed"].min())]
-        s = s[s["seconds"] <= max(r["seconds"].max() * 1.5, s["seconds"].min() + 1)]
-        parts.append(
-            pd.DataFrame(
-                {
-                    "model": s["model"],
-                    "seconds": s["seconds"],
-                    "bits": s["bits_per_byte"],
-                    "line": tr("long_range.race.run_shipped"),
-                    "step": None,
-                }
-            )
-        )
-    d = pd.concat(parts, ignore_index=True)
-    x = alt.X("seconds:Q", title=tr("long_range.text.axis.seconds"))
-    y = alt.Y("bits:Q", scale=alt.Scale(zero=False), title=tr("long_range.text.axis.bits"))
-    dash = alt.StrokeDash(
-        "line:N", title=None, legend=dash_legend(orient="bottom", labelLimit=400), scale=dash_scale(d["line"])
-    )
-    line = (
-        Chart(d)
-        .mark_line(point=True, strokeWidth=1.8)
-        .encode(
-            x=x,
-            y=y,
-            color=model_color(d["model"], tr),
-            strokeDash=dash,
-            detail="line:N",
-            tooltip=[
-                "model",
-                "line",
-                alt.Tooltip("seconds:Q", format=".1f"),
-                alt.Tooltip("bits:Q", format=".3f"),
-                "step",
-            ],
-        )
-    )
-    window = int(race["window"].iloc[0]) if "window" in race and len(race) else 0
-    sub = [tr("long_range.race.chart_sub", window=f"{window:,}"), device_subtitle(r, tr)]
-    return titled(line, tr("long_range.race.chart"), sub)
 
 
 def text_grid(shown: list[str], columns: int = TEXT_COLUMNS) -> pd.DataFrame:

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from core.config import Experiment, spec
 from core.experiments.common import Rows
-from core.findings.real_text import race_takeaways
+from core.findings.text_training import race_takeaways
 from core.harness import cancel
 from core.harness.device import DEVICES, environment, resolve_device, synchronize
 from core.models import registry

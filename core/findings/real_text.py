@@ -1,7 +1,7 @@
 """What the real-text rows say: whether each model beats the count baselines (counting, and counting that copies),
 the copy probe (a span's repeat against the control, the same span at the same place with no first copy), each
-model's effective context or the shape of its context curve, training cost in seconds, and where the Transformer's
-lead lives.
+model's effective context or the shape of its context curve, and where the Transformer's lead lives; what the
+training logs say is core.findings.text_training's, the reading of rows they share core.findings.text_rows'.
 
 Olsson et al. 2022: with induction heads a span's second occurrence costs a fraction of its first. Kaplan et al.
 2020 (Fig. 7, §3.2.1, App. D.5): an LSTM plateaus after fewer than 100 tokens while a Transformer keeps improving,
@@ -15,17 +15,11 @@ import math
 
 import pandas as pd
 
-from core.findings import clauses, listing
+from core.findings import clauses, listing, text_training
+from core.findings.text_rows import BASELINES, NGRAM, NGRAM_COPY, measured, pair, per_model, seeds_said, signed, span
 from core.harness.fit import loglog_fit
-from core.models import registry
-from core.models.registry import ATTENTION, RECURRENT
-from core.terms import status
-from core.terms.rules import BYTES_PER_TOKEN, CONTEXT_WITHIN, COPY_ASKED_AT, COPY_GAIN_BITS, FLAT_BITS
+from core.terms.rules import BYTES_PER_TOKEN, CONTEXT_WITHIN, COPY_ASKED_AT, COPY_GAIN_BITS
 
-SAME_SPEED = 0.1  # a race's two models read "about the same bytes a second" when their rates differ by less than this
-NGRAM = "ngram"  # the count baseline's rows (core.experiments.real_text)
-NGRAM_COPY = "ngram_copy"  # the count baseline with a copy rule (core.training.ngram.CopyNGram)
-BASELINES = (NGRAM, NGRAM_COPY)
 FIT_FROM = 8  # the power-law fit reads positions from here on (the first bytes of a window are a different regime)
 # published marks over our curves: (source, position in its tokens, label key), drawn at BYTES_PER_TOKEN
 MARKS = (("kaplan", 100, "long_range.text.mark.kaplan"), ("khandelwal", 200, "long_range.text.mark.khandelwal"))
@@ -38,18 +32,6 @@ def marks(tr) -> pd.DataFrame:
     )
 
 
-def _ok(df: pd.DataFrame, measure: str) -> pd.DataFrame:
-    if df is None or not len(df) or "measure" not in df:
-        return pd.DataFrame(columns=["model", "seed", "measure", "x", "bits_per_byte", "n_bytes", "split", "status"])
-    return df[(df["measure"] == measure) & (df["status"] == status.OK)]
-
-
-def pair(names) -> tuple[str | None, str | None]:
-    """(the Transformer, the LSTM) among `names`: the chapter's representatives of attention and recurrence."""
-    names = list(dict.fromkeys(names))
-    return registry.representative(ATTENTION, names), registry.representative(RECURRENT, names)
-
-
 COPY_COLUMNS = ["model", "seed", "x", "first", "repeat", "control", "gain"]
 
 
@@ -57,7 +39,7 @@ def copy_gain(df: pd.DataFrame) -> pd.DataFrame:
     """Per (model, seed, x = distance): bits per byte on the span's first copy, on its repeat, on the control (the
     repeat's bytes at the same place with no first copy), and gain = control − repeat (what having read it x bytes
     earlier saved). Rows without a control (a CSV of an older probe) give nothing."""
-    cp = _ok(df, "copy")
+    cp = measured(df, "copy")
     if not len(cp):
         return pd.DataFrame(columns=COPY_COLUMNS)
     wide = cp.pivot_table(index=["model", "seed", "x"], columns="split", values="bits_per_byte", sort=False)
@@ -87,7 +69,7 @@ def asked_copy(df: pd.DataFrame) -> pd.DataFrame:
 def against_baseline(df: pd.DataFrame, baseline: str = NGRAM) -> pd.DataFrame:
     """Per (model, seed), baselines left out: mean bits per byte over every position of the windows read (`bits`),
     the `baseline`'s on the same windows (`baseline`), and whether the model beats it (`beats`)."""
-    pos = _ok(df, "position")
+    pos = measured(df, "position")
     if not len(pos) or baseline not in set(pos["model"]):
         return pd.DataFrame(columns=["model", "seed", "bits", "baseline", "beats"])
     mean = pos.groupby(["model", "seed"], sort=False)["bits_per_byte"].mean().reset_index(name="bits")
@@ -98,7 +80,7 @@ def against_baseline(df: pd.DataFrame, baseline: str = NGRAM) -> pd.DataFrame:
 
 def power_law(df: pd.DataFrame) -> pd.DataFrame:
     """Per (model, seed): bits ≈ a·x^b fitted over positions x ≥ FIT_FROM; b the exponent (Kaplan's App. D.5)."""
-    pos = _ok(df, "position")
+    pos = measured(df, "position")
     rows = []
     for (model, seed), g in pos.groupby(["model", "seed"], sort=False):
         g = g[g["x"] >= FIT_FROM]
@@ -111,7 +93,7 @@ def effective_context(df: pd.DataFrame, within: float = CONTEXT_WITHIN) -> pd.Da
     """Per (model, seed): the shortest context x from which on the tail loss stays within `within` of the longest
     context's (`x_eff`), that full-context loss (`full`), the longest x (`longest`), where the loss is lowest
     (`x_low`, `low`), and `rises`: the curve is U-shaped, its full-context loss more than `within` above its lowest."""
-    ctx = _ok(df, "context")
+    ctx = measured(df, "context")
     rows = []
     for (model, seed), g in ctx.groupby(["model", "seed"], sort=False):
         by_x = g.groupby("x")["bits_per_byte"].mean().sort_index()
@@ -135,7 +117,7 @@ def effective_context(df: pd.DataFrame, within: float = CONTEXT_WITHIN) -> pd.Da
 
 def recall_split(df: pd.DataFrame) -> pd.DataFrame:
     """Per (model, seed): bits per byte on recall bytes and on the others, and how many recall bytes there were."""
-    rs = _ok(df, "recall_split")
+    rs = measured(df, "recall_split")
     if not len(rs):
         return pd.DataFrame()
     wide = rs.pivot_table(index=["model", "seed"], columns="split", values=["bits_per_byte", "n_bytes"], sort=False)
@@ -148,16 +130,6 @@ def recall_split(df: pd.DataFrame) -> pd.DataFrame:
         }
     )
     return out.reset_index()
-
-
-def signed(values, fmt: str = "{:+.2f}") -> str:
-    """Each seed's value with its sign, in seed order: '+0.47 / +0.54', '−0.01 / +0.02'."""
-    return " / ".join(fmt.format(float(v)).replace("-", "−") for v in values)
-
-
-def seeds_said(n: int, tr) -> str:
-    """'2 seeds', '1 seed': a count, never read as a seed's number."""
-    return tr("long_range.text.seeds", n=int(n))
 
 
 def copiers(df: pd.DataFrame) -> list[str]:
@@ -188,28 +160,13 @@ def pair_copy(df: pd.DataFrame) -> dict | None:
     return {**said, "distance": int(g["x"].max()), "seeds": g["seed"].nunique(), "rows": g, "option": option}
 
 
-def span(values, fmt: str = "{:.2f}") -> str:
-    """One number, or 'lo–hi' over the seeds ('lo – hi', spaced, when a bound is negative)."""
-    vs = sorted(float(v) for v in values)
-    lo, hi = (fmt.format(v).replace("-", "−") for v in (vs[0], vs[-1]))
-    return lo if len(vs) == 1 or lo == hi else f"{lo} – {hi}" if vs[0] < 0 else f"{lo}–{hi}"
-
-
-def _per_model(df: pd.DataFrame, key: str, tr, **values) -> list[str]:
-    """One clause `long_range.text.take.<key>` per model, each value computed from that model's rows."""
-    return [
-        tr(f"long_range.text.take.{key}", model=tr(f"model.{m}"), **{k: f(g) for k, f in values.items()})
-        for m, g in df.groupby("model", sort=False)
-    ]
-
-
 def _baseline_line(df: pd.DataFrame, tr) -> list[str]:
     """Counting first (a model that counting beats has not learned the language), then counting that copies: whom it
     beats, who is below it, and, when those below it are the models that copy, that copying is what sets them apart."""
     vs = against_baseline(df)
     if not len(vs):
         return []
-    parts = _per_model(vs, "base_part", tr, bits=lambda g: span(g["bits"]))
+    parts = per_model(vs, "base_part", tr, bits=lambda g: span(g["bits"]))
     losers = [tr(f"model.{m}") for m, g in vs.groupby("model", sort=False) if not g["beats"].all()]
     key = "long_range.text.take.base_all" if not losers else "long_range.text.take.base_some"
     said = [
@@ -228,7 +185,7 @@ def _baseline_line(df: pd.DataFrame, tr) -> list[str]:
 
         def named(models) -> str:
             rows = cp[cp["model"].isin(models)]
-            return listing(_per_model(rows, "base_part", tr, bits=lambda g: span(g["bits"], "{:.3f}")), tr)
+            return listing(per_model(rows, "base_part", tr, bits=lambda g: span(g["bits"], "{:.3f}")), tr)
 
         values = {
             "copy": f"{cp['baseline'].iloc[0]:.3f}",
@@ -254,7 +211,7 @@ def _copy_lines(df: pd.DataFrame, tr) -> list[str]:
         g = g[g["model"] != NGRAM] if len(g) else g  # counting reads 5 bytes back: it cannot gain
         if not len(g) or (key == "copy_far" and int(g["x"].max()) == int(asked["x"].max())):
             continue
-        parts = _per_model(
+        parts = per_model(
             g,
             "copy_part",
             tr,
@@ -307,25 +264,7 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
     what copying is worth), then the copy probe against its control, the context curves, training cost in seconds,
     how training ended and the recall split."""
     out = _baseline_line(df, tr) + _copy_lines(df, tr) + _context_line(df, tr)
-    out += time_line(df, tr)
-    falling = still_falling(df)
-    if len(falling):
-        parts = _per_model(
-            falling, "falling_part", tr, fall=lambda g: span(g["fall"]), final=lambda g: span(g["final"])
-        )
-        still = [tr(f"model.{m}") for m, g in falling.groupby("model", sort=False) if (g["fall"] >= FLAT_BITS).any()]
-        key = "long_range.text.take.falling" if still else "long_range.text.take.flat"
-        last = last_moves(df)
-        out.append(
-            tr(
-                key,
-                parts=listing(parts, tr),
-                still=listing(still, tr),
-                share=f"{100 * falling['share'].iloc[0]:.0f}",
-                last_share=f"{100 * last['share'].max():.0f}" if len(last) else "?",
-                moved=span(last["moved"], "{:+.3f}") if len(last) else "?",
-            )
-        )
+    out += text_training.time_line(df, tr) + text_training.falling_line(df, tr)
     rs = recall_split(df)
     if len(rs):
         att, rec = pair(rs["model"])
@@ -352,175 +291,4 @@ def takeaways(df: pd.DataFrame, tr) -> list[str]:
                         share=f"{100 * share:.1f}",
                     )
                 )
-    return out
-
-
-def _heldout(df: pd.DataFrame) -> pd.DataFrame:
-    tc = _ok(df, "train_curve")
-    return tc[tc["split"] == "heldout"] if len(tc) else tc
-
-
-def still_falling(df: pd.DataFrame, last: float = 0.2) -> pd.DataFrame:
-    """Per (model, seed) of the shipped training curves: how far the held-out loss fell over the last `last` share of
-    the bytes trained on (`fall`, bits per byte; positive: it was lower at the end than at the start of that share)."""
-    rows = []
-    for (model, seed), g in _heldout(df).groupby(["model", "seed"], sort=False):
-        g = g.sort_values("x")
-        end = g["x"].max()
-        before = g[g["x"] <= (1 - last) * end]
-        if len(before) and len(g) > 1:
-            rows.append(
-                {
-                    "model": model,
-                    "seed": int(seed),
-                    "fall": float(before["bits_per_byte"].iloc[-1] - g["bits_per_byte"].iloc[-1]),
-                    "final": float(g["bits_per_byte"].iloc[-1]),
-                    "bytes": float(end),
-                    "share": last,
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def last_moves(df: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, seed): how the held-out loss moved between its last two readings (`moved`, end − before: negative
-    fell) and the share of training between them (`share`)."""
-    rows = []
-    for (model, seed), g in _heldout(df).groupby(["model", "seed"], sort=False):
-        g = g.sort_values("x")
-        if len(g) > 1:
-            (x0, b0), (x1, b1) = g[["x", "bits_per_byte"]].iloc[-2], g[["x", "bits_per_byte"]].iloc[-1]
-            rows.append({"model": model, "seed": int(seed), "moved": float(b1 - b0), "share": float((x1 - x0) / x1)})
-    return pd.DataFrame(rows)
-
-
-def equal_time(df: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, seed) of the shipped training curves, each seed at the time its fastest model took in all
-    (`at`, seconds; `fastest`): the held-out loss of its last reading at or before then (`bits`, read at `when`), and
-    each model's own whole run (`total` seconds, `final` loss)."""
-    h = _heldout(df)
-    h = h[h["seconds"].notna()] if len(h) and "seconds" in h else h.iloc[0:0]
-    rows = []
-    for seed, g in h.groupby("seed", sort=False):
-        totals = g.groupby("model", sort=False)["seconds"].max()
-        if len(totals) < 2:
-            continue
-        fastest, at = totals.idxmin(), float(totals.min())
-        for model, m in g.groupby("model", sort=False):
-            m = m.sort_values("seconds")
-            upto = m[m["seconds"] <= at]
-            if len(upto):
-                rows.append(
-                    {
-                        "model": model,
-                        "seed": int(seed),
-                        "at": at,
-                        "fastest": fastest,
-                        "bits": float(upto["bits_per_byte"].iloc[-1]),
-                        "when": float(upto["seconds"].iloc[-1]),
-                        "total": float(m["seconds"].iloc[-1]),
-                        "final": float(m["bits_per_byte"].iloc[-1]),
-                    }
-                )
-    return pd.DataFrame(rows)
-
-
-def time_leader(eq: pd.DataFrame) -> str | None:
-    """The model lowest at equal time in every seed, or None."""
-    lows = {g.loc[g["bits"].idxmin(), "model"] for _, g in eq.groupby("seed")}
-    return lows.pop() if len(lows) == 1 else None
-
-
-def time_line(df: pd.DataFrame, tr) -> list[str]:
-    """Who leads at equal training time (each seed at its fastest model's whole run), and what the same bytes took
-    the slowest against the fastest."""
-    eq = equal_time(df)
-    if not len(eq):
-        return []
-    fastest = eq["fastest"].iloc[0] if eq["fastest"].nunique() == 1 else None
-    if fastest is None:
-        return []
-    totals = eq.groupby("model", sort=False)["total"].mean()
-    slowest = totals.idxmax()
-    parts = _per_model(eq, "time_part", tr, bits=lambda g: span(g["bits"]))
-    leader = time_leader(eq)
-    values = {
-        "s": span(eq.drop_duplicates("seed")["at"], "{:,.0f}"),
-        "fastest": tr(f"model.{fastest}"),
-        "parts": listing(parts, tr),
-        "slowest": tr(f"model.{slowest}"),
-        "ratio": f"{totals[slowest] / totals[fastest]:.1f}",
-    }
-    if leader is None:
-        return [tr("long_range.text.take.time_mixed", **values)]
-    key = "long_range.text.take.time_fastest" if leader == fastest else "long_range.text.take.time"
-    return [tr(key, leader=tr(f"model.{leader}"), **values)]
-
-
-def race_final(df: pd.DataFrame) -> pd.DataFrame:
-    """Per model of a race (core.experiments.text_race): its last held-out loss, seconds, steps and bytes/s."""
-    if df is None or not len(df) or "heldout_bits" not in df:
-        return pd.DataFrame()
-    d = df[df["heldout_bits"].notna()]
-    rows = []
-    for model, g in d.groupby("model", sort=False):
-        g = g.sort_values("seconds")
-        end = g.iloc[-1]
-        rows.append(
-            {
-                "model": model,
-                "bits": float(end["heldout_bits"]),
-                "start": float(g.iloc[0]["heldout_bits"]),
-                "seconds": float(end["seconds"]),
-                "steps": int(end["step"]),
-                "rate": float(end["bytes"] / end["seconds"]) if end["seconds"] > 0 else math.nan,
-                "status": str(df[df["model"] == model]["status"].iloc[-1]),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def race_takeaways(df: pd.DataFrame, tr) -> list[str]:
-    """Who is lower after the same seconds, and how many bytes a second each read: computed from the race shown."""
-    f = race_final(df)
-    if not len(f):
-        return []
-    out = [
-        tr(
-            "long_range.race.take.each",
-            parts=listing(
-                [
-                    tr(
-                        "long_range.race.take.part",
-                        model=tr(f"model.{r.model}"),
-                        bits=f"{r.bits:.2f}",
-                        start=f"{r.start:.2f}",
-                        s=f"{r.seconds:.0f}",
-                        steps=f"{r.steps:,}",
-                        rate=f"{r.rate / 1e3:,.1f}",
-                    )
-                    for r in f.itertuples()
-                ],
-                tr,
-            ),
-        )
-    ]
-    att, rec = pair(f["model"])
-    if att is not None and rec is not None:
-        a, r = (f[f["model"] == m].iloc[0] for m in (att, rec))
-        lead = r["bits"] - a["bits"]
-        speed = r["rate"] / a["rate"] if a["rate"] > 0 else math.nan
-        key = "att" if lead > 0 else "rec" if lead < 0 else "tie"
-        if key != "tie" and abs(speed - 1) < SAME_SPEED:
-            key += "_same"
-        said = f"{speed:.2f}" if math.isfinite(speed) else "–"
-        out.append(
-            tr(
-                f"long_range.race.take.lead_{key}",
-                att=tr(f"model.{att}"),
-                rec=tr(f"model.{rec}"),
-                diff=f"{abs(lead):.2f}",
-                speed=said,
-            )
-        )
     return out
