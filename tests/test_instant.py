@@ -96,7 +96,6 @@ def test_reach_values_are_the_reference_rows():
     assert long_range.at(frame, 800)["attention"] > 0.1
 
 
-@pytest.mark.skipif(True, reason="TEMPORARY: the d = 800 rows are being trained")
 def test_the_reference_answers_at_the_chapters_distance():
     rows = reference("long_range")
     far = long_range.trained(rows, long_range_experiment.FAR)

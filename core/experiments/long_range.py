@@ -120,7 +120,7 @@ PRESETS = {
         "seq_len": FAR + 8,
         "distances": (FAR,),
         "steps": 1000,
-        "seeds": 3,
+        "seeds": 2,
         "models": registry.tagged("long_range:quick"),
     },
 }
