@@ -45,7 +45,7 @@ def chain_chart(frame: pd.DataFrame, n: int, tr) -> alt.Chart:
 def reach_chart(frame: pd.DataFrame, d: int, tr) -> alt.Chart:
     """Page 2: the gradient reaching token 0 from token k (relative to k = 1, log y) and a rule at the slider's d."""
     ok = frame[(frame["relative"] > 0) & frame["distance"].isin(drawn_distances(d))]
-    color = model_color(ok["model"], tr, tr("long_range.instant.axis.model"))
+    color = model_color(ok["model"], tr, tr("long_range.instant.axis.model"), names="long_range.model")
     x = alt.X("distance:Q", title=tr("long_range.instant.axis.distance"), scale=alt.Scale(domain=[1, 1000]))
     y = alt.Y("relative:Q", scale=alt.Scale(type="log"), axis=alt.Axis(format=".0e"),
               title=tr("long_range.instant.axis.relative"))  # fmt: skip

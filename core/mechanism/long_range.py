@@ -66,7 +66,7 @@ def lines(frame: pd.DataFrame, trained_at: pd.DataFrame, d: int, tr) -> list[str
         out.append(tr("long_range.instant.reach", d=f"{d:,}", **{m: said.get(m, "–") for m in SHOWN}))
     if len(trained_at):
         far = int(trained_at["distance"].iloc[0])
-        parts = [tr("long_range.instant.model_acc", model=tr(f"model.{r.model}"), acc=f"{100 * r.accuracy:.0f}",
+        parts = [tr("long_range.instant.model_acc", model=tr(f"long_range.model.{r.model}"), acc=f"{100 * r.accuracy:.0f}",
                     lo=f"{100 * r.lo:.0f}", hi=f"{100 * r.hi:.0f}") for r in trained_at.itertuples()]  # fmt: skip
         r = trained_at.iloc[0]
         device = device_words(str(r["device"]), tr) if "device" in trained_at else ""
