@@ -44,7 +44,7 @@ def _layers(spec: dict) -> list[dict]:
 def _reference(name: str) -> pd.DataFrame:
     df, problems = load_reference(name)
     assert not problems and len(df)
-    return df.assign(source="reference", run="reference")
+    return df.assign(source="reference", run=df["device"])  # a run per device, as shown_data names them
 
 
 def test_covered_finds_the_line_drawn_under_another_in_its_own_panel_only():
