@@ -159,16 +159,23 @@ def train_notes(tr, view):
         )
 
 
+@st.cache_data(show_spinner=False)
+def reach_view_data() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """What the instant view reads at every move, computed once: the reach lines and trained recall by distance."""
+    reach_rows, _ = ui.reference_ui_data(gradient_reach.EXPERIMENT.name)
+    trained_rows, _ = ui.reference_ui_data(long_range.EXPERIMENT.name)
+    return far.reach(ui.reference_rows(reach_rows)), findings.by_distance(trained_rows)
+
+
 def reach_view(tr, shipped):
     """The instant view: the gradient from token d back to token 0 at initialisation (the gradient-reach reference)
-    and trained recall at the farthest distance trained up to d (the reference's rows)."""
-    reach_rows, _ = ui.reference_ui_data(gradient_reach.EXPERIMENT.name)
-    frame = far.reach(ui.reference_rows(reach_rows.assign(source="reference")))
+    and trained recall at the farthest distance trained up to d (every run of the long_range reference)."""
+    frame, stats = reach_view_data()
     if not len(frame):
         return None
     d = st.slider(tr("long_range.instant.d"), 1, int(frame["distance"].max()), long_range.FAR, key=f"instant:{PAGE}:d")
     ui.chart_ui(mechanism_charts.spec(mechanism_charts.reach_chart(frame, d, tr)))
-    return far.lines(frame, far.trained(shipped, d), d, tr), "rows"  # every run: the farthest may be its own
+    return far.lines(frame, far.trained_from(stats, d), d, tr), "rows"  # every run: the farthest may be its own
 
 
 TRAIN = ui.Section(

@@ -29,6 +29,7 @@ QUESTIONS = tuple(verdicts.QUESTIONS)
 VIEWS = {"serial": "serial", "long_range": "long_range", "depth": "depth", "attention_cost": "attention_cost",
          "answers": "answers"}  # page → its section key with an instant view  # fmt: skip
 BUDGET_MS = 500
+TIMEOUT_MS = 30_000  # a move the view never answers
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 
 # the view's sentences and its first chart's drawing: both must change for a move to count as redrawn
@@ -51,6 +52,8 @@ CHANGED_JS = """([sel, before]) => {
 
 def moves(page, sel: str, n: int) -> list[float]:
     """Milliseconds from each key press to the redrawn view, n moves of one notch, back and forth."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     slider = page.locator(f"{sel} input[type='range']").first
     slider.scroll_into_view_if_needed()
     page.wait_for_timeout(500)
@@ -62,8 +65,11 @@ def moves(page, sel: str, n: int) -> list[float]:
         slider.focus()
         t0 = time.perf_counter()
         page.keyboard.press(key)
-        page.wait_for_function(CHANGED_JS, arg=[sel, before], polling="raf", timeout=30000)
-        out.append(1e3 * (time.perf_counter() - t0))
+        try:
+            page.wait_for_function(CHANGED_JS, arg=[sel, before], polling="raf", timeout=TIMEOUT_MS)
+            out.append(1e3 * (time.perf_counter() - t0))
+        except PlaywrightTimeout:  # counted at the limit, and the worst column shows it
+            out.append(float(TIMEOUT_MS))
         page.wait_for_timeout(300)
     return out
 

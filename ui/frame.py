@@ -87,21 +87,31 @@ def device_facts() -> dict:
     return _checked_device_facts() if "torch" in sys.modules else light_facts()
 
 
-WARM_UP_MODULES = ("torch", "pandas", "altair", "core.experiments", "core.charts.serial")
+WARM_UP_MODULES = ("torch", "pandas", "altair", "core.experiments", "core.charts.serial", "core.charts.mechanism")
 
 
 def warm_up_torch() -> None:
     """Import what the measuring pages need (torch ~2 s, pandas, altair, the experiments) in a background thread,
-    once per process, so the first measuring page opens without that wait."""
-    import importlib
+    once per process, so the first measuring page opens without that wait; then freeze what they built."""
     import threading
 
     global _WARMING
     if not _WARMING:
         _WARMING = True
-        threading.Thread(
-            target=lambda: [importlib.import_module(m) for m in WARM_UP_MODULES], daemon=True, name="warm-up"
-        ).start()
+        threading.Thread(target=_warm_up, daemon=True, name="warm-up").start()
+
+
+def _warm_up() -> None:
+    """The imports, then gc.freeze(): Streamlit collects garbage after every run (runner.postScriptGC), a fragment's
+    included, and a full collection walks every object the imports made, which live as long as the process; frozen,
+    they are skipped, so an instant view's slider is not kept waiting by them."""
+    import gc
+    import importlib
+
+    for module in WARM_UP_MODULES:
+        importlib.import_module(module)
+    gc.collect()
+    gc.freeze()
 
 
 _WARMING = False

@@ -62,10 +62,10 @@ def reach_chart(frame: pd.DataFrame, d: int, tr) -> alt.Chart:
 
 
 def drawn_distances(d: int, most: int = 1000) -> set[int]:
-    """The distances a reach line is drawn through: about 150 spaced evenly on the log axis, and d itself."""
+    """The distances a reach line is drawn through: about 80 spaced evenly on the log axis, and d itself."""
     import numpy as np
 
-    return set(np.unique(np.round(np.logspace(0, np.log10(most), 150)).astype(int)).tolist()) | {d, most - 1}
+    return set(np.unique(np.round(np.logspace(0, np.log10(most), 100)).astype(int)).tolist()) | {d, most - 1}
 
 
 def spec(chart: alt.Chart) -> dict:

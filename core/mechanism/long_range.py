@@ -46,7 +46,11 @@ def said_value(frame: pd.DataFrame, model: str, v: float, tr) -> str:
 def trained(rows: pd.DataFrame, d: int) -> pd.DataFrame:
     """Trained recall at the farthest distance trained that is ≤ d: per chapter model, the median accuracy over
     seeds with its lowest and highest, seeds, steps and chance (empty when nothing was trained that far)."""
-    stats = findings.by_distance(rows)
+    return trained_from(findings.by_distance(rows), d)
+
+
+def trained_from(stats: pd.DataFrame, d: int) -> pd.DataFrame:
+    """`trained` from the rows' findings.by_distance (computed once, read at every d)."""
     stats = stats[(stats["task"] == "recall") & (stats["distance"] <= d)] if len(stats) else stats
     if not len(stats):
         return stats
