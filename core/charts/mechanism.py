@@ -115,8 +115,10 @@ def bytes_chart(frame: pd.DataFrame, memory_bytes: float, tr) -> alt.Chart:
 def levels_chart(frame: pd.DataFrame, n: int, tr) -> alt.Chart:
     """Page 5: the dependent levels of each form at n (log x, from LEVELS_FLOOR), each bar labelled with its count."""
     d = frame.assign(name=frame["form"].map(lambda f: tr(f"answers.instant.form.{f}")), floor=LEVELS_FLOOR)
-    x = alt.X("levels:Q", scale=alt.Scale(type="log", domain=[LEVELS_FLOOR, 4 * max(n, 8)]),
-              title=tr("answers.instant.axis.levels"), axis=alt.Axis(format="~s"))  # fmt: skip
+    top = 4 * max(n, 8)
+    ticks = [10**k for k in range(len(str(top)))]  # 1, 10, 100, …: whole levels only
+    x = alt.X("levels:Q", scale=alt.Scale(type="log", domain=[LEVELS_FLOOR, top]),
+              title=tr("answers.instant.axis.levels"), axis=alt.Axis(format="~s", values=ticks))  # fmt: skip
     y = alt.Y("name:N", sort=list(d["name"]), title=None, axis=alt.Axis(labelLimit=LABELS_PX))
     c = (
         Chart(d)

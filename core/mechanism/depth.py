@@ -48,5 +48,5 @@ def lines(frame: pd.DataFrame, n_layers: int, tr) -> list[str]:
     r = ratios(frame)
     if not r:
         return []
-    parts = [tr("depth.instant.model_ratio", model=tr(f"model.{m}"), ratio=ratio_text(v)) for m, v in r.items()]
-    return [tr("depth.instant.ratio", n=n_layers, models="; ".join(parts))]
+    parts = [tr("depth.instant.model_ratio", model=tr(f"depth.model.{m}"), ratio=ratio_text(v)) for m, v in r.items()]
+    return [tr("depth.instant.ratio", n=n_layers, models=tr("instant.list_sep").join(parts))]

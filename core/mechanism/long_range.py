@@ -74,7 +74,7 @@ def lines(frame: pd.DataFrame, trained_at: pd.DataFrame, d: int, tr) -> list[str
                     lo=f"{100 * r.lo:.0f}", hi=f"{100 * r.hi:.0f}") for r in trained_at.itertuples()]  # fmt: skip
         r = trained_at.iloc[0]
         device = device_words(str(r["device"]), tr) if "device" in trained_at else ""
-        out.append(tr("long_range.instant.trained", far=f"{far:,}", models="; ".join(parts), seeds=int(r["seeds"]),
+        out.append(tr("long_range.instant.trained", far=f"{far:,}", models=tr("instant.list_sep").join(parts), seeds=int(r["seeds"]),
                       device=device,
                       steps=f"{int(trained_at['step'].max()):,}", chance=f"{100 * r['chance']:.1f}"))  # fmt: skip
     return out
