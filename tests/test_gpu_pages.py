@@ -46,7 +46,8 @@ def with_gpu_reference(tmp_path_factory):
     for src in core.store.results.REFERENCE_DIR.glob("*"):
         shutil.copy(src, folder)
     for name in PLAN:
-        (src,) = core.store.results.REFERENCE_DIR.glob(f"{name}-cpu-*.csv")
+        # the fullest CPU file: long_range ships a run of one distance beside its grid
+        src = max(core.store.results.REFERENCE_DIR.glob(f"{name}-cpu-*.csv"), key=lambda p: p.stat().st_size)
         _as_gpu(name, pd.read_csv(src, low_memory=False)).to_csv(folder / f"{name}-cuda-nvidia-h200.csv", index=False)
     mp = pytest.MonkeyPatch()
     mp.setattr(core.store.results, "REFERENCE_DIR", folder)

@@ -261,8 +261,11 @@ def test_charts_encode_the_physics():
     assert min(r["grad_norm"] for r in plotted) > 0 and len(plotted) == len(reach) - 1  # zeros left off the log axis
     acc = charts.accuracy_chart(_final_rows((1.0, 0.13), (1.0, 1.0)), tr).to_dict()
     marks = [layer["mark"]["type"] for layer in acc["spec"]["layer"]]
-    assert marks == ["line", "rule", "rule"]  # median accuracy, the seeds' range, chance
-    assert acc["spec"]["layer"][1]["encoding"]["y2"]["field"] == "hi_pct"
+    # a covered line's band, the median accuracy, the seeds' range, chance
+    assert marks == ["line", "line", "rule", "rule"] and acc["spec"]["layer"][0]["transform"] == [
+        {"filter": "datum.covered"}
+    ]
+    assert acc["spec"]["layer"][2]["encoding"]["y2"]["field"] == "hi_pct"
     tfm, meta = ck.load("transformer")
     lstm, _ = ck.load("lstm")
     tokens = recall_map.random_example(meta["seq_len"], 5, meta["n_keys"], seed=3)
