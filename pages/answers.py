@@ -1,34 +1,17 @@
 """Page 5 — the answers: recurrences whose gates read only the input train as scans, and decode with a fixed state;
 Table 1's rows measured side by side (training time, the memory kept while generating, gradient reach)."""
 
-import streamlit as st
-
 from core.charts import answers as charts
-from core.charts import mechanism as mechanism_charts
 from core.charts import recall_frontier as recall_charts
 from core.experiments import answers_decode, answers_reach, answers_speed, recall_frontier
 from core.findings import answers as findings
 from core.findings import answers_decode as decode_findings
 from core.findings import answers_reach as reach_findings
 from core.findings import recall_frontier as recall_findings
-from core.mechanism import answers as forms
 from ui import common as ui
 
 PAGE = "answers"
 tr = ui.page_ui(PAGE)
-
-
-def levels_view(tr, shipped):
-    """The instant view: the levels a loop, a scan and a chunked form wait through at the n picked (formulas)."""
-    lengths = [2**k for k in range(3, 17)]  # 8 … 65,536 tokens
-    n = st.select_slider(tr("answers.instant.n"), lengths, 4096, format_func="{:,}".format, key=f"instant:{PAGE}:n")
-    frame = forms.levels(n)
-    left, right = st.columns(2)
-    with left:
-        ui.chart_ui(mechanism_charts.spec(mechanism_charts.levels_chart(frame, n, tr)))
-    with right:
-        ui.chart_ui(mechanism_charts.spec(mechanism_charts.tree_chart(min(n, forms.TREE_MAX), tr)))
-    return forms.lines(frame, n, tr), "formula"
 
 
 ui.register(
@@ -42,7 +25,7 @@ ui.register(
         why=lambda v: v.lines[1:2],  # the headline's reason
         takeaways=findings.speed_takeaways,
         during=ui.both(charts.speedup_chart),
-        instant=levels_view,
+        instant=ui.instant.levels_view,
         charts=(
             (ui.both(charts.speedup_chart),),
             (ui.both(charts.time_chart), (ui.both(charts.steps_chart), ui.both(charts.memory_chart))),

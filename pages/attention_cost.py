@@ -5,15 +5,13 @@ import math
 import streamlit as st
 
 from core.charts import attention_cost as charts
-from core.charts import mechanism as mechanism_charts
 from core.experiments import attention_cost as ac
 from core.experiments import kv_cache as kv
 from core.findings import attention_cost as findings
-from core.harness.device import free_memory_bytes, resolve_device, total_memory_bytes
+from core.harness.device import resolve_device, total_memory_bytes
 from core.harness.fit import exponent_text, tail_fit
 from core.harness.guard import format_bytes
 from core.harness.memory_formulas import DTYPE_BYTES, MODEL_PRESETS, ModelShape, kv_cache_bytes
-from core.mechanism import attention_cost as price
 from ui import common as ui
 
 PAGE = "attention_cost"
@@ -74,23 +72,6 @@ def wall_tables(both, primary, tr):
     st.dataframe(ui.labelled(tr, "attention_cost.extrap", cells), hide_index=True)
 
 
-INSTANT_LENGTHS = [2**k for k in range(7, 21)]  # 128 … 1,048,576 tokens
-
-
-def bytes_view(tr, shipped):
-    """The instant view: exact bytes at the n, heads and layers picked, against this device's free memory now."""
-    c1, c2, c3 = st.columns([2, 1, 1])
-    n = c1.select_slider(
-        tr("attention_cost.instant.n"), INSTANT_LENGTHS, 4096, format_func="{:,}".format, key=f"instant:{PAGE}:n"
-    )
-    heads = c2.slider(tr("attention_cost.instant.heads"), 1, 64, 12, key=f"instant:{PAGE}:heads")
-    layers = c3.slider(tr("attention_cost.instant.layers"), 1, 128, 12, key=f"instant:{PAGE}:layers")
-    memory = free_memory_bytes(resolve_device("auto"))
-    frame = price.bars(n, heads, layers)
-    ui.chart_ui(mechanism_charts.spec(mechanism_charts.bytes_chart(frame, memory, tr)))
-    return price.lines(frame, n, heads, layers, memory, tr), "formula"
-
-
 MAIN = ui.Section(
     PAGE,
     ac.EXPERIMENT,
@@ -105,7 +86,7 @@ MAIN = ui.Section(
     ),
     method=PAGE,
     no_data="attention_cost.no_sweep",
-    instant=bytes_view,
+    instant=ui.instant.bytes_view,
 )
 train_tab, kv_tab, remedies_tab = st.tabs([tr(f"attention_cost.tab.{t}") for t in ("train", "kv", "remedies")])
 with train_tab:

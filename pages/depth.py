@@ -3,9 +3,7 @@
 import streamlit as st
 
 from core.charts import depth as charts
-from core.charts import mechanism as mechanism_charts
 from core.experiments import depth
-from core.mechanism import depth as stack
 from ui import common as ui
 
 PAGE = "depth"
@@ -57,18 +55,6 @@ def during(both, primary, tr):
     return charts.loss_chart(primary, tr) if len(training) else charts.first_layer_chart(both, tr)
 
 
-def layers_view(tr, shipped):
-    """The instant view: each layer's gradient at initialisation in stacks of the depth picked (reference rows)."""
-    rows = ui.reference_rows(shipped)
-    depths = stack.depths(rows)
-    if not depths:
-        return None
-    n = st.select_slider(tr("depth.instant.n"), depths, min(depths, key=lambda v: abs(v - 8)), key=f"instant:{PAGE}:n")
-    frame = stack.layers(rows, n)
-    ui.chart_ui(mechanism_charts.spec(mechanism_charts.layers_chart(frame, n, tr)))
-    return stack.lines(frame, n, tr), "rows"
-
-
 ui.register(
     ui.Section(
         PAGE,
@@ -78,7 +64,7 @@ ui.register(
         takeaways=depth.takeaways,
         charts=((init_charts,), (train_charts,)),
         during=during,
-        instant=layers_view,
+        instant=ui.instant.layers_view,
         method=PAGE,
         gate=False,  # the headings and pickers stay before an answer; the charts, as always, wait for it
     )

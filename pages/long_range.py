@@ -6,7 +6,6 @@ import pandas as pd
 import streamlit as st
 
 from core.charts import long_range as charts
-from core.charts import mechanism as mechanism_charts
 from core.charts import real_text as text_charts
 from core.charts import text_training as training_charts
 from core.config import make_config
@@ -14,7 +13,6 @@ from core.experiments import gradient_reach, long_range, real_text, recall_map, 
 from core.findings import listing
 from core.findings import long_range as findings
 from core.findings import real_text as text_findings
-from core.mechanism import long_range as far
 from core.models import registry
 from core.offline import checkpoints as ck
 from core.training import tasks
@@ -159,25 +157,6 @@ def train_notes(tr, view):
         )
 
 
-@st.cache_data(show_spinner=False)
-def reach_view_data() -> tuple[pd.DataFrame, pd.DataFrame]:
-    """What the instant view reads at every move, computed once: the reach lines and trained recall by distance."""
-    reach_rows, _ = ui.reference_ui_data(gradient_reach.EXPERIMENT.name)
-    trained_rows, _ = ui.reference_ui_data(long_range.EXPERIMENT.name)
-    return far.reach(ui.reference_rows(reach_rows)), findings.by_distance(trained_rows)
-
-
-def reach_view(tr, shipped):
-    """The instant view: the gradient from token d back to token 0 at initialisation (the gradient-reach reference)
-    and trained recall at the farthest distance trained up to d (every run of the long_range reference)."""
-    frame, stats = reach_view_data()
-    if not len(frame):
-        return None
-    d = st.slider(tr("long_range.instant.d"), 1, int(frame["distance"].max()), long_range.FAR, key=f"instant:{PAGE}:d")
-    ui.chart_ui(mechanism_charts.spec(mechanism_charts.reach_chart(frame, d, tr)))
-    return far.lines(frame, far.trained_from(stats, d), d, tr), "rows"  # every run: the farthest may be its own
-
-
 TRAIN = ui.Section(
     PAGE,
     long_range.EXPERIMENT,
@@ -190,7 +169,7 @@ TRAIN = ui.Section(
     during=ui.both(charts.curves_chart),  # accuracy rising, step by step
     method=PAGE,
     special=train_notes,
-    instant=reach_view,
+    instant=ui.instant.reach_view,
 )
 with task_tab:
     ui.section_ui(tr, TRAIN, prediction=prediction)

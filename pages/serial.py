@@ -4,7 +4,6 @@ import pandas as pd
 import streamlit as st
 
 from core.charts import checkpoint as checkpoint_charts
-from core.charts import mechanism as mechanism_charts
 from core.charts import scaling as scaling_charts
 from core.charts import serial as charts
 from core.experiments import checkpoint, scaling, serial
@@ -12,7 +11,6 @@ from core.findings import checkpoint as checkpoint_findings
 from core.findings import scaling as scaling_findings
 from core.findings import serial as findings
 from core.harness.fit import exponent_text
-from core.mechanism import serial as chain
 from ui import common as ui
 
 PAGE = "serial"
@@ -70,24 +68,6 @@ def scaling_story(tr, view):
     st.dataframe(scaling_charts.fits_table(view.both[view.both["seq_len"] == T], tr), hide_index=True)
 
 
-def chain_view(tr, shipped):
-    """The instant view: the dependent steps of one training step at the n picked, timed from the reference rows."""
-    rows = ui.reference_rows(shipped)
-    lengths = chain.lengths(rows)
-    if not lengths:
-        return None
-    n = st.select_slider(
-        tr("serial.instant.n"),
-        lengths,
-        min(lengths, key=lambda v: abs(v - 1024)),
-        format_func="{:,}".format,
-        key=f"instant:{PAGE}:n",
-    )
-    frame = chain.chain(rows, n)
-    ui.chart_ui(mechanism_charts.spec(mechanism_charts.chain_chart(frame, n, tr)))
-    return chain.lines(frame, chain.gpu_busy(rows, n), n, tr), "rows"
-
-
 def serial_why(view):
     """The roofline's reason, from the takeaways."""
     pair = findings.comparison(view.primary) if len(view.primary) else None
@@ -105,7 +85,7 @@ ui.register(
         why=serial_why,
         takeaways=findings.takeaways,
         during=ui.both(charts.time_chart),
-        instant=chain_view,
+        instant=ui.instant.chain_view,
         charts=(
             (ui.both(charts.time_chart),),
             (

@@ -138,8 +138,10 @@ def _charts_ui(tr, charts, both, primary) -> None:
 
 def instant_ui(tr, s: Section) -> None:
     """Section `s`'s instant view, in a fragment: moving its slider reruns the view alone, not the page. It reads the
-    section's reference rows (every device's) afresh from the cache, so the session keeps no table for it. Its
-    container's key (`instant-<section key>`) is what a browser benchmark finds it by."""
+    section's reference rows (every device's) afresh from the cache, and the fragment keeps only the view, its names
+    and `tr` (the Section's other hooks are the page script's functions, which would keep its tables in the session).
+    Its container's key (`instant-<section key>`) is what a browser benchmark finds it by."""
+    view, page, name, key = s.instant, s.page, s.experiment.name, "instant-" + s.key.replace(":", "-")
 
     @st.fragment
     def draw():
@@ -147,10 +149,10 @@ def instant_ui(tr, s: Section) -> None:
         open_gate()  # drawn only once revealed; a fragment's rerun must not read a later section's closed gate
         plain = DOWNLOADS.set(False)  # a picture that changes with every move: no download buttons to rebuild
         try:
-            with st.container(border=True, key="instant-" + s.key.replace(":", "-")):
-                st.markdown(f"**{tr(f'{s.page}.instant.title')}**")
-                st.markdown(tr(f"{s.page}.instant.intro"))
-                said = s.instant(tr, reference_ui_data(s.experiment.name)[0])
+            with st.container(border=True, key=key):
+                st.markdown(f"**{tr(f'{page}.instant.title')}**")
+                st.markdown(tr(f"{page}.instant.intro"))
+                said = view(tr, reference_ui_data(name)[0])
                 if said:
                     lines, source = said
                     st.markdown("\n".join(f"- {line}" for line in lines))
