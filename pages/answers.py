@@ -9,6 +9,7 @@ from core.findings import answers_decode as decode_findings
 from core.findings import answers_reach as reach_findings
 from core.findings import recall_frontier as recall_findings
 from ui import common as ui
+from ui import instant as views  # the instant views: in ui, so their fragment keeps no page table
 
 PAGE = "answers"
 tr = ui.page_ui(PAGE)
@@ -25,7 +26,7 @@ ui.register(
         why=lambda v: v.lines[1:2],  # the headline's reason
         takeaways=findings.speed_takeaways,
         during=ui.both(charts.speedup_chart),
-        instant=ui.instant.levels_view,
+        instant=views.levels_view,
         charts=(
             (ui.both(charts.speedup_chart),),
             (ui.both(charts.time_chart), (ui.both(charts.steps_chart), ui.both(charts.memory_chart))),

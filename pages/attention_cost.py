@@ -13,6 +13,7 @@ from core.harness.fit import exponent_text, tail_fit
 from core.harness.guard import format_bytes
 from core.harness.memory_formulas import DTYPE_BYTES, MODEL_PRESETS, ModelShape, kv_cache_bytes
 from ui import common as ui
+from ui import instant as views  # the instant views: in ui, so their fragment keeps no page table
 
 PAGE = "attention_cost"
 tr = ui.page_ui(PAGE)
@@ -86,7 +87,7 @@ MAIN = ui.Section(
     ),
     method=PAGE,
     no_data="attention_cost.no_sweep",
-    instant=ui.instant.bytes_view,
+    instant=views.bytes_view,
 )
 train_tab, kv_tab, remedies_tab = st.tabs([tr(f"attention_cost.tab.{t}") for t in ("train", "kv", "remedies")])
 with train_tab:

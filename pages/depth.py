@@ -5,6 +5,7 @@ import streamlit as st
 from core.charts import depth as charts
 from core.experiments import depth
 from ui import common as ui
+from ui import instant as views  # the instant views: in ui, so their fragment keeps no page table
 
 PAGE = "depth"
 tr = ui.page_ui(PAGE)
@@ -64,7 +65,7 @@ ui.register(
         takeaways=depth.takeaways,
         charts=((init_charts,), (train_charts,)),
         during=during,
-        instant=ui.instant.layers_view,
+        instant=views.layers_view,
         method=PAGE,
         gate=False,  # the headings and pickers stay before an answer; the charts, as always, wait for it
     )

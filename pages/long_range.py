@@ -18,6 +18,7 @@ from core.offline import checkpoints as ck
 from core.training import tasks
 from core.workloads import text_lm
 from ui import common as ui
+from ui import instant as views  # the instant views: in ui, so their fragment keeps no page table
 
 PAGE = "long_range"
 tr = ui.page_ui(PAGE)
@@ -169,7 +170,7 @@ TRAIN = ui.Section(
     during=ui.both(charts.curves_chart),  # accuracy rising, step by step
     method=PAGE,
     special=train_notes,
-    instant=ui.instant.reach_view,
+    instant=views.reach_view,
 )
 with task_tab:
     ui.section_ui(tr, TRAIN, prediction=prediction)

@@ -12,6 +12,7 @@ from core.findings import scaling as scaling_findings
 from core.findings import serial as findings
 from core.harness.fit import exponent_text
 from ui import common as ui
+from ui import instant as views  # the instant views: in ui, so their fragment keeps no page table
 
 PAGE = "serial"
 SCALING = f"{PAGE}:scaling"  # the section's second form and live run: a 'page:name' key (see ui/form.py)
@@ -85,7 +86,7 @@ ui.register(
         why=serial_why,
         takeaways=findings.takeaways,
         during=ui.both(charts.time_chart),
-        instant=ui.instant.chain_view,
+        instant=views.chain_view,
         charts=(
             (ui.both(charts.time_chart),),
             (

@@ -11,7 +11,6 @@ from __future__ import annotations
 import streamlit as st
 
 from core.terms.i18n import translator
-from ui import instant
 from ui.data import (
     chart_ui,
     file_problem_ui,
